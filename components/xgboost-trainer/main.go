@@ -1,0 +1,209 @@
+// Command gangboost-train trains an XGBoost model as one rank of an XGBoostJob, or, with --local N,
+// runs a whole gang (a Master and N Workers) as local processes.
+//
+// Every flag can also come from the environment as GANGBOOST_<FLAG> (upper case, dashes as
+// underscores, e.g. GANGBOOST_NUM_ROUND=50); a flag on the command line wins. Distributed settings
+// come from the Training Operator (MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK) or Kubeflow Trainer
+// v2 (DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID, DMLC_NUM_WORKER) environment.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/dataset"
+	"github.com/gangboost/gangboost/internal/gangwatch"
+	"github.com/gangboost/gangboost/internal/localgang"
+	"github.com/gangboost/gangboost/internal/train"
+)
+
+// Exit codes: 1 a failure of this rank, 2 bad usage, 3 another rank of the gang was lost.
+const (
+	exitFailed = 1
+	exitUsage  = 2
+	exitLost   = 3
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	return nil
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("gangboost-train", flag.ContinueOnError)
+	p := train.DefaultParams()
+	var (
+		trainPath, evalPath, builtin, format, label, modelDir, modelFormat string
+		features, evalMetric, extra                                        stringList
+		evalFraction                                                       float64
+		logEvery, local, watchPort                                         int
+		watchTimeout, startTimeout                                         time.Duration
+	)
+	fs.StringVar(&trainPath, "train", "", "training data: a CSV file with a header, or a LibSVM file")
+	fs.StringVar(&evalPath, "eval", "", "evaluation data (same format as --train)")
+	fs.StringVar(&builtin, "dataset", "", "built-in data set instead of --train: iris")
+	fs.StringVar(&format, "format", "", "data format: csv or libsvm (default: from the file extension)")
+	fs.StringVar(&label, "label", "", "label column name (CSV; default for --dataset iris: species)")
+	fs.Var(&features, "features", "feature columns, comma-separated (default: every column but the label)")
+	fs.Float64Var(&evalFraction, "eval-fraction", 0, "without --eval, hold out this fraction of the training rows for evaluation")
+	fs.StringVar(&modelDir, "model-dir", "", "folder that receives model.json (or .ubj) and metadata.json, e.g. <pvc>/models/<model>/<version>")
+	fs.StringVar(&modelFormat, "model-format", "json", "model file format: json or ubj")
+	fs.StringVar(&p.Objective, "objective", p.Objective, "learning objective, e.g. binary:logistic, multi:softprob, reg:squarederror")
+	fs.IntVar(&p.NumRound, "num-round", p.NumRound, "boosting rounds")
+	fs.IntVar(&p.MaxDepth, "max-depth", p.MaxDepth, "maximum tree depth")
+	fs.Float64Var(&p.Eta, "eta", p.Eta, "learning rate")
+	fs.Float64Var(&p.Subsample, "subsample", p.Subsample, "row subsample ratio per tree")
+	fs.Float64Var(&p.ColsampleBytree, "colsample-bytree", p.ColsampleBytree, "column subsample ratio per tree")
+	fs.Float64Var(&p.MinChildWeight, "min-child-weight", p.MinChildWeight, "minimum sum of hessian in a child")
+	fs.Float64Var(&p.Lambda, "lambda", p.Lambda, "L2 regularisation")
+	fs.Float64Var(&p.Alpha, "alpha", p.Alpha, "L1 regularisation")
+	fs.StringVar(&p.TreeMethod, "tree-method", p.TreeMethod, "tree method: hist, approx or exact")
+	fs.IntVar(&p.NThread, "nthread", p.NThread, "threads per rank (0: all cores)")
+	fs.IntVar(&p.Seed, "seed", p.Seed, "random seed")
+	fs.IntVar(&p.NumClass, "num-class", p.NumClass, "classes for multi:* objectives (0: from the label column)")
+	fs.Var(&evalMetric, "eval-metric", "evaluation metrics, comma-separated (default: the objective's)")
+	fs.IntVar(&p.EarlyStoppingRounds, "early-stopping-rounds", 0, "stop when the last metric on the last evaluation set has not improved for this many rounds (0: off)")
+	fs.Var(&extra, "param", "any other XGBoost parameter as key=value (repeatable)")
+	fs.IntVar(&logEvery, "log-every", 1, "log metrics every k rounds")
+	fs.IntVar(&local, "local", 0, "run a local gang: a Master and this many Workers as processes on loopback")
+	fs.IntVar(&watchPort, "watch-port", 0, "port rank 0 watches the gang on (default: tracker port + 1)")
+	fs.DurationVar(&watchTimeout, "gang-timeout", 10*time.Second, "a rank silent this long counts as lost")
+	fs.DurationVar(&startTimeout, "gang-start-timeout", 5*time.Minute, "how long ranks wait for the whole gang to join")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if err := envDefaults(fs); err != nil {
+		fmt.Fprintln(os.Stderr, "gangboost-train:", err)
+		return exitUsage
+	}
+	p.EvalMetric = evalMetric
+	p.Extra = map[string]string{}
+	for _, kv := range extra {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			fmt.Fprintf(os.Stderr, "gangboost-train: --param %q: want key=value\n", kv)
+			return exitUsage
+		}
+		p.Extra[k] = v
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if local > 0 {
+		return runLocal(ctx, local, args)
+	}
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if builtin == "" && trainPath == "" {
+		log.Error("no training data: give --train PATH or --dataset iris")
+		return exitUsage
+	}
+	if builtin == "iris" && label == "" {
+		label = "species"
+	}
+	job := train.Job{
+		Params:       p,
+		Train:        dataset.Spec{Path: trainPath, Format: format, Builtin: builtin, Label: label, Features: features},
+		EvalFraction: evalFraction,
+		ModelDir:     modelDir,
+		ModelFormat:  modelFormat,
+		LogEvery:     logEvery,
+		WatchPort:    watchPort,
+		Watch:        gangwatch.Options{Timeout: watchTimeout, StartTimeout: startTimeout},
+		Log:          log,
+	}
+	if evalPath != "" {
+		job.Eval = &dataset.Spec{Path: evalPath, Format: format, Label: label, Features: features}
+	}
+	cl, err := train.ClusterFromEnv(os.Getenv)
+	if err != nil {
+		log.Error("bad distributed environment", "err", err)
+		return exitUsage
+	}
+	if _, err := train.Run(ctx, job, cl); err != nil {
+		log.Error("training failed", "err", err)
+		var lost *gangwatch.LostError
+		if errors.As(err, &lost) {
+			return exitLost
+		}
+		return exitFailed
+	}
+	return 0
+}
+
+// envDefaults fills every flag not given on the command line from GANGBOOST_<FLAG>.
+func envDefaults(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		key := "GANGBOOST_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		v, ok := os.LookupEnv(key)
+		if given[f.Name] || !ok || err != nil {
+			return
+		}
+		if e := fs.Set(f.Name, v); e != nil {
+			err = fmt.Errorf("environment %s=%q: %w", key, v, e)
+		}
+	})
+	return err
+}
+
+// runLocal re-runs this command as a local gang of 1 Master + workers processes, with the
+// environment the Training Operator injects into XGBoostJob pods.
+func runLocal(ctx context.Context, workers int, args []string) int {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gangboost-train:", err)
+		return exitFailed
+	}
+	var rankArgs []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--local" || a == "-local":
+			i++ // drop its value
+		case strings.HasPrefix(a, "--local=") || strings.HasPrefix(a, "-local="):
+		default:
+			rankArgs = append(rankArgs, a)
+		}
+	}
+	env := os.Environ()
+	filtered := env[:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "GANGBOOST_LOCAL=") {
+			filtered = append(filtered, kv)
+		}
+	}
+	l := &localgang.Launcher{}
+	res, err := l.Run(ctx, localgang.Job{
+		Name: "gangboost-train", Command: self, Args: rankArgs, Workers: workers,
+		Env: filtered, Stdout: os.Stdout,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gangboost-train: local gang failed:", err)
+		return exitFailed
+	}
+	_ = res
+	return 0
+}

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/train"
+)
+
+// trainerBin is gangboost-train built once for every test in this package.
+var trainerBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gangboost-train-test")
+	if err != nil {
+		panic(err)
+	}
+	trainerBin = filepath.Join(dir, "gangboost-train")
+	out, err := exec.Command("go", "build", "-o", trainerBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build gangboost-train: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// writeCSV writes n rows of a synthetic binary classification problem with f features, a few
+// missing cells, and a label column named "y".
+func writeCSV(t *testing.T, path string, n, f int, seed int64) {
+	t.Helper()
+	r := rand.New(rand.NewSource(seed))
+	var b strings.Builder
+	for j := 0; j < f; j++ {
+		fmt.Fprintf(&b, "x%d,", j)
+	}
+	b.WriteString("y\n")
+	for i := 0; i < n; i++ {
+		s := 0.0
+		for j := 0; j < f; j++ {
+			v := r.NormFloat64()
+			s += v * float64(j%3-1)
+			if r.Intn(20) == 0 {
+				b.WriteString(",")
+				continue
+			}
+			fmt.Fprintf(&b, "%.5f,", v)
+		}
+		if s+0.3*r.NormFloat64() > 0 {
+			b.WriteString("1\n")
+		} else {
+			b.WriteString("0\n")
+		}
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	// The gang uses the port and the one after it (tracker, gang watch): find a free pair.
+	for i := 0; i < 50; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+1))
+		l.Close()
+		if err == nil {
+			l2.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port pair")
+	return 0
+}
+
+// rank is one process of a gang started by the test itself, with the Training Operator's env.
+type rank struct {
+	cmd *exec.Cmd
+	out *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startGang(t *testing.T, world int, args ...string) []*rank {
+	t.Helper()
+	port := freePort(t)
+	var ranks []*rank
+	for r := 0; r < world; r++ {
+		cmd := exec.Command(trainerBin, args...)
+		cmd.Env = append(os.Environ(),
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port),
+			"WORLD_SIZE="+strconv.Itoa(world), "RANK="+strconv.Itoa(r))
+		out := &syncBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ranks = append(ranks, &rank{cmd: cmd, out: out})
+	}
+	t.Cleanup(func() {
+		for _, r := range ranks {
+			_ = r.cmd.Process.Kill()
+		}
+	})
+	return ranks
+}
+
+// waitAll waits for every rank, failing the test if any is still running after limit.
+func waitAll(t *testing.T, ranks []*rank, limit time.Duration) []int {
+	t.Helper()
+	codes := make([]int, len(ranks))
+	done := make(chan int, len(ranks))
+	for i, r := range ranks {
+		go func() {
+			_ = r.cmd.Wait()
+			codes[i] = r.cmd.ProcessState.ExitCode()
+			done <- i
+		}()
+	}
+	deadline := time.After(limit)
+	for range ranks {
+		select {
+		case <-done:
+		case <-deadline:
+			for i, r := range ranks {
+				t.Logf("rank %d output:\n%s", i, r.out.String())
+			}
+			t.Fatalf("gang still running after %s", limit)
+		}
+	}
+	return codes
+}
+
+var shaRe = regexp.MustCompile(`msg="training finished" rank=(\d+) rounds=\d+ model_sha256=([0-9a-f]{64})`)
+
+func lastMetric(t *testing.T, dir, name string) float64 {
+	t.Helper()
+	md, err := train.ReadMetadata(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := md.Metrics[name]
+	if len(v) == 0 {
+		t.Fatalf("metadata has no %s: %v", name, md.Metrics)
+	}
+	return v[len(v)-1]
+}
+
+func TestDistributedTrainingAgreesAcrossRanks(t *testing.T) {
+	dir := t.TempDir()
+	trainCSV, evalCSV := filepath.Join(dir, "train.csv"), filepath.Join(dir, "eval.csv")
+	writeCSV(t, trainCSV, 4000, 8, 1)
+	writeCSV(t, evalCSV, 1000, 8, 2)
+	args := func(modelDir string) []string {
+		return []string{"--train", trainCSV, "--eval", evalCSV, "--label", "y", "--objective", "binary:logistic",
+			"--num-round", "30", "--max-depth", "4", "--nthread", "1", "--model-dir", modelDir, "--gang-timeout", "5s"}
+	}
+	single := filepath.Join(dir, "single")
+	out, err := exec.Command(trainerBin, args(single)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("single process: %v\n%s", err, out)
+	}
+	want := lastMetric(t, single, "eval-logloss")
+
+	for _, world := range []int{1, 2, 3, 4} {
+		t.Run(fmt.Sprintf("world=%d", world), func(t *testing.T) {
+			modelDir := filepath.Join(dir, fmt.Sprintf("w%d", world))
+			ranks := startGang(t, world, args(modelDir)...)
+			codes := waitAll(t, ranks, 2*time.Minute)
+			shas := map[string]bool{}
+			for i, r := range ranks {
+				if codes[i] != 0 {
+					t.Fatalf("rank %d exited %d:\n%s", i, codes[i], r.out.String())
+				}
+				m := shaRe.FindStringSubmatch(r.out.String())
+				if m == nil || m[1] != strconv.Itoa(i) {
+					t.Fatalf("rank %d: no 'training finished' line for its own rank:\n%s", i, r.out.String())
+				}
+				shas[m[2]] = true
+			}
+			if len(shas) != 1 {
+				t.Fatalf("ranks ended with %d different models: %v", len(shas), shas)
+			}
+			md, err := train.ReadMetadata(modelDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if md.WorldSize != world || md.TrainRows != 4000 || !shas[md.ModelSHA256] {
+				t.Fatalf("metadata: world %d rows %d sha %s; want %d, 4000, the ranks' model", md.WorldSize, md.TrainRows, md.ModelSHA256, world)
+			}
+			got := lastMetric(t, modelDir, "eval-logloss")
+			// Distributed hist merges per-rank quantile sketches, so splits may differ slightly.
+			if math.Abs(got-want) > 0.03 {
+				t.Fatalf("eval-logloss %v with %d ranks, %v in one process", got, world, want)
+			}
+			t.Logf("world %d: eval-logloss %.4f (single process %.4f)", world, got, want)
+		})
+	}
+}
+
+func TestLocalGangWritesModel(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "models", "iris", "v1")
+	out, err := exec.Command(trainerBin, "--local", "2", "--dataset", "iris", "--objective", "multi:softprob",
+		"--num-round", "10", "--eval-fraction", "0.2", "--model-dir", dir, "--nthread", "1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("--local 2: %v\n%s", err, out)
+	}
+	for _, prefix := range []string{"[master-0]", "[worker-0]", "[worker-1]"} {
+		if !strings.Contains(string(out), prefix) {
+			t.Errorf("log has no %s lines:\n%s", prefix, out)
+		}
+	}
+	md, err := train.ReadMetadata(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md.WorldSize != 3 || md.NumClass != 3 || len(md.Classes) != 3 || md.NumFeatures != 4 || md.Label != "species" {
+		t.Fatalf("metadata = %+v", md)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.json")); err != nil {
+		t.Fatal(err)
+	}
+	if acc := len(md.Metrics["eval-mlogloss"]); acc != 10 {
+		t.Fatalf("eval-mlogloss has %d rounds, want 10", acc)
+	}
+}
+
+func TestLostWorkerStopsTheGang(t *testing.T) {
+	dir := t.TempDir()
+	trainCSV := filepath.Join(dir, "train.csv")
+	writeCSV(t, trainCSV, 20000, 20, 3)
+	ranks := startGang(t, 3, "--train", trainCSV, "--label", "y", "--objective", "binary:logistic",
+		"--num-round", "100000", "--nthread", "1", "--model-dir", filepath.Join(dir, "m"), "--gang-timeout", "5s")
+	victim := ranks[2]
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(victim.out.String(), "round=3 ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("rank 2 never reached round 3:\n%s", victim.out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	killed := time.Now()
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	codes := waitAll(t, ranks[:2], 30*time.Second)
+	t.Logf("survivors exited %s after the kill", time.Since(killed).Round(time.Millisecond))
+	for i, code := range codes {
+		out := ranks[i].out.String()
+		if code == 0 {
+			t.Fatalf("rank %d exited 0 after rank 2 died:\n%s", i, out)
+		}
+		if !strings.Contains(out, "rank 2 lost") {
+			t.Fatalf("rank %d's error does not name rank 2:\n%s", i, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "m", "model.json")); !os.IsNotExist(err) {
+		t.Fatalf("a failed gang left a model behind (stat err %v)", err)
+	}
+}
+
+func TestBadDataFailsOnEveryRank(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		name, file, label, want string
+	}{
+		{"missing label column", write("nolabel.csv", "a,b\n1,2\n3,4\n"), "y", `no label column \"y\"`},
+		{"non-numeric cell", write("text.csv", "a,b,y\n1,2,0\n3,abc,1\n5,6,0\n7,8,1\n"), "y", `text.csv:3`},
+		{"ragged row", write("ragged.csv", "a,b,y\n1,2,0\n3,1\n5,6,0\n7,8,1\n"), "y", `ragged.csv:3`},
+		{"empty shard", write("tiny.csv", "a,b,y\n1,2,0\n"), "y", `tiny.csv`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ranks := startGang(t, 2, "--train", c.file, "--label", c.label, "--objective", "binary:logistic",
+				"--num-round", "2", "--gang-start-timeout", "20s")
+			codes := waitAll(t, ranks, 30*time.Second)
+			for i, r := range ranks {
+				out := r.out.String()
+				if codes[i] == 0 || !strings.Contains(out, c.want) {
+					t.Fatalf("rank %d: exit %d, want failure mentioning %q:\n%s", i, codes[i], c.want, out)
+				}
+			}
+		})
+	}
+}
+
+// Every rank's stdout stays line-oriented for kubectl logs.
+func TestProgressIsOneLinePerRound(t *testing.T) {
+	out, err := exec.Command(trainerBin, "--dataset", "iris", "--objective", "multi:softprob",
+		"--num-round", "5", "--eval-fraction", "0.3").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `msg=round `) {
+			n++
+			if !strings.Contains(sc.Text(), "eval-mlogloss=") || !strings.Contains(sc.Text(), " of=5") {
+				t.Fatalf("round line lacks metrics: %s", sc.Text())
+			}
+		}
+	}
+	if n != 5 {
+		t.Fatalf("%d round lines, want 5:\n%s", n, out)
+	}
+}

@@ -1,0 +1,381 @@
+package dataset
+
+import (
+	"bufio"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// maxClasses bounds the distinct values of a string label column: more than that is not a class
+// label, and the bound keeps the value set small while a numeric column is scanned.
+const maxClasses = 10000
+
+type csvOptions struct {
+	label    string
+	features []string
+	classes  []string
+	// allowEmptyShard returns a matrix with no rows instead of an error.
+	allowEmptyShard bool
+}
+
+// LoadCSV reads a CSV file with a header row, takes the label from column label and the features
+// from the named columns (nil: every column but the label), validates every row of the file and
+// keeps shard s's rows. Empty cells and NA, N/A, NaN, null (any case) are missing values (NaN);
+// a missing label is an error. A label column holding strings becomes class indices (see
+// Matrix.Classes). A name ending in .gz is read through gzip.
+func LoadCSV(path, label string, features []string, s Shard) (*Matrix, error) {
+	return loadCSVFile(path, csvOptions{label: label, features: features}, s)
+}
+
+func loadCSVFile(path string, o csvOptions, s Shard) (*Matrix, error) {
+	f, err := openData(path)
+	if err != nil {
+		return nil, fmt.Errorf("open data: %w", err)
+	}
+	defer f.Close()
+	return loadCSVReader(f, path, o, s)
+}
+
+func loadCSVReader(r io.Reader, file string, o csvOptions, s Shard) (*Matrix, error) {
+	s, err := s.normalize()
+	if err != nil {
+		return nil, err
+	}
+	cr := csv.NewReader(bufio.NewReaderSize(r, 1<<20))
+	cr.ReuseRecord = true
+	cr.FieldsPerRecord = -1 // ragged rows get our own message, with the counts
+	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, &DataError{File: file, Msg: "the file is empty: want a header row naming the columns, then data rows"}
+	}
+	if err != nil {
+		return nil, csvError(file, err)
+	}
+	header = slices.Clone(header)
+	header[0] = strings.TrimPrefix(header[0], "\ufeff") // spreadsheet exports start with a BOM
+	cols := make(map[string]int, len(header))
+	for j, h := range header {
+		h = strings.TrimSpace(h)
+		header[j] = h
+		if h == "" {
+			return nil, &DataError{File: file, Line: 1, Column: j + 1, Msg: "the header gives this column no name"}
+		}
+		if k, dup := cols[h]; dup {
+			return nil, &DataError{File: file, Line: 1, Column: j + 1, ColumnName: h,
+				Msg: fmt.Sprintf("the header names two columns %q (columns %d and %d)", h, k+1, j+1)}
+		}
+		cols[h] = j
+	}
+	labelCol, ok := cols[o.label]
+	if !ok {
+		return nil, &DataError{File: file, Line: 1, Msg: fmt.Sprintf("no label column %q%s; the columns are %s",
+			o.label, didYouMean(o.label, header), quoteList(header))}
+	}
+	featCols, err := featureColumns(file, header, cols, labelCol, o.features)
+	if err != nil {
+		return nil, err
+	}
+
+	m := &Matrix{Cols: len(featCols), LabelName: header[labelCol], FeatureNames: make([]string, len(featCols))}
+	for k, c := range featCols {
+		m.FeatureNames[k] = header[c]
+	}
+	labels := newLabelSet(o.classes)
+	var data chunkedFloats
+	row := 0
+	for ; ; row++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, csvError(file, err)
+		}
+		if len(rec) != len(header) {
+			line, _ := cr.FieldPos(0)
+			return nil, &DataError{File: file, Line: line,
+				Msg: fmt.Sprintf("expected %d fields as in the header, got %d", len(header), len(rec))}
+		}
+		own := s.owns(row)
+		for _, c := range featCols {
+			v, bad := parseCell(rec[c])
+			if bad != "" {
+				line, _ := cr.FieldPos(c)
+				return nil, &DataError{File: file, Line: line, Column: c + 1, ColumnName: header[c], Msg: fmt.Sprintf("%q %s", rec[c], bad)}
+			}
+			if own {
+				data.append(v)
+			}
+		}
+		if msg := labels.add(rec[labelCol], own); msg != "" {
+			line, _ := cr.FieldPos(labelCol)
+			return nil, &DataError{File: file, Line: line, Column: labelCol + 1, ColumnName: header[labelCol], Msg: msg}
+		}
+		if own {
+			m.Rows++
+		}
+	}
+	if row == 0 {
+		return nil, &DataError{File: file, Msg: "the file has a header but no data rows"}
+	}
+	m.TotalRows = row
+	if m.Rows == 0 && !o.allowEmptyShard {
+		return nil, emptyShardError(file, s, row)
+	}
+	m.Data = data.flatten()
+	if err := labels.finish(m); err != nil {
+		err.File = file
+		err.Column, err.ColumnName = labelCol+1, header[labelCol]
+		return nil, err
+	}
+	return m, nil
+}
+
+func featureColumns(file string, header []string, cols map[string]int, labelCol int, names []string) ([]int, error) {
+	var featCols []int
+	if names == nil {
+		for j := range header {
+			if j != labelCol {
+				featCols = append(featCols, j)
+			}
+		}
+	} else {
+		seen := make(map[string]bool, len(names))
+		for _, name := range names {
+			c, ok := cols[name]
+			switch {
+			case !ok:
+				return nil, &DataError{File: file, Line: 1, Msg: fmt.Sprintf("no feature column %q%s; the columns are %s",
+					name, didYouMean(name, header), quoteList(header))}
+			case c == labelCol:
+				return nil, &DataError{File: file, Line: 1, Msg: fmt.Sprintf("feature column %q is the label column", name)}
+			case seen[name]:
+				return nil, &DataError{File: file, Line: 1, Msg: fmt.Sprintf("feature column %q is listed twice", name)}
+			}
+			seen[name] = true
+			featCols = append(featCols, c)
+		}
+	}
+	if len(featCols) == 0 {
+		return nil, &DataError{File: file, Line: 1, Msg: "no feature columns: the file holds only the label column " + quoteList(header)}
+	}
+	return featCols, nil
+}
+
+// csvError turns encoding/csv's syntax errors (stray quotes) into a DataError with the line.
+func csvError(file string, err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		if pe.StartLine != pe.Line {
+			// A quoted field may span lines; name where the record starts and where it broke.
+			return &DataError{File: file, Line: pe.StartLine, Msg: fmt.Sprintf("CSV syntax: %v (in the record starting here, at line %d byte %d)", pe.Err, pe.Line, pe.Column)}
+		}
+		return &DataError{File: file, Line: pe.Line, Msg: fmt.Sprintf("CSV syntax: %v (at byte %d of the line)", pe.Err, pe.Column)}
+	}
+	return fmt.Errorf("read %s: %w", file, err)
+}
+
+// isMissing reports whether a trimmed cell stands for a missing value.
+func isMissing(s string) bool {
+	switch len(s) {
+	case 0:
+		return true
+	case 2, 3, 4:
+		return strings.EqualFold(s, "na") || strings.EqualFold(s, "nan") || strings.EqualFold(s, "n/a") || strings.EqualFold(s, "null")
+	}
+	return false
+}
+
+// parseCell parses a feature cell; bad is empty, or says why the cell is not a number.
+func parseCell(cell string) (v float32, bad string) {
+	s := strings.TrimSpace(cell)
+	if isMissing(s) {
+		return float32(math.NaN()), ""
+	}
+	f, err := strconv.ParseFloat(s, 32)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, "is out of the float32 range"
+		}
+		return 0, "is not a number"
+	}
+	if math.IsInf(f, 0) {
+		// XGBoost rejects infinite inputs; say so here, with the line, rather than in the trainer.
+		return 0, "is infinite"
+	}
+	return float32(f), ""
+}
+
+// labelSet collects a label column over the whole file. Until a non-numeric label shows up the
+// column is numeric; it also remembers the distinct strings (up to maxClasses) so that a
+// string column's sorted class list, and thus the class indices, are the same on every rank.
+type labelSet struct {
+	fixed map[string]int32 // the given class list, if any
+
+	numeric          bool
+	firstText        string
+	min, max         float64
+	ids              map[string]int32
+	names            []string // by id (order of first appearance)
+	overflow         bool
+	ownValues        []float32
+	ownIDs           []int32
+	fixedClassesList []string
+}
+
+func newLabelSet(classes []string) *labelSet {
+	l := &labelSet{numeric: true, min: math.Inf(1), max: math.Inf(-1), ids: map[string]int32{}}
+	if classes != nil {
+		l.fixed = make(map[string]int32, len(classes))
+		for i, c := range classes {
+			l.fixed[c] = int32(i)
+		}
+		l.fixedClassesList = slices.Clone(classes)
+	}
+	return l
+}
+
+// add takes one row's label cell; it returns a message when the cell is no valid label.
+func (l *labelSet) add(cell string, own bool) string {
+	s := strings.TrimSpace(cell)
+	if isMissing(s) {
+		return fmt.Sprintf("the label is missing (%q); every row needs a label", cell)
+	}
+	if l.fixed != nil {
+		id, ok := l.fixed[s]
+		if !ok {
+			return fmt.Sprintf("label %q is not one of the training data's classes %s", s, quoteList(l.fixedClassesList))
+		}
+		if own {
+			l.ownIDs = append(l.ownIDs, id)
+		}
+		return ""
+	}
+	v := math.NaN()
+	if f, err := strconv.ParseFloat(s, 32); err == nil && !math.IsInf(f, 0) {
+		v = f
+		l.min, l.max = min(l.min, f), max(l.max, f)
+	} else if l.numeric {
+		l.numeric, l.firstText = false, strings.Clone(s)
+	}
+	id := int32(-1)
+	if !l.overflow {
+		var ok bool
+		if id, ok = l.ids[s]; !ok {
+			if len(l.names) == maxClasses {
+				l.overflow, id = true, -1
+			} else {
+				// A clone: s points into the whole CSV record, which must not stay alive.
+				s = strings.Clone(s)
+				id = int32(len(l.names))
+				l.ids[s] = id
+				l.names = append(l.names, s)
+			}
+		}
+	}
+	if own {
+		l.ownValues = append(l.ownValues, float32(v))
+		l.ownIDs = append(l.ownIDs, id)
+	}
+	return ""
+}
+
+// finish sets m's Labels, Classes and label range.
+func (l *labelSet) finish(m *Matrix) *DataError {
+	m.Labels = make([]float32, len(l.ownIDs))
+	switch {
+	case l.fixed != nil:
+		for i, id := range l.ownIDs {
+			m.Labels[i] = float32(id)
+		}
+		m.Classes = l.fixedClassesList
+		m.LabelMin, m.LabelMax = 0, float32(len(m.Classes)-1)
+	case l.numeric:
+		m.Labels = l.ownValues
+		m.LabelMin, m.LabelMax = float32(l.min), float32(l.max)
+	case l.overflow:
+		return &DataError{Msg: fmt.Sprintf("the label column holds text (e.g. %q) with more than %d distinct values: want numbers, or class names",
+			l.firstText, maxClasses)}
+	default:
+		sorted := slices.Clone(l.names)
+		slices.Sort(sorted)
+		index := make([]float32, len(l.names))
+		for id, name := range l.names {
+			k, _ := slices.BinarySearch(sorted, name)
+			index[id] = float32(k)
+		}
+		for i, id := range l.ownIDs {
+			m.Labels[i] = index[id]
+		}
+		m.Classes = sorted
+		m.LabelMin, m.LabelMax = 0, float32(len(sorted)-1)
+	}
+	return nil
+}
+
+func quoteList(names []string) string {
+	var b strings.Builder
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if i == 20 {
+			fmt.Fprintf(&b, "... (%d in all)", len(names))
+			break
+		}
+		b.WriteString(strconv.Quote(n))
+	}
+	return b.String()
+}
+
+// didYouMean suggests a column that differs from name only in case, spaces or separators.
+func didYouMean(name string, header []string) string {
+	norm := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			switch r {
+			case ' ', '_', '-', '.':
+				return -1
+			}
+			return r
+		}, strings.ToLower(s))
+	}
+	for _, h := range header {
+		if norm(h) == norm(name) {
+			return fmt.Sprintf(" (did you mean %q?)", h)
+		}
+	}
+	return ""
+}
+
+// chunkedFloats collects values in fixed-size chunks and copies them once at the end: growing
+// one slice by append copies a 100 MB matrix several times over and dominated load time.
+type chunkedFloats struct {
+	full [][]float32
+	cur  []float32
+	n    int
+}
+
+func (c *chunkedFloats) append(v float32) {
+	if len(c.cur) == cap(c.cur) {
+		if c.cur != nil {
+			c.full = append(c.full, c.cur)
+		}
+		c.cur = make([]float32, 0, 1<<16)
+	}
+	c.cur = append(c.cur, v)
+	c.n++
+}
+
+func (c *chunkedFloats) flatten() []float32 {
+	out := make([]float32, 0, c.n)
+	for _, ch := range c.full {
+		out = append(out, ch...)
+	}
+	return append(out, c.cur...)
+}

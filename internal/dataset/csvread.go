@@ -1,0 +1,189 @@
+package dataset
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// recordReader splits CSV text into records as encoding/csv does without LazyQuotes (RFC 4180:
+// fields separated by commas, optionally enclosed in double quotes, "" for a quote inside a
+// quoted field, quoted fields may span lines, \r\n read as \n, empty lines skipped) but without
+// allocating per record: a record without quotes points straight into the read buffer. It reads
+// a large CSV about twice as fast as encoding/csv; a differential fuzz test holds the two equal.
+type recordReader struct {
+	br     *bufio.Reader
+	line   int      // lines read so far
+	fields [][]byte // the current record; valid until the next read
+	starts []int    // the line on which each field of the current record starts
+	long   []byte   // a line longer than br's buffer
+	buf    []byte   // unquoted text of a record with quotes
+	ends   []int    // field ends in buf
+}
+
+// csvSyntaxError is malformed quoting.
+type csvSyntaxError struct {
+	line  int // where the record starts
+	field int // 0-based
+	msg   string
+}
+
+func (e *csvSyntaxError) Error() string {
+	return fmt.Sprintf("line %d, field %d: %s", e.line, e.field+1, e.msg)
+}
+
+func newRecordReader(r io.Reader) *recordReader {
+	return &recordReader{br: bufio.NewReaderSize(r, 1<<20)}
+}
+
+// readLine returns the next line including its \n (if any), or io.EOF when no data is left.
+func (r *recordReader) readLine() ([]byte, error) {
+	line, err := r.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		r.long = append(r.long[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			line, err = r.br.ReadSlice('\n')
+			r.long = append(r.long, line...)
+		}
+		line = r.long
+	}
+	if len(line) > 0 {
+		r.line++
+		if errors.Is(err, io.EOF) {
+			err = nil
+			// encoding/csv drops a \r that ends a file without a final newline.
+			if line[len(line)-1] == '\r' {
+				line = line[:len(line)-1]
+			}
+		}
+	}
+	if n := len(line); n >= 2 && line[n-2] == '\r' && line[n-1] == '\n' {
+		line[n-2] = '\n'
+		line = line[:n-1]
+	}
+	return line, err
+}
+
+// read returns the next record, whose fields stay valid until the next call, or io.EOF.
+func (r *recordReader) read() ([][]byte, error) {
+	var line []byte
+	for {
+		var err error
+		line, err = r.readLine()
+		if err != nil {
+			return nil, err // io.EOF only once no data is left
+		}
+		if len(line) == 0 {
+			return nil, io.EOF // the file ended in a lone \r
+		}
+		if !(len(line) == 1 && line[0] == '\n') {
+			break // not an empty line
+		}
+	}
+	if bytes.IndexByte(line, '"') >= 0 {
+		return r.readQuoted(line)
+	}
+	if line[len(line)-1] == '\n' {
+		line = line[:len(line)-1]
+	}
+	r.fields, r.starts = r.fields[:0], r.starts[:0]
+	for {
+		i := bytes.IndexByte(line, ',')
+		if i < 0 {
+			r.fields = append(r.fields, line)
+			r.starts = append(r.starts, r.line)
+			return r.fields, nil
+		}
+		r.fields = append(r.fields, line[:i])
+		r.starts = append(r.starts, r.line)
+		line = line[i+1:]
+	}
+}
+
+// readQuoted parses a record that contains quotes, reading more lines while a quoted field
+// spans them. It follows encoding/csv's readRecord.
+func (r *recordReader) readQuoted(line []byte) ([][]byte, error) {
+	r.buf, r.ends, r.starts = r.buf[:0], r.ends[:0], r.starts[:0]
+	recordLine := r.line
+	lengthNL := func(b []byte) int {
+		if len(b) > 0 && b[len(b)-1] == '\n' {
+			return 1
+		}
+		return 0
+	}
+parseField:
+	for {
+		field := len(r.ends)
+		r.starts = append(r.starts, r.line)
+		if len(line) == 0 || line[0] != '"' {
+			i := bytes.IndexByte(line, ',')
+			text := line
+			if i >= 0 {
+				text = text[:i]
+			} else {
+				text = text[:len(text)-lengthNL(text)]
+			}
+			if bytes.IndexByte(text, '"') >= 0 {
+				return nil, &csvSyntaxError{line: recordLine, field: field,
+					msg: `a quote inside a field that does not start with one (enclose the field in quotes and double the inner quote)`}
+			}
+			r.buf = append(r.buf, text...)
+			r.ends = append(r.ends, len(r.buf))
+			if i >= 0 {
+				line = line[i+1:]
+				continue parseField
+			}
+			break parseField
+		}
+		line = line[1:]
+		for {
+			i := bytes.IndexByte(line, '"')
+			switch {
+			case i >= 0:
+				r.buf = append(r.buf, line[:i]...)
+				line = line[i+1:]
+				switch {
+				case len(line) > 0 && line[0] == '"': // "" inside quotes
+					r.buf = append(r.buf, '"')
+					line = line[1:]
+				case len(line) > 0 && line[0] == ',':
+					line = line[1:]
+					r.ends = append(r.ends, len(r.buf))
+					continue parseField
+				case lengthNL(line) == len(line):
+					r.ends = append(r.ends, len(r.buf))
+					break parseField
+				default:
+					return nil, &csvSyntaxError{line: recordLine, field: field,
+						msg: `a quoted field must end with a quote followed by a comma or the end of the line`}
+				}
+			case len(line) > 0:
+				// The quoted field goes on on the next line. Its text is copied first: the next
+				// read may overwrite the buffer line points into.
+				r.buf = append(r.buf, line...)
+				var err error
+				line, err = r.readLine()
+				if err != nil && !errors.Is(err, io.EOF) {
+					return nil, err
+				}
+				if len(line) == 0 {
+					return nil, &csvSyntaxError{line: recordLine, field: field, msg: `the quoted field starting here is never closed`}
+				}
+			default:
+				return nil, &csvSyntaxError{line: recordLine, field: field, msg: `the quoted field starting here is never closed`}
+			}
+		}
+	}
+	r.fields = r.fields[:0]
+	start := 0
+	for _, end := range r.ends {
+		r.fields = append(r.fields, r.buf[start:end])
+		start = end
+	}
+	return r.fields, nil
+}
+
+// fieldLine is the line on which field i of the current record starts.
+func (r *recordReader) fieldLine(i int) int { return r.starts[i] }

@@ -1,0 +1,99 @@
+package dataset
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+var (
+	benchOnce sync.Once
+	benchCSV  string
+	benchSVM  string
+	benchDir  string
+)
+
+// benchFiles writes a 100 MB CSV (8 features, string class label, some missing cells) and a
+// LibSVM file of the same rows once per test binary.
+func benchFiles(b *testing.B) (csvPath, svmPath string) {
+	benchOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "dataset-bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchDir = dir
+		benchCSV, benchSVM = filepath.Join(dir, "bench.csv"), filepath.Join(dir, "bench.libsvm")
+		fc, _ := os.Create(benchCSV)
+		fs, _ := os.Create(benchSVM)
+		wc, ws := bufio.NewWriter(fc), bufio.NewWriter(fs)
+		rng := rand.New(rand.NewPCG(1, 2))
+		fmt.Fprintln(wc, "f0,f1,f2,f3,f4,f5,f6,f7,class")
+		classes := []string{"alpha", "beta", "gamma"}
+		written := 0
+		for written < 100<<20 {
+			c := rng.IntN(3)
+			fmt.Fprint(ws, c)
+			for j := 0; j < 8; j++ {
+				if rng.IntN(50) == 0 {
+					wc.WriteString(",")
+					continue
+				}
+				v := rng.NormFloat64()*10 + float64(c)
+				n, _ := fmt.Fprintf(wc, "%.4f,", v)
+				written += n
+				fmt.Fprintf(ws, " %d:%.4f", j, v)
+			}
+			n, _ := fmt.Fprintln(wc, classes[c])
+			written += n
+			fmt.Fprintln(ws)
+		}
+		wc.Flush()
+		ws.Flush()
+		fc.Close()
+		fs.Close()
+	})
+	if benchCSV == "" {
+		b.Fatal("bench files not written")
+	}
+	return benchCSV, benchSVM
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchDir != "" {
+		os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
+// BenchmarkLoadCSV100MB reads and validates a 100 MB CSV; "rank0of1" keeps every row, "rank0of4"
+// keeps a quarter (each rank still parses the whole file).
+func BenchmarkLoadCSV100MB(b *testing.B) {
+	path, _ := benchFiles(b)
+	st, _ := os.Stat(path)
+	for _, s := range []Shard{{0, 1}, {0, 4}} {
+		b.Run(fmt.Sprintf("rank%dof%d", s.Rank, s.World), func(b *testing.B) {
+			b.SetBytes(st.Size())
+			for b.Loop() {
+				if _, err := LoadCSV(path, "class", nil, s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkLoadLibSVM(b *testing.B) {
+	_, path := benchFiles(b)
+	st, _ := os.Stat(path)
+	b.SetBytes(st.Size())
+	for b.Loop() {
+		if _, err := LoadLibSVM(path, Shard{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,345 @@
+// Package localgang runs an XGBoostJob on the local machine: the Master and N Workers start as
+// processes on loopback, all together or not at all, with the environment the Kubeflow Training
+// Operator v1 injects into the job's pods.
+package localgang
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Defaults for the zero values of Job's durations.
+const (
+	DefaultGracePeriod            = 30 * time.Second
+	DefaultTerminationGracePeriod = 10 * time.Second
+)
+
+// ErrGangTooLarge is wrapped by Run's error when a job needs more slots than the launcher has:
+// it could never start, so Run does not wait.
+var ErrGangTooLarge = errors.New("gang larger than the launcher")
+
+// Launcher runs gangs on a fixed budget of slots, one slot per replica process. A gang takes all
+// its slots at once or waits; waiting gangs start in arrival order, so a large gang is not
+// starved by a stream of small ones (as a FIFO queue in Volcano). A Launcher is safe for
+// concurrent Run calls; its zero value is ready to use.
+type Launcher struct {
+	// Slots is how many replica processes may run at once; 0 means 2 x runtime.NumCPU(). It is
+	// read on first use.
+	Slots int
+
+	mu     sync.Mutex
+	inited bool
+	total  int
+	free   int
+	queue  []*waiter
+	ports  map[int]bool // ports handed to running gangs and not yet released
+}
+
+type waiter struct {
+	need    int
+	granted bool
+	ready   chan struct{}
+}
+
+// Job is one gang: a Master and Workers running the same command, as the replicas of an
+// XGBoostJob run the same image.
+type Job struct {
+	Name    string // names the gang in log lines and errors
+	Command string // a program in PATH, or a path (relative paths are relative to Dir)
+	Args    []string
+	Workers int // Worker replicas besides the Master; 0 runs the Master alone
+	// Env is the replicas' base environment, like a container's env; nil means the launcher's
+	// own environment. The Training Operator's variables (see OperatorEnv) replace any
+	// distributed-training variables in it, Kubeflow Trainer v2's DMLC_* ones included.
+	Env []string
+	// MasterPort is MASTER_PORT; 0 picks a free port whose successor is free too (the trainer's
+	// gang watch listens on MASTER_PORT+1 by default).
+	MasterPort int
+	// WorkerPort is WORKER_PORT; 0 picks a free port. XGBoost does not use it.
+	WorkerPort int
+	Dir        string
+	// Stdout receives every replica's stdout and stderr, line by line with a "[master-0] " or
+	// "[worker-<i>] " prefix (i = 0..N-1 as in the pod names; worker-i has RANK i+1), and the
+	// launcher's own lines ("gang <name> ..."). Nil means os.Stdout.
+	Stdout io.Writer
+	// GracePeriod is how long the other replicas may run on after the first one fails (the
+	// trainer makes them fail through its collective timeout) before they are stopped; 0 means
+	// DefaultGracePeriod, < 0 stops them at once.
+	GracePeriod time.Duration
+	// TerminationGracePeriod is the time between SIGTERM and SIGKILL when replicas are stopped,
+	// as terminationGracePeriodSeconds is for a pod; 0 means DefaultTerminationGracePeriod.
+	TerminationGracePeriod time.Duration
+}
+
+// Result is what happened to a gang's replicas.
+type Result struct {
+	Replicas   []Replica     // by rank: master-0, worker-0, ..., worker-(N-1)
+	Waited     time.Duration // time spent waiting for slots
+	MasterPort int
+	WorkerPort int
+}
+
+// Replica is one replica process's outcome.
+type Replica struct {
+	Name     string // "master-0", "worker-0", ...
+	Rank     int    // RANK: 0 for the master, i+1 for worker-i
+	Pid      int
+	ExitCode int            // -1 when ended by a signal or never started
+	Signal   syscall.Signal // the signal that ended it, or 0
+	Killed   bool           // the launcher stopped it (after another replica failed, or on cancel)
+	Started  time.Time
+	Duration time.Duration
+}
+
+// ReplicaError is a replica that ended with a non-zero exit code or by a signal.
+type ReplicaError struct {
+	Replica  string
+	Rank     int
+	ExitCode int
+	Signal   syscall.Signal
+}
+
+func (e *ReplicaError) Error() string {
+	if e.Signal != 0 {
+		return fmt.Sprintf("%s (rank %d) was killed by %s", e.Replica, e.Rank, signalName(e.Signal))
+	}
+	return fmt.Sprintf("%s (rank %d) exited with code %d", e.Replica, e.Rank, e.ExitCode)
+}
+
+func signalName(s syscall.Signal) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT", syscall.SIGILL: "SIGILL",
+		syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE", syscall.SIGKILL: "SIGKILL",
+		syscall.SIGSEGV: "SIGSEGV", syscall.SIGPIPE: "SIGPIPE", syscall.SIGTERM: "SIGTERM",
+	}
+	if n, ok := names[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("signal %d (%s)", int(s), s)
+}
+
+// ReplicaName is the replica's name for a rank, the pod name's suffix in a cluster.
+func ReplicaName(rank int) string {
+	if rank == 0 {
+		return "master-0"
+	}
+	return "worker-" + strconv.Itoa(rank-1)
+}
+
+// Run starts the gang once all Workers+1 slots are free, streams its logs and waits for every
+// replica to end. The error names the first replica that failed (a *ReplicaError, wrapped), or
+// says why the gang did not start; the Result is non-nil whenever processes ran. Canceling ctx
+// stops every replica (SIGTERM, then SIGKILL after TerminationGracePeriod).
+func (l *Launcher) Run(ctx context.Context, j Job) (*Result, error) {
+	if j.Name == "" {
+		j.Name = "local"
+	}
+	if j.Stdout == nil {
+		j.Stdout = os.Stdout
+	}
+	if j.GracePeriod == 0 {
+		j.GracePeriod = DefaultGracePeriod
+	}
+	if j.TerminationGracePeriod <= 0 {
+		j.TerminationGracePeriod = DefaultTerminationGracePeriod
+	}
+	if j.Workers < 0 {
+		return nil, fmt.Errorf("gang %s: %d workers: want 0 or more", j.Name, j.Workers)
+	}
+	if j.Env == nil {
+		j.Env = os.Environ()
+	}
+	// Everything that can be checked is checked before a slot is taken, so a bad job neither
+	// waits nor starts a single process.
+	path, err := resolveCommand(j.Command, j.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("gang %s: %w", j.Name, err)
+	}
+	logs := &logSink{w: j.Stdout}
+	need := j.Workers + 1
+	waitStart := time.Now()
+	if err := l.acquire(ctx, j.Name, need, logs); err != nil {
+		return nil, err
+	}
+	defer l.release(need)
+	res := &Result{Waited: time.Since(waitStart)}
+
+	if res.MasterPort, res.WorkerPort, err = l.reservePorts(j.MasterPort, j.WorkerPort); err != nil {
+		return nil, fmt.Errorf("gang %s: %w", j.Name, err)
+	}
+	defer l.releasePorts(res.MasterPort, res.WorkerPort)
+
+	g := &gang{job: j, path: path, logs: logs, res: res, exits: make(chan exit, need)}
+	if err := g.start(); err != nil {
+		return res, err
+	}
+	return res, g.wait(ctx)
+}
+
+// resolveCommand finds the program the way exec would, but up front.
+func resolveCommand(command, dir string) (string, error) {
+	if command == "" {
+		return "", errors.New("no command given")
+	}
+	if dir != "" {
+		st, err := os.Stat(dir)
+		if err != nil {
+			return "", fmt.Errorf("working directory: %w", err)
+		}
+		if !st.IsDir() {
+			return "", fmt.Errorf("working directory %s is not a directory", dir)
+		}
+	}
+	if strings.Contains(command, "/") && !filepath.IsAbs(command) && dir != "" {
+		command = filepath.Join(dir, command)
+	}
+	path, err := exec.LookPath(command)
+	if err != nil {
+		return "", fmt.Errorf("command %q: %w", command, err)
+	}
+	return filepath.Abs(path)
+}
+
+func (l *Launcher) init() {
+	if l.inited {
+		return
+	}
+	l.inited = true
+	l.total = l.Slots
+	if l.total <= 0 {
+		l.total = 2 * runtime.NumCPU()
+	}
+	l.free = l.total
+	l.ports = map[int]bool{}
+}
+
+// acquire takes need slots at once, waiting in line while they are not free.
+func (l *Launcher) acquire(ctx context.Context, name string, need int, logs *logSink) error {
+	l.mu.Lock()
+	l.init()
+	if need > l.total {
+		l.mu.Unlock()
+		return fmt.Errorf("gang %s needs %d slots (a master and %d workers) but the launcher has %d: %w",
+			name, need, need-1, l.total, ErrGangTooLarge)
+	}
+	if len(l.queue) == 0 && l.free >= need {
+		l.free -= need
+		l.mu.Unlock()
+		return nil
+	}
+	w := &waiter{need: need, ready: make(chan struct{})}
+	ahead, free, total := len(l.queue), l.free, l.total
+	l.queue = append(l.queue, w)
+	l.mu.Unlock()
+
+	if free >= need {
+		logs.printf("gang %s waiting: needs %d slots, %d of %d free, but %d gang(s) ahead wait for them", name, need, free, total, ahead)
+	} else {
+		logs.printf("gang %s waiting: needs %d slots, %d of %d free", name, need, free, total)
+	}
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	l.mu.Lock()
+	if w.granted {
+		l.free += need
+	} else {
+		for i, q := range l.queue {
+			if q == w {
+				l.queue = append(l.queue[:i], l.queue[i+1:]...)
+				break
+			}
+		}
+	}
+	l.dispatch()
+	l.mu.Unlock()
+	return fmt.Errorf("gang %s: gave up waiting for %d slots: %w", name, need, ctx.Err())
+}
+
+func (l *Launcher) release(n int) {
+	l.mu.Lock()
+	l.free += n
+	l.dispatch()
+	l.mu.Unlock()
+}
+
+// dispatch hands free slots to waiting gangs in arrival order. l.mu is held.
+func (l *Launcher) dispatch() {
+	for len(l.queue) > 0 && l.queue[0].need <= l.free {
+		w := l.queue[0]
+		l.queue = l.queue[1:]
+		l.free -= w.need
+		w.granted = true
+		close(w.ready)
+	}
+}
+
+// reservePorts picks the gang's ports. Ports handed to a running gang are not handed out again
+// until it ends, since a replica may not have bound its port yet when the next gang asks.
+func (l *Launcher) reservePorts(master, worker int) (int, int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var err error
+	if master == 0 {
+		if master, err = l.freePort(true); err != nil {
+			return 0, 0, fmt.Errorf("pick MASTER_PORT: %w", err)
+		}
+	}
+	l.ports[master] = true
+	if worker == 0 {
+		if worker, err = l.freePort(false); err != nil {
+			delete(l.ports, master)
+			return 0, 0, fmt.Errorf("pick WORKER_PORT: %w", err)
+		}
+	}
+	l.ports[worker] = true
+	return master, worker, nil
+}
+
+func (l *Launcher) releasePorts(ports ...int) {
+	l.mu.Lock()
+	for _, p := range ports {
+		delete(l.ports, p)
+	}
+	l.mu.Unlock()
+}
+
+// freePort asks the kernel for a free port on all interfaces (the tracker listens on all of
+// them), optionally one whose successor is free as well. l.mu is held.
+func (l *Launcher) freePort(withNext bool) (int, error) {
+	for range 50 {
+		ln, err := net.Listen("tcp", ":0")
+		if err != nil {
+			return 0, err
+		}
+		p := ln.Addr().(*net.TCPAddr).Port
+		ok := !l.ports[p] && !(withNext && l.ports[p+1])
+		if ok && withNext {
+			next, err := net.Listen("tcp", ":"+strconv.Itoa(p+1))
+			if err != nil {
+				ok = false
+			} else {
+				next.Close()
+			}
+		}
+		ln.Close()
+		if ok {
+			return p, nil
+		}
+	}
+	return 0, errors.New("no free port found in 50 tries")
+}

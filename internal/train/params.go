@@ -1,0 +1,113 @@
+package train
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Params are the XGBoost training parameters, named as in XGBoost's documentation.
+type Params struct {
+	Objective           string
+	NumRound            int
+	MaxDepth            int
+	Eta                 float64
+	Subsample           float64
+	ColsampleBytree     float64
+	MinChildWeight      float64
+	Lambda              float64
+	Alpha               float64
+	TreeMethod          string
+	NThread             int
+	Seed                int
+	NumClass            int      // 0: from the label column for multi:* objectives
+	EvalMetric          []string // empty: the objective's default
+	EarlyStoppingRounds int      // 0: off
+	Extra               map[string]string
+}
+
+// DefaultParams are XGBoost's defaults, with the hist tree method.
+func DefaultParams() Params {
+	return Params{
+		Objective: "reg:squarederror", NumRound: 100, MaxDepth: 6, Eta: 0.3, Subsample: 1,
+		ColsampleBytree: 1, MinChildWeight: 1, Lambda: 1, Alpha: 0, TreeMethod: "hist",
+	}
+}
+
+// Validate rejects values XGBoost would reject later, with the parameter's name.
+func (p Params) Validate() error {
+	switch {
+	case p.Objective == "":
+		return fmt.Errorf("objective: must be set")
+	case p.NumRound < 1:
+		return fmt.Errorf("num_round %d: want at least 1", p.NumRound)
+	case p.MaxDepth < 0:
+		return fmt.Errorf("max_depth %d: want 0 or more", p.MaxDepth)
+	case p.Eta <= 0:
+		return fmt.Errorf("eta %g: want more than 0", p.Eta)
+	case p.Subsample <= 0 || p.Subsample > 1:
+		return fmt.Errorf("subsample %g: want (0, 1]", p.Subsample)
+	case p.ColsampleBytree <= 0 || p.ColsampleBytree > 1:
+		return fmt.Errorf("colsample_bytree %g: want (0, 1]", p.ColsampleBytree)
+	case p.EarlyStoppingRounds < 0:
+		return fmt.Errorf("early_stopping_rounds %d: want 0 or more", p.EarlyStoppingRounds)
+	}
+	return nil
+}
+
+// IsMultiClass reports whether the objective needs num_class.
+func (p Params) IsMultiClass() bool { return strings.HasPrefix(p.Objective, "multi:") }
+
+// booster returns the parameters as libxgboost's key/value pairs in a stable order.
+// eval_metric comes last and may repeat: libxgboost appends each one.
+func (p Params) booster() [][2]string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	kv := [][2]string{
+		{"objective", p.Objective},
+		{"max_depth", strconv.Itoa(p.MaxDepth)},
+		{"eta", f(p.Eta)},
+		{"subsample", f(p.Subsample)},
+		{"colsample_bytree", f(p.ColsampleBytree)},
+		{"min_child_weight", f(p.MinChildWeight)},
+		{"lambda", f(p.Lambda)},
+		{"alpha", f(p.Alpha)},
+		{"tree_method", p.TreeMethod},
+		{"nthread", strconv.Itoa(p.NThread)},
+		{"seed", strconv.Itoa(p.Seed)},
+	}
+	if p.NumClass > 0 {
+		kv = append(kv, [2]string{"num_class", strconv.Itoa(p.NumClass)})
+	}
+	keys := make([]string, 0, len(p.Extra))
+	for k := range p.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		kv = append(kv, [2]string{k, p.Extra[k]})
+	}
+	for _, m := range p.EvalMetric {
+		kv = append(kv, [2]string{"eval_metric", m})
+	}
+	return kv
+}
+
+// Map returns the parameters as recorded in metadata.json.
+func (p Params) Map() map[string]string {
+	m := map[string]string{}
+	for _, kv := range p.booster() {
+		if kv[0] == "eval_metric" {
+			continue
+		}
+		m[kv[0]] = kv[1]
+	}
+	m["num_round"] = strconv.Itoa(p.NumRound)
+	if len(p.EvalMetric) > 0 {
+		m["eval_metric"] = strings.Join(p.EvalMetric, ",")
+	}
+	if p.EarlyStoppingRounds > 0 {
+		m["early_stopping_rounds"] = strconv.Itoa(p.EarlyStoppingRounds)
+	}
+	return m
+}

@@ -1,0 +1,108 @@
+package train
+
+import (
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/dataset"
+)
+
+// benchData is a synthetic regression problem with missing cells, the same for both peers.
+func benchData(rows, cols int) *dataset.Matrix {
+	r := rand.New(rand.NewSource(7))
+	m := &dataset.Matrix{Rows: rows, Cols: cols, Data: make([]float32, rows*cols), Labels: make([]float32, rows)}
+	for i := 0; i < rows; i++ {
+		var y float64
+		for j := 0; j < cols; j++ {
+			v := r.NormFloat64()
+			y += v * float64(j%5-2)
+			if r.Intn(50) == 0 {
+				v = math.NaN()
+			}
+			m.Data[i*cols+j] = float32(v)
+		}
+		m.Labels[i] = float32(y + 0.1*r.NormFloat64())
+	}
+	return m
+}
+
+const benchRows, benchCols, benchRounds = 50000, 20, 50
+
+func benchParams() Params {
+	p := DefaultParams()
+	p.NumRound = benchRounds
+	p.NThread = 2
+	return p
+}
+
+// pythonTrain is the peer users run today: python3-xgboost (the same libxgboost) training the same
+// matrix with the same parameters; it reports the seconds spent in DMatrix + xgb.train.
+const pythonTrain = `
+import sys, time, numpy as np, xgboost as xgb
+rows, cols, rounds, path = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+raw = np.fromfile(path, dtype="<f4")
+X = raw[: rows * cols].reshape(rows, cols)
+y = raw[rows * cols :]
+t = time.perf_counter()
+d = xgb.DMatrix(X, label=y, missing=np.nan, nthread=2)
+params = {"objective": "reg:squarederror", "max_depth": 6, "eta": 0.3, "tree_method": "hist", "nthread": 2, "seed": 0}
+xgb.train(params, d, rounds, evals=[(d, "train")], verbose_eval=False)
+print(time.perf_counter() - t)
+`
+
+// BenchmarkTrain compares the Go trainer with python3-xgboost on the same data and parameters.
+// Compare the train-s metrics: both time matrix construction plus the boosting rounds with a
+// train-set evaluation each round.
+func BenchmarkTrain(b *testing.B) {
+	m := benchData(benchRows, benchCols)
+	b.Run("gangboost", func(b *testing.B) {
+		job := Job{Params: benchParams(), ModelFormat: "json", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		var total time.Duration
+		for i := 0; i < b.N; i++ {
+			start := time.Now()
+			if _, _, _, err := boost(job, Cluster{WorldSize: 1}, m, nil, job.Log); err != nil {
+				b.Fatal(err)
+			}
+			total += time.Since(start)
+		}
+		b.ReportMetric(total.Seconds()/float64(b.N), "train-s")
+	})
+	b.Run("python-xgboost", func(b *testing.B) {
+		// Debian's interpreter, which python3-xgboost is installed for, whatever else is on PATH.
+		const python = "/usr/bin/python3"
+		path := filepath.Join(b.TempDir(), "data.f32")
+		buf := make([]byte, 0, 4*(len(m.Data)+len(m.Labels)))
+		for _, v := range append(append([]float32{}, m.Data...), m.Labels...) {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+		}
+		if err := os.WriteFile(path, buf, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		var total float64
+		for i := 0; i < b.N; i++ {
+			out, err := exec.Command(python, "-c", pythonTrain, strconv.Itoa(benchRows), strconv.Itoa(benchCols),
+				strconv.Itoa(benchRounds), path).CombinedOutput()
+			if err != nil {
+				b.Fatalf("python3-xgboost: %v\n%s", err, out)
+			}
+			lines := strings.Fields(string(out))
+			s, err := strconv.ParseFloat(lines[len(lines)-1], 64)
+			if err != nil {
+				b.Fatalf("python3-xgboost printed %q", out)
+			}
+			total += s
+		}
+		b.ReportMetric(total/float64(b.N), "train-s")
+	})
+}
+
