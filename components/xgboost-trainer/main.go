@@ -195,7 +195,8 @@ func runLocal(ctx context.Context, workers int, args []string) int {
 			filtered = append(filtered, kv)
 		}
 	}
-	l := &localgang.Launcher{}
+	// One job: the launcher needs exactly its gang's slots.
+	l := &localgang.Launcher{Slots: workers + 1}
 	res, err := l.Run(ctx, localgang.Job{
 		Name: "gangboost-train", Command: self, Args: rankArgs, Workers: workers,
 		Env: filtered, Stdout: os.Stdout,

@@ -1,8 +1,6 @@
 package dataset
 
 import (
-	"bufio"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -47,21 +45,21 @@ func loadCSVReader(r io.Reader, file string, o csvOptions, s Shard) (*Matrix, er
 	if err != nil {
 		return nil, err
 	}
-	cr := csv.NewReader(bufio.NewReaderSize(r, 1<<20))
-	cr.ReuseRecord = true
-	cr.FieldsPerRecord = -1 // ragged rows get our own message, with the counts
-	header, err := cr.Read()
+	cr := newRecordReader(r)
+	rec, err := cr.read()
 	if errors.Is(err, io.EOF) {
 		return nil, &DataError{File: file, Msg: "the file is empty: want a header row naming the columns, then data rows"}
 	}
 	if err != nil {
-		return nil, csvError(file, err)
+		return nil, csvError(file, nil, err)
 	}
-	header = slices.Clone(header)
-	header[0] = strings.TrimPrefix(header[0], "\ufeff") // spreadsheet exports start with a BOM
+	header := make([]string, len(rec))
 	cols := make(map[string]int, len(header))
-	for j, h := range header {
-		h = strings.TrimSpace(h)
+	for j, f := range rec {
+		h := strings.TrimSpace(string(f))
+		if j == 0 {
+			h = strings.TrimPrefix(h, "\ufeff") // spreadsheet exports start with a BOM
+		}
 		header[j] = h
 		if h == "" {
 			return nil, &DataError{File: file, Line: 1, Column: j + 1, Msg: "the header gives this column no name"}
@@ -87,35 +85,32 @@ func loadCSVReader(r io.Reader, file string, o csvOptions, s Shard) (*Matrix, er
 		m.FeatureNames[k] = header[c]
 	}
 	labels := newLabelSet(o.classes)
-	var data chunkedFloats
+	var data chunked[float32]
 	row := 0
 	for ; ; row++ {
-		rec, err := cr.Read()
+		rec, err := cr.read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, csvError(file, err)
+			return nil, csvError(file, header, err)
 		}
 		if len(rec) != len(header) {
-			line, _ := cr.FieldPos(0)
-			return nil, &DataError{File: file, Line: line,
+			return nil, &DataError{File: file, Line: cr.fieldLine(0),
 				Msg: fmt.Sprintf("expected %d fields as in the header, got %d", len(header), len(rec))}
 		}
 		own := s.owns(row)
 		for _, c := range featCols {
-			v, bad := parseCell(rec[c])
+			v, bad := parseCell(bytesString(rec[c]))
 			if bad != "" {
-				line, _ := cr.FieldPos(c)
-				return nil, &DataError{File: file, Line: line, Column: c + 1, ColumnName: header[c], Msg: fmt.Sprintf("%q %s", rec[c], bad)}
+				return nil, &DataError{File: file, Line: cr.fieldLine(c), Column: c + 1, ColumnName: header[c], Msg: fmt.Sprintf("%q %s", rec[c], bad)}
 			}
 			if own {
 				data.append(v)
 			}
 		}
-		if msg := labels.add(rec[labelCol], own); msg != "" {
-			line, _ := cr.FieldPos(labelCol)
-			return nil, &DataError{File: file, Line: line, Column: labelCol + 1, ColumnName: header[labelCol], Msg: msg}
+		if msg := labels.add(bytesString(rec[labelCol]), own); msg != "" {
+			return nil, &DataError{File: file, Line: cr.fieldLine(labelCol), Column: labelCol + 1, ColumnName: header[labelCol], Msg: msg}
 		}
 		if own {
 			m.Rows++
@@ -168,15 +163,15 @@ func featureColumns(file string, header []string, cols map[string]int, labelCol 
 	return featCols, nil
 }
 
-// csvError turns encoding/csv's syntax errors (stray quotes) into a DataError with the line.
-func csvError(file string, err error) error {
-	var pe *csv.ParseError
-	if errors.As(err, &pe) {
-		if pe.StartLine != pe.Line {
-			// A quoted field may span lines; name where the record starts and where it broke.
-			return &DataError{File: file, Line: pe.StartLine, Msg: fmt.Sprintf("CSV syntax: %v (in the record starting here, at line %d byte %d)", pe.Err, pe.Line, pe.Column)}
+// csvError locates a quoting error, naming the column once the header is known.
+func csvError(file string, header []string, err error) error {
+	var se *csvSyntaxError
+	if errors.As(err, &se) {
+		de := &DataError{File: file, Line: se.line, Column: se.field + 1, Msg: "CSV syntax: " + se.msg}
+		if se.field < len(header) {
+			de.ColumnName = header[se.field]
 		}
-		return &DataError{File: file, Line: pe.Line, Msg: fmt.Sprintf("CSV syntax: %v (at byte %d of the line)", pe.Err, pe.Column)}
+		return de
 	}
 	return fmt.Errorf("read %s: %w", file, err)
 }
@@ -198,18 +193,18 @@ func parseCell(cell string) (v float32, bad string) {
 	if isMissing(s) {
 		return float32(math.NaN()), ""
 	}
-	f, err := strconv.ParseFloat(s, 32)
+	f, err := parseFloat32(s)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) {
 			return 0, "is out of the float32 range"
 		}
 		return 0, "is not a number"
 	}
-	if math.IsInf(f, 0) {
+	if math.IsInf(float64(f), 0) {
 		// XGBoost rejects infinite inputs; say so here, with the line, rather than in the trainer.
 		return 0, "is infinite"
 	}
-	return float32(f), ""
+	return f, ""
 }
 
 // labelSet collects a label column over the whole file. Until a non-numeric label shows up the
@@ -224,8 +219,8 @@ type labelSet struct {
 	ids              map[string]int32
 	names            []string // by id (order of first appearance)
 	overflow         bool
-	ownValues        []float32
-	ownIDs           []int32
+	ownValues        chunked[float32]
+	ownIDs           chunked[int32]
 	fixedClassesList []string
 }
 
@@ -253,16 +248,21 @@ func (l *labelSet) add(cell string, own bool) string {
 			return fmt.Sprintf("label %q is not one of the training data's classes %s", s, quoteList(l.fixedClassesList))
 		}
 		if own {
-			l.ownIDs = append(l.ownIDs, id)
+			l.ownIDs.append(id)
 		}
 		return ""
 	}
 	v := math.NaN()
-	if f, err := strconv.ParseFloat(s, 32); err == nil && !math.IsInf(f, 0) {
-		v = f
-		l.min, l.max = min(l.min, f), max(l.max, f)
-	} else if l.numeric {
-		l.numeric, l.firstText = false, strings.Clone(s)
+	// Once a label is text the column holds classes and numeric values no longer matter (and a
+	// failing ParseFloat allocates its error).
+	if l.numeric {
+		if f32, err := parseFloat32(s); err == nil && !math.IsInf(float64(f32), 0) {
+			f := float64(f32)
+			v = f
+			l.min, l.max = min(l.min, f), max(l.max, f)
+		} else {
+			l.numeric, l.firstText = false, strings.Clone(s)
+		}
 	}
 	id := int32(-1)
 	if !l.overflow {
@@ -280,24 +280,25 @@ func (l *labelSet) add(cell string, own bool) string {
 		}
 	}
 	if own {
-		l.ownValues = append(l.ownValues, float32(v))
-		l.ownIDs = append(l.ownIDs, id)
+		l.ownValues.append(float32(v))
+		l.ownIDs.append(id)
 	}
 	return ""
 }
 
 // finish sets m's Labels, Classes and label range.
 func (l *labelSet) finish(m *Matrix) *DataError {
-	m.Labels = make([]float32, len(l.ownIDs))
+	ids := l.ownIDs.flatten()
+	m.Labels = make([]float32, len(ids))
 	switch {
 	case l.fixed != nil:
-		for i, id := range l.ownIDs {
+		for i, id := range ids {
 			m.Labels[i] = float32(id)
 		}
 		m.Classes = l.fixedClassesList
 		m.LabelMin, m.LabelMax = 0, float32(len(m.Classes)-1)
 	case l.numeric:
-		m.Labels = l.ownValues
+		m.Labels = l.ownValues.flatten()
 		m.LabelMin, m.LabelMax = float32(l.min), float32(l.max)
 	case l.overflow:
 		return &DataError{Msg: fmt.Sprintf("the label column holds text (e.g. %q) with more than %d distinct values: want numbers, or class names",
@@ -310,7 +311,7 @@ func (l *labelSet) finish(m *Matrix) *DataError {
 			k, _ := slices.BinarySearch(sorted, name)
 			index[id] = float32(k)
 		}
-		for i, id := range l.ownIDs {
+		for i, id := range ids {
 			m.Labels[i] = index[id]
 		}
 		m.Classes = sorted
@@ -353,27 +354,27 @@ func didYouMean(name string, header []string) string {
 	return ""
 }
 
-// chunkedFloats collects values in fixed-size chunks and copies them once at the end: growing
-// one slice by append copies a 100 MB matrix several times over and dominated load time.
-type chunkedFloats struct {
-	full [][]float32
-	cur  []float32
+// chunked collects values in fixed-size chunks and copies them once at the end: growing one
+// slice by append copies a 100 MB matrix several times over and dominated load time.
+type chunked[T any] struct {
+	full [][]T
+	cur  []T
 	n    int
 }
 
-func (c *chunkedFloats) append(v float32) {
+func (c *chunked[T]) append(v T) {
 	if len(c.cur) == cap(c.cur) {
 		if c.cur != nil {
 			c.full = append(c.full, c.cur)
 		}
-		c.cur = make([]float32, 0, 1<<16)
+		c.cur = make([]T, 0, 1<<16)
 	}
 	c.cur = append(c.cur, v)
 	c.n++
 }
 
-func (c *chunkedFloats) flatten() []float32 {
-	out := make([]float32, 0, c.n)
+func (c *chunked[T]) flatten() []T {
+	out := make([]T, 0, c.n)
 	for _, ch := range c.full {
 		out = append(out, ch...)
 	}

@@ -11,8 +11,9 @@ import (
 // recordReader splits CSV text into records as encoding/csv does without LazyQuotes (RFC 4180:
 // fields separated by commas, optionally enclosed in double quotes, "" for a quote inside a
 // quoted field, quoted fields may span lines, \r\n read as \n, empty lines skipped) but without
-// allocating per record: a record without quotes points straight into the read buffer. It reads
-// a large CSV about twice as fast as encoding/csv; a differential fuzz test holds the two equal.
+// allocating per record: a record without quotes points straight into the read buffer. It splits
+// a large CSV about three times as fast as encoding/csv (BenchmarkSplitRecords); a differential
+// fuzz test holds the two equal.
 type recordReader struct {
 	br     *bufio.Reader
 	line   int      // lines read so far

@@ -44,14 +44,15 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, s Shard) (*Matr
 	br := bufio.NewReaderSize(r, 1<<20)
 	// Own rows are kept sparse until the whole file has been seen and Cols is known.
 	var (
-		rowStart = []int{0}
-		indices  []int32
-		values   []float32
-		labels   []float32
+		rowEnds  chunked[int]
+		indices  chunked[int32]
+		values   chunked[float32]
+		labels   chunked[float32]
 		maxIndex = -1
 		lineNo   int
 		row      int
 		long     []byte
+		lineIdx  []int32 // the feature indices of the current line
 		labelMin = math.Inf(1)
 		labelMax = math.Inf(-1)
 	)
@@ -71,13 +72,14 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, s Shard) (*Matr
 		if len(tok) == 0 {
 			continue // blank or comment line
 		}
-		label, perr := strconv.ParseFloat(bytesString(tok), 32)
+		label32, perr := parseFloat32(bytesString(tok))
+		label := float64(label32)
 		if perr != nil || math.IsNaN(label) || math.IsInf(label, 0) {
 			return nil, &DataError{File: file, Line: lineNo, Msg: fmt.Sprintf("token 1 %q: the label is not a number", tok)}
 		}
 		labelMin, labelMax = min(labelMin, label), max(labelMax, label)
 		own := s.owns(row)
-		first := len(indices)
+		lineIdx = lineIdx[:0]
 		for k := 2; ; k++ {
 			tok, rest = nextToken(rest)
 			if len(tok) == 0 {
@@ -104,18 +106,18 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, s Shard) (*Matr
 				return nil, &DataError{File: file, Line: lineNo, Msg: fmt.Sprintf("token %d %q: value %q %s", k, tok, tok[colon+1:], bad)}
 			}
 			maxIndex = max(maxIndex, idx)
+			lineIdx = append(lineIdx, int32(idx))
 			if own {
-				indices = append(indices, int32(idx))
-				values = append(values, v)
+				indices.append(int32(idx))
+				values.append(v)
 			}
 		}
 		if own {
-			if dup := duplicateIndex(indices[first:]); dup >= 0 {
-				return nil, &DataError{File: file, Line: lineNo, Msg: fmt.Sprintf("feature index %d appears twice", dup)}
-			}
-			labels = append(labels, float32(label))
-			rowStart = append(rowStart, len(indices))
-		} else if dup := duplicateIndexOfLine(line); dup >= 0 {
+			labels.append(float32(label))
+			rowEnds.append(indices.n)
+		}
+		// Checked on every line, not only this rank's, so that every rank rejects the same file.
+		if dup := duplicateIndex(lineIdx); dup >= 0 {
 			return nil, &DataError{File: file, Line: lineNo, Msg: fmt.Sprintf("feature index %d appears twice", dup)}
 		}
 		row++
@@ -123,7 +125,7 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, s Shard) (*Matr
 	if row == 0 {
 		return nil, &DataError{File: file, Msg: "the file has no data lines"}
 	}
-	if len(labels) == 0 {
+	if labels.n == 0 {
 		return nil, emptyShardError(file, s, row)
 	}
 	cols := maxIndex + 1
@@ -133,18 +135,21 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, s Shard) (*Matr
 	if cols == 0 {
 		return nil, &DataError{File: file, Msg: "no line has any feature"}
 	}
-	m := &Matrix{Rows: len(labels), Cols: cols, Labels: labels, LabelName: "label", TotalRows: row,
+	m := &Matrix{Rows: labels.n, Cols: cols, Labels: labels.flatten(), LabelName: "label", TotalRows: row,
 		LabelMin: float32(labelMin), LabelMax: float32(labelMax)}
 	m.Data = make([]float32, m.Rows*m.Cols)
 	nan := float32(math.NaN())
 	for i := range m.Data {
 		m.Data[i] = nan
 	}
-	for i := 0; i < m.Rows; i++ {
+	idx, vals, ends := indices.flatten(), values.flatten(), rowEnds.flatten()
+	start := 0
+	for i, end := range ends {
 		dst := m.Row(i)
-		for k := rowStart[i]; k < rowStart[i+1]; k++ {
-			dst[indices[k]] = values[k]
+		for k := start; k < end; k++ {
+			dst[idx[k]] = vals[k]
 		}
+		start = end
 	}
 	// XGBoost's own names for unnamed features, so metadata and the served model agree.
 	m.FeatureNames = make([]string, cols)
@@ -218,26 +223,6 @@ func duplicateIndex(idx []int32) int {
 		seen[i] = true
 	}
 	return -1
-}
-
-// duplicateIndexOfLine checks a line whose row another rank keeps, so that every rank rejects the
-// same file. The line has been validated already.
-func duplicateIndexOfLine(line []byte) int {
-	var idx [64]int32
-	list := idx[:0]
-	_, rest := nextToken(line)
-	for {
-		var tok []byte
-		tok, rest = nextToken(rest)
-		if len(tok) == 0 {
-			break
-		}
-		colon := bytes.IndexByte(tok, ':')
-		if n, ok := parseIndex(tok[:colon]); ok {
-			list = append(list, int32(n))
-		}
-	}
-	return duplicateIndex(list)
 }
 
 // bytesString views b as a string without copying, for parsers that do not keep their input.

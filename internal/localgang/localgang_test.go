@@ -62,10 +62,20 @@ func helper(args []string) int {
 		mark(args[1], "start")
 		waitForMarks(args[1], "start", os.Getenv("WORLD_SIZE"))
 		if rank == args[2] {
+			os.WriteFile(filepath.Join(args[1], "failing.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644)
 			code, _ := strconv.Atoi(args[3])
 			return code
 		}
 		if len(args) > 4 && args[4] == "exit" {
+			// Exit only once the launcher has reaped the failing rank, so its failure comes first.
+			for {
+				raw, err := os.ReadFile(filepath.Join(args[1], "failing.pid"))
+				pid, _ := strconv.Atoi(string(raw))
+				if err == nil && pid > 0 && syscall.Kill(pid, 0) != nil {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 			time.Sleep(100 * time.Millisecond)
 			return 1
 		}

@@ -60,9 +60,37 @@ type workerResult struct {
 	ShardModel string `json:"shard_model"`
 }
 
-// runPythonJob starts one rabit worker process per task id (in the given
-// order), waits for the tracker and every process, and returns the results
-// indexed like taskIDs.
+// pyWorker is one libxgboost worker process.
+type pyWorker struct {
+	cmd    *exec.Cmd
+	output bytes.Buffer // stdout and stderr
+	out    string       // result JSON path
+}
+
+// startPythonWorkers starts one rabit worker process per task id, in order.
+func startPythonWorkers(ctx context.Context, t *testing.T, py string, port int, taskIDs []string, mode string) []*pyWorker {
+	t.Helper()
+	dir := t.TempDir()
+	procs := make([]*pyWorker, len(taskIDs))
+	for i, id := range taskIDs {
+		p := &pyWorker{out: filepath.Join(dir, fmt.Sprintf("worker-%d.json", i))}
+		p.cmd = exec.CommandContext(ctx, py, "testdata/rabit_worker.py",
+			"127.0.0.1", strconv.Itoa(port), id, mode, p.out)
+		// One thread per worker: the machine may have two cores for N workers.
+		p.cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=1")
+		p.cmd.Stdout = &p.output
+		p.cmd.Stderr = &p.output
+		if err := p.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs[i] = p
+	}
+	return procs
+}
+
+// runPythonJob runs a whole job of rabit worker processes against a tracker,
+// waits for the tracker and every process, and returns the results indexed
+// like taskIDs.
 func runPythonJob(t *testing.T, py string, taskIDs []string, mode string) ([]workerResult, *logRecorder) {
 	t.Helper()
 	n := len(taskIDs)
@@ -75,33 +103,12 @@ func runPythonJob(t *testing.T, py string, taskIDs []string, mode string) ([]wor
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	port := tr.Addr().(*net.TCPAddr).Port
-
-	dir := t.TempDir()
-	type proc struct {
-		cmd    *exec.Cmd
-		stderr bytes.Buffer
-		out    string
-	}
-	procs := make([]*proc, n)
-	for i, id := range taskIDs {
-		p := &proc{out: filepath.Join(dir, fmt.Sprintf("worker-%d.json", i))}
-		p.cmd = exec.CommandContext(ctx, py, "testdata/rabit_worker.py",
-			"127.0.0.1", strconv.Itoa(port), id, mode, p.out)
-		// One thread per worker: the machine may have two cores for N workers.
-		p.cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=1")
-		p.cmd.Stdout = &p.stderr
-		p.cmd.Stderr = &p.stderr
-		if err := p.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		procs[i] = p
-	}
+	procs := startPythonWorkers(ctx, t, py, tr.Addr().(*net.TCPAddr).Port, taskIDs, mode)
 	trackerErr := tr.Wait(ctx)
 	var procErrs []error
 	for i, p := range procs {
 		if err := p.cmd.Wait(); err != nil {
-			procErrs = append(procErrs, fmt.Errorf("worker %d (task %s): %v\n%s", i, taskIDs[i], err, p.stderr.String()))
+			procErrs = append(procErrs, fmt.Errorf("worker %d (task %s): %v\n%s", i, taskIDs[i], err, p.output.String()))
 		}
 	}
 	if trackerErr != nil || len(procErrs) > 0 {
@@ -111,7 +118,7 @@ func runPythonJob(t *testing.T, py string, taskIDs []string, mode string) ([]wor
 	for i, p := range procs {
 		raw, err := os.ReadFile(p.out)
 		if err != nil {
-			t.Fatalf("worker %d: %v\n%s", i, err, p.stderr.String())
+			t.Fatalf("worker %d: %v\n%s", i, err, p.output.String())
 		}
 		if err := json.Unmarshal(raw, &results[i]); err != nil {
 			t.Fatalf("%s: %v", p.out, err)
@@ -188,4 +195,64 @@ func TestLibxgboostDistributedTraining(t *testing.T) {
 	if results[0].Model != results[1].Model {
 		t.Fatalf("ranks ended with different models (%d vs %d bytes)", len(results[0].Model), len(results[1].Model))
 	}
+}
+
+// A rank killed mid-job: the survivors' collective calls fail at once, they
+// finalize (which sends shutdown), and the tracker names the rank that never
+// shut down.
+func TestLibxgboostLostWorker(t *testing.T) {
+	py := xgboostPython(t)
+	const shutdownTimeout = 3 * time.Second
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	rec := &logRecorder{}
+	tr, err := Start(ctx, "127.0.0.1:0", 3, WithLogger(slog.New(rec)),
+		WithStartTimeout(time.Minute), WithShutdownTimeout(shutdownTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	procs := startPythonWorkers(ctx, t, py, tr.Addr().(*net.TCPAddr).Port, []string{"0", "1", "2"}, "loop")
+	defer func() {
+		for _, p := range procs {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+	}()
+	// Every rank says it is looping (a print through the tracker) before
+	// rank 2 is killed.
+	for r := range 3 {
+		msg := fmt.Sprintf("rank %d looping", r)
+		for {
+			if _, ok := rec.find(msg); ok {
+				break
+			}
+			select {
+			case <-tr.Done():
+				t.Fatalf("tracker ended before %q: %v", msg, tr.Wait(ctx))
+			case <-ctx.Done():
+				t.Fatalf("no %q: %v", msg, ctx.Err())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	killed := time.Now()
+	if err := procs[2].cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err = tr.Wait(ctx)
+	elapsed := time.Since(killed)
+	var lost *LostError
+	if !errors.As(err, &lost) || len(lost.Workers) != 1 || lost.Workers[0].Rank != 2 {
+		t.Fatalf("Wait = %v, want a *LostError naming rank 2", err)
+	}
+	if elapsed > shutdownTimeout+10*time.Second {
+		t.Errorf("lost rank reported %s after the kill, want about %s", elapsed, shutdownTimeout)
+	}
+	for r, p := range procs[:2] {
+		if err := p.cmd.Wait(); err == nil {
+			t.Errorf("rank %d exited 0 after its peer was killed\n%s", r, p.output.String())
+		}
+	}
+	t.Logf("%v (%s after the kill)", err, elapsed.Round(time.Millisecond))
 }

@@ -1,51 +1,3 @@
-// Package tracker is the rendezvous tracker of distributed XGBoost training:
-// it assigns ranks to libxgboost workers and tells each one which peers to
-// link to, speaking the rabit tracker protocol of xgboost 1.7.
-//
-// libxgboost 1.7 has no tracker in its C API (2.x adds XGTrackerCreate); its
-// Python package runs one in Python (xgboost/tracker.py). This package is a
-// Go implementation of that tracker, wire-compatible with libxgboost 1.7's
-// rabit client (rabit/src/allreduce_base.cc):
-//
-//	https://github.com/dmlc/xgboost/blob/v1.7.4/python-package/xgboost/tracker.py
-//	https://github.com/dmlc/xgboost/blob/v1.7.4/rabit/src/allreduce_base.cc
-//
-// Workers find it through DMLC_TRACKER_URI and DMLC_TRACKER_PORT (upper case:
-// libxgboost 1.7 matches these keys exactly). Every worker opens one short TCP
-// connection per command: "start" (rendezvous), "print" (a log line for the
-// tracker's log), "shutdown" (this rank is done) and, in rabit's fault-tolerant
-// mode only, "recover".
-//
-// # Rank assignment
-//
-// Ranks are deterministic for a known world size:
-//
-//   - A worker whose DMLC_TASK_ID is a decimal integer in [0, world size) gets
-//     that rank, as soon as it connects. Two workers claiming one rank, or a
-//     number outside the range, fail the job. A worker that already carries a
-//     rank (rabit sends one with "recover") keeps it.
-//   - Other workers (DMLC_TASK_ID unset, which rabit sends as "NULL", or not a
-//     number) wait until every rank still free has a worker waiting for it; the
-//     free ranks are then handed out in ascending order to those workers sorted
-//     by host address, then task id, then arrival. This is the Python tracker's
-//     default (sortby="host") made total, so equal hosts (one machine) do not
-//     leave the order to chance.
-//
-// The Python tracker ignores a numeric task id (it only sorts by it as a
-// string with sortby="task", which puts "10" before "2"); honouring it here
-// lets a job pin rank 0, the rank that writes the model, to its master pod.
-//
-// # Failure detection
-//
-// The protocol gives the tracker no connection to a worker after its
-// rendezvous: rabit closes the tracker socket once its links are set up and
-// only reconnects to print or shut down. The tracker therefore names a lost
-// worker when it can observe the loss: a worker that disconnects before or
-// during its rendezvous, a worker its peers cannot reach, ranks that never
-// join within the start timeout, and, with WithShutdownTimeout, ranks that do
-// not shut down within that time after the first rank did. A worker that dies
-// mid-training is seen by its peers first (their collective calls fail); the
-// tracker sees only the missing "shutdown".
 package tracker
 
 import (
@@ -168,7 +120,8 @@ type Tracker struct {
 	topo  topology
 	ln    net.Listener
 
-	ctx       context.Context
+	parent    context.Context // Start's ctx
+	ctx       context.Context // parent, or Close
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup // every goroutine
 	serving   sync.WaitGroup // connections still in serve
@@ -225,6 +178,7 @@ func Start(ctx context.Context, addr string, worldSize int, opts ...Option) (*Tr
 	for r := range t.workers {
 		t.workers[r] = Worker{Rank: r}
 	}
+	t.parent = ctx
 	t.ctx, t.cancel = context.WithCancel(ctx)
 	t.log.Info("tracker listening", "addr", ln.Addr().String(), "world_size", worldSize)
 	t.wg.Add(2)
@@ -323,21 +277,17 @@ func (t *Tracker) acceptLoop() {
 	for {
 		c, err := t.ln.Accept()
 		if err != nil {
-			if t.ctx.Err() == nil {
-				// Only a closed listener ends Accept for good; anything
-				// else (EMFILE) is logged and retried after a pause.
-				if errors.Is(err, net.ErrClosed) {
-					return
-				}
-				t.log.Warn("tracker accept", "err", err)
-				select {
-				case <-time.After(50 * time.Millisecond):
-				case <-t.ctx.Done():
-					return
-				}
-				continue
+			if t.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
 			}
-			return
+			// Anything else (EMFILE) is transient: log, pause, retry.
+			t.log.Warn("tracker: accept", "err", err)
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-t.ctx.Done():
+				return
+			}
+			continue
 		}
 		if !t.track(c) {
 			c.Close()
@@ -538,13 +488,19 @@ func (t *Tracker) loop(co *coordinator) error {
 	for {
 		select {
 		case <-t.ctx.Done():
+			if cause := context.Cause(t.parent); cause != nil {
+				return fmt.Errorf("%w: %w", ErrClosed, cause)
+			}
 			return ErrClosed
 		case <-startTimer.C:
 			return t.startTimeoutError(co)
 		case <-shutdownTimer:
 			var lost []Worker
-			for _, m := range co.members {
-				if !m.shutdown {
+			for r, m := range co.members {
+				switch {
+				case m == nil:
+					lost = append(lost, Worker{Rank: r})
+				case !m.shutdown:
 					lost = append(lost, m.Worker)
 				}
 			}
@@ -653,6 +609,9 @@ func (t *Tracker) join(co *coordinator, p peer) error {
 		}
 		pw := &pendingWorker{peer: p, seq: co.seq, interrupt: make(chan struct{}), watchDone: make(chan struct{})}
 		co.seq++
+		// It may wait for the rest of the gang far longer than one
+		// conversation may take; the start timeout bounds the wait.
+		p.conn.SetDeadline(time.Time{})
 		co.pending = append(co.pending, pw)
 		t.wg.Add(1)
 		go t.watch(pw)
@@ -667,9 +626,10 @@ func (t *Tracker) join(co *coordinator, p peer) error {
 	if m := co.members[rank]; m != nil {
 		t.untrack(p.conn)
 		return &LostError{Workers: []Worker{m.Worker}, Reason: fmt.Sprintf(
-			"rank %d joined again from host %s (task %s) after it had started: "+
-				"its first process was lost, or two workers share one DMLC_TASK_ID",
-			rank, p.host, p.taskID)}
+			"host %s (task %s) asks for rank %d, which this worker already holds: "+
+				"a restarted worker whose first process was lost, two workers with one DMLC_TASK_ID, "+
+				"or workers with and without numeric task ids mixed",
+			p.host, p.taskID, rank)}
 	}
 	if err := t.link(co, p, rank); err != nil {
 		return err

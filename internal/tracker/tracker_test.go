@@ -256,6 +256,24 @@ func TestBatchRanksAreDeterministic(t *testing.T) {
 	}
 }
 
+// A worker may wait for its rank far longer than one link conversation may
+// take (WithLinkTimeout): pods of a gang can start minutes apart.
+func TestPendingWorkerOutlivesLinkTimeout(t *testing.T) {
+	ctx := testContext(t, 20*time.Second)
+	tr, _ := startTracker(t, 2, WithLinkTimeout(100*time.Millisecond))
+	workers, err := runJob(ctx, tr.Addr().String(), []string{"NULL", "NULL"}, 400*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkConsistent(t, workers)
+	for _, w := range workers {
+		w.shutdown(ctx)
+	}
+	if err := tr.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rabit's fault-tolerant mode re-links a worker that lost links with
 // "recover": it keeps its rank, and its peers re-link to it.
 func TestRecover(t *testing.T) {
@@ -272,8 +290,9 @@ func TestRecover(t *testing.T) {
 	w2.links[0].Close()
 	delete(w2.links, 0)
 	errs := make(chan error, 2)
+	// Either order works: the tracker links one at a time, and whichever
+	// comes first accepts from the other.
 	go func() { errs <- w2.recover(ctx) }()
-	time.Sleep(20 * time.Millisecond) // the tracker links them in order: 2 accepts, 0 connects
 	go func() { errs <- w0.recover(ctx) }()
 	for range 2 {
 		if err := <-errs; err != nil {
@@ -398,6 +417,20 @@ func TestFailures(t *testing.T) {
 			wantRanks: []int{2}, wantMsg: "rank 2 (host 127.0.0.1, task 2): no shutdown within 300ms after the first rank shut down",
 		},
 		{
+			name: "rank does not join, the others shut down", world: 3,
+			opts: []Option{WithShutdownTimeout(200 * time.Millisecond)},
+			run: func(ctx context.Context, t *testing.T, addr string) {
+				// Rank 0 links (its peers would connect to it later) and
+				// shuts down without waiting for them.
+				w := &fakeWorker{tracker: addr, taskID: "0", dieAfterLink: true}
+				if err := w.start(ctx); err != nil {
+					t.Fatal(err)
+				}
+				w.shutdown(ctx)
+			},
+			wantRanks: []int{1, 2}, wantMsg: "rank 1 (never connected), rank 2 (never connected): no shutdown within 200ms",
+		},
+		{
 			name: "two workers share a task id", world: 3,
 			run: func(ctx context.Context, t *testing.T, addr string) {
 				if err := (&fakeWorker{tracker: addr, taskID: "0", dieAfterLink: true}).start(ctx); err != nil {
@@ -405,7 +438,7 @@ func TestFailures(t *testing.T) {
 				}
 				go (&fakeWorker{tracker: addr, taskID: "0"}).start(ctx)
 			},
-			wantRanks: []int{0}, wantMsg: "rank 0 joined again from host 127.0.0.1 (task 0) after it had started",
+			wantRanks: []int{0}, wantMsg: "rank 0 (host 127.0.0.1, task 0): host 127.0.0.1 (task 0) asks for rank 0, which this worker already holds",
 		},
 		{
 			name: "task id outside the world", world: 2,
@@ -499,6 +532,20 @@ func TestCloseEndsWait(t *testing.T) {
 	}
 	if _, err := net.Dial("tcp", tr.Addr().String()); err == nil {
 		t.Error("tracker port still accepts after Close")
+	}
+}
+
+func TestCancelStartContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	tr, err := Start(ctx, "127.0.0.1:0", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	cancel()
+	err = tr.Wait(testContext(t, 5*time.Second))
+	if !errors.Is(err, ErrClosed) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait after cancelling Start's context = %v, want ErrClosed and context.Canceled", err)
 	}
 }
 

@@ -1,12 +1,13 @@
 """One libxgboost rabit worker for the tracker's integration test.
 
 usage: rabit_worker.py TRACKER_HOST TRACKER_PORT TASK_ID MODE OUT_JSON
-TASK_ID "-" leaves DMLC_TASK_ID unset. MODE is "allreduce" or "train".
+TASK_ID "-" leaves DMLC_TASK_ID unset. MODE is "allreduce", "train" or "loop".
 The keys are upper case: libxgboost 1.7 matches DMLC_TRACKER_URI,
 DMLC_TRACKER_PORT and DMLC_TASK_ID exactly and ignores lower-case ones.
 """
 import json
 import sys
+import time
 
 import numpy as np
 import xgboost as xgb
@@ -46,6 +47,12 @@ def main():
             result["model"] = bytes(booster.save_raw("json")).decode()
             result["params"] = params
             result["shard"] = [rank, world]
+        elif mode == "loop":
+            # Allreduce until killed: for tests that kill a rank mid-job.
+            collective.communicator_print(f"rank {rank} looping")
+            for _ in range(600):
+                collective.allreduce(np.ones(1000, dtype=np.float32), collective.Op.SUM)
+                time.sleep(0.05)
         else:
             raise SystemExit(f"unknown mode {mode!r}")
     finally:

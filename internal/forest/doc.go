@@ -1,0 +1,25 @@
+// Package forest evaluates XGBoost models in pure Go: it reads the JSON and UBJSON files
+// XGBoost's save_model writes and predicts what libxgboost's Booster.predict returns.
+//
+// Supported: gbtree, dart (weight_drop applied) and gblinear boosters; objectives
+// reg:squarederror (and the old reg:linear), reg:squaredlogerror, reg:pseudohubererror,
+// reg:absoluteerror, reg:quantileerror, reg:logistic, binary:logistic,
+// binary:logitraw, binary:hinge, count:poisson, reg:gamma, reg:tweedie, survival:cox,
+// multi:softmax, multi:softprob, rank:pairwise, rank:ndcg, rank:map; base_score in
+// the objective's probability space (converted like ObjFunction::ProbToMargin), one
+// per target in 3.x files; missing values (NaN) following each node's default
+// direction; num_parallel_tree (trees grouped by tree_info); pruned trees with deleted
+// nodes; categorical splits (partition and one-hot); multi-output regression with one
+// tree per target. The layouts of XGBoost 1.x, 2.x and 3.x files are read, including
+// the bare NaN and Infinity tokens XGBoost writes. Multi-target trees with vector
+// leaves (multi_strategy=multi_output_tree) and unknown objectives fail at load with
+// an error naming them.
+//
+// Predictions are float32 computations in XGBoost's order (base margin, then each
+// tree's leaf value in tree order), so they agree with libxgboost's to float32
+// rounding: the parity tests find them bit-identical on margins and contributions.
+//
+// Trees are flattened into 16-byte nodes, right child next to the left, and evaluated
+// by branch-free kernels that walk several trees (one row) or several rows (a block)
+// at once; see kernel.go.
+package forest

@@ -1,0 +1,273 @@
+package forest
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// blockRows is how many rows walk one tree before the next tree is taken, as in
+// XGBoost's blocked CPU predictor: the tree's nodes stay in L1 cache for the whole
+// block, and the block's margins stay in cache across trees.
+const blockRows = 64
+
+// scratch holds per-call buffers; pooled so Predict allocates nothing in steady state.
+type scratch struct {
+	margins []float32
+	keys    []uint32
+	shap    shapScratch
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// Predict evaluates nrows row-major rows of NumFeatures() float32 values (NaN marks a
+// missing value) and appends nrows*Width(kind) values to dst, returning the extended
+// slice. It is safe for concurrent use and allocates nothing when dst has capacity.
+func (m *Model) Predict(dst []float32, rows []float32, nrows int, kind OutputKind) ([]float32, error) {
+	width, err := m.Width(kind)
+	if err != nil {
+		return dst, err
+	}
+	if nrows < 0 {
+		return dst, fmt.Errorf("predict: nrows %d is negative", nrows)
+	}
+	if want := nrows * m.numFeature; len(rows) != want || (m.numFeature != 0 && want/m.numFeature != nrows) {
+		return dst, fmt.Errorf("predict: rows has %d values, want nrows*num_feature = %d*%d = %d", len(rows), nrows, m.numFeature, want)
+	}
+	start := len(dst)
+	dst = slices.Grow(dst, nrows*width)[:start+nrows*width]
+	out := dst[start:]
+	if nrows == 0 {
+		return dst, nil
+	}
+	ng := m.numGroup
+	switch kind {
+	case OutputMargin:
+		m.margins(out, rows, nrows)
+	case OutputLeaf:
+		m.leaves(out, rows, nrows)
+	case OutputContribs:
+		m.contribs(out, rows, nrows)
+	case OutputDefault:
+		if m.obj.transform == tArgmax {
+			m.viaScratch(out, rows, nrows, width, func(dst, mg []float32) {
+				dst[0] = float32(argmax(mg))
+			})
+			return dst, nil
+		}
+		m.margins(out, rows, nrows)
+		m.transformInPlace(out, nrows)
+	case OutputLabel:
+		switch m.obj.kind {
+		case kindMulti:
+			m.viaScratch(out, rows, nrows, width, func(dst, mg []float32) {
+				dst[0] = float32(argmax(mg))
+			})
+		case kindBinary:
+			m.margins(out, rows, nrows)
+			for i, v := range out {
+				// p > 0.5 <=> margin > 0 for the sigmoid up to rounding; use the
+				// probability for logistic so labels agree with predict_proba.
+				if m.obj.transform == tSigmoid {
+					v = sigmoid(v)
+					out[i] = b2f(v > 0.5)
+				} else {
+					out[i] = b2f(v > 0)
+				}
+			}
+		default:
+			m.margins(out, rows, nrows)
+			m.transformInPlace(out, nrows)
+		}
+	case OutputProba:
+		if m.obj.kind == kindMulti {
+			m.margins(out, rows, nrows)
+			for r := 0; r < nrows; r++ {
+				softmaxInPlace(out[r*ng : (r+1)*ng])
+			}
+			return dst, nil
+		}
+		// Binary: [1-p, p] per group, computed back to front in place.
+		m.margins(out[:nrows*ng], rows, nrows)
+		for i := nrows*ng - 1; i >= 0; i-- {
+			v := out[i]
+			var p float32
+			switch m.obj.transform {
+			case tSigmoid, tIdentity: // logitraw margins are logits too
+				p = sigmoid(v)
+			default:
+				p = b2f(v > 0)
+			}
+			out[2*i] = 1 - p
+			out[2*i+1] = p
+		}
+	}
+	return dst, nil
+}
+
+func b2f(b bool) float32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// viaScratch computes margins block by block into a pooled buffer and lets emit write
+// each row's width values from its margins.
+func (m *Model) viaScratch(out, rows []float32, nrows, width int, emit func(dst, margins []float32)) {
+	s := scratchPool.Get().(*scratch)
+	ng, nf := m.numGroup, m.numFeature
+	if cap(s.margins) < blockRows*ng {
+		s.margins = make([]float32, blockRows*ng)
+	}
+	for b := 0; b < nrows; b += blockRows {
+		e := min(b+blockRows, nrows)
+		mg := s.margins[:(e-b)*ng]
+		m.margins(mg, rows[b*nf:e*nf], e-b)
+		for r := b; r < e; r++ {
+			emit(out[r*width:(r+1)*width], mg[(r-b)*ng:(r-b+1)*ng])
+		}
+	}
+	scratchPool.Put(s)
+}
+
+// transformInPlace applies the objective's PredTransform to nrows*numGroup margins.
+func (m *Model) transformInPlace(out []float32, nrows int) {
+	switch m.obj.transform {
+	case tSigmoid:
+		for i, v := range out {
+			out[i] = sigmoid(v)
+		}
+	case tExp:
+		for i, v := range out {
+			out[i] = expf(v)
+		}
+	case tHinge:
+		for i, v := range out {
+			out[i] = b2f(v > 0)
+		}
+	case tSoftprob:
+		ng := m.numGroup
+		for r := 0; r < nrows; r++ {
+			softmaxInPlace(out[r*ng : (r+1)*ng])
+		}
+	}
+}
+
+// margins writes nrows*numGroup raw margins: base margin plus, in XGBoost's order,
+// each tree's leaf value accumulated in float32.
+func (m *Model) margins(out, rows []float32, nrows int) {
+	ng := m.numGroup
+	for r := 0; r < nrows; r++ {
+		copy(out[r*ng:(r+1)*ng], m.baseMargin)
+	}
+	switch {
+	case m.booster == boosterLinear:
+		m.linearMargins(out, rows, nrows)
+	case m.hasCat:
+		m.catMargins(out, rows, nrows)
+	case nrows < 4:
+		// Too few rows to interleave: walk eight trees at once per row instead.
+		nf := m.numFeature
+		for r := 0; r < nrows; r++ {
+			m.rowMargins(out[r*ng:(r+1)*ng], rows[r*nf:(r+1)*nf])
+		}
+	default:
+		m.blockMargins(out, rows, nrows)
+	}
+}
+
+// next takes one step down a numerical tree: left if x < split, right if x >= split,
+// the default child if x is missing (NaN). Leaves map to themselves.
+func next(nodes []node, flags []uint8, row []float32, i uint32) uint32 {
+	n := &nodes[i]
+	v := row[n.feat]
+	r := uint32(0)
+	if v >= n.split {
+		r = 1
+	}
+	if v != v {
+		r = uint32(flags[i] & flagMissRight)
+	}
+	return n.left + r
+}
+
+// nextCat is next for trees with categorical splits.
+func (m *Model) nextCat(row []float32, i uint32) uint32 {
+	n := &m.nodes[i]
+	v := row[n.feat]
+	l := n.left
+	if v != v {
+		return l + uint32(m.flags[i]&flagMissRight)
+	}
+	if m.flags[i]&flagCat != 0 {
+		if m.catGoesRight(i, v) {
+			return l + 1
+		}
+		return l
+	}
+	if v >= n.split {
+		return l + 1
+	}
+	return l
+}
+
+// walk returns the leaf a row reaches in a tree.
+func (m *Model) walk(row []float32, tr *treeMeta) uint32 {
+	i := tr.root
+	if m.hasCat {
+		for d := tr.depth; d > 0; d-- {
+			i = m.nextCat(row, i)
+		}
+		return i
+	}
+	for d := tr.depth; d > 0; d-- {
+		i = next(m.nodes, m.flags, row, i)
+	}
+	return i
+}
+
+func (m *Model) catMargins(out, rows []float32, nrows int) {
+	nf, ng := m.numFeature, m.numGroup
+	for b := 0; b < nrows; b += blockRows {
+		e := min(b+blockRows, nrows)
+		for t := range m.trees {
+			tr := &m.trees[t]
+			for r := b; r < e; r++ {
+				i := m.walk(rows[r*nf:(r+1)*nf], tr)
+				out[r*ng+int(tr.group)] += m.nodes[i].value
+			}
+		}
+	}
+}
+
+// leaves writes the XGBoost node id of the leaf each row reaches in each tree.
+func (m *Model) leaves(out, rows []float32, nrows int) {
+	nf, nt := m.numFeature, len(m.trees)
+	for r := 0; r < nrows; r++ {
+		row := rows[r*nf : (r+1)*nf]
+		for t := range m.trees {
+			out[r*nt+t] = float32(m.nodeID[m.walk(row, &m.trees[t])])
+		}
+	}
+}
+
+// linearMargins follows GBLinear::Pred: bias + base margin, then weight*value for each
+// present feature in index order, in float32.
+func (m *Model) linearMargins(out, rows []float32, nrows int) {
+	nf, ng := m.numFeature, m.numGroup
+	w := m.linW
+	for r := 0; r < nrows; r++ {
+		row := rows[r*nf : (r+1)*nf]
+		for g := 0; g < ng; g++ {
+			psum := w[nf*ng+g] + out[r*ng+g]
+			for f, x := range row {
+				if x != x {
+					continue
+				}
+				psum += float32(x * w[f*ng+g])
+			}
+			out[r*ng+g] = psum
+		}
+	}
+}

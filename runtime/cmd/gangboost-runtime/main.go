@@ -1,0 +1,148 @@
+// Command gangboost-runtime is a KServe model server for XGBoost models: V2 / Open Inference
+// Protocol over REST and gRPC, V1 over REST, started as KServe starts runtimes
+// (--model_name, --model_dir, --http_port, --grpc_port).
+//
+// Every flag can also be set from the environment with its upper-case name (MODEL_NAME,
+// MODEL_DIR, HTTP_PORT, GRPC_PORT, ...); a flag on the command line wins.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gangboost/gangboost/runtime/batcher"
+	"github.com/gangboost/gangboost/runtime/grpcserver"
+	"github.com/gangboost/gangboost/runtime/metrics"
+	"github.com/gangboost/gangboost/runtime/registry"
+	"github.com/gangboost/gangboost/runtime/rest"
+	"github.com/gangboost/gangboost/runtime/service"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "gangboost-runtime:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("gangboost-runtime", flag.ContinueOnError)
+	var (
+		modelName    = fs.String("model_name", "model", "name the model is served under (the InferenceService name)")
+		modelDir     = fs.String("model_dir", "/mnt/models", "folder with model.json or model.ubj (+ metadata.json), or a repository of such folders")
+		modelVersion = fs.String("model_version", "", "version the model is served as (optional)")
+		httpPort     = fs.Int("http_port", 8080, "REST port")
+		grpcPort     = fs.Int("grpc_port", 8081, "gRPC port (0: off)")
+		maxBody      = fs.Int64("max_body_bytes", 64<<20, "largest request body accepted")
+		maxRows      = fs.Int("max_batch_rows", 100000, "most rows one request may hold")
+		timeout      = fs.Duration("request_timeout", 60*time.Second, "longest time a request may take")
+		batching     = fs.Bool("enable_batching", false, "merge concurrent requests into shared evaluations")
+		batchSize    = fs.Int("max_batch_size", 64, "rows a merged batch collects before it runs")
+		batchDelay   = fs.Duration("max_batch_delay", time.Millisecond, "longest a request waits for others to join its batch")
+		drain        = fs.Duration("shutdown_timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
+		logLevel     = fs.String("log_level", "info", "debug, info, warn or error")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := envDefaults(fs); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log_level %q: %w", *logLevel, err)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	start := time.Now()
+	// Listen before loading so probes get answers (live, not ready) while the model loads.
+	httpLn, err := net.Listen("tcp", ":"+strconv.Itoa(*httpPort))
+	if err != nil {
+		return fmt.Errorf("listen on REST port %d: %w", *httpPort, err)
+	}
+	var grpcLn net.Listener
+	if *grpcPort > 0 {
+		if grpcLn, err = net.Listen("tcp", ":"+strconv.Itoa(*grpcPort)); err != nil {
+			return fmt.Errorf("listen on gRPC port %d: %w", *grpcPort, err)
+		}
+	}
+
+	reg, err := registry.Open(*modelDir, *modelName, *modelVersion)
+	if err != nil {
+		return err
+	}
+	svc := &service.Service{Registry: reg, Metrics: metrics.New(), MaxRows: *maxRows}
+	if *batching {
+		svc.Batching = batcher.Options{MaxBatchRows: *batchSize, MaxDelay: *batchDelay}
+	}
+	if ok, why := reg.Ready(); ok {
+		log.Info("ready", "models", reg.Names(), "model_dir", *modelDir, "startup_ms", time.Since(start).Milliseconds())
+	} else {
+		// Stay up, live but not ready, so the reason shows in probes and logs.
+		log.Error("not ready", "models", reg.Names(), "model_dir", *modelDir, "reason", fmt.Sprint(why))
+	}
+
+	e := rest.New(svc, rest.Options{MaxBodyBytes: *maxBody}, log)
+	httpSrv := &http.Server{Handler: http.TimeoutHandler(e, *timeout, `{"error": "request timed out"}`), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
+	go func() { errc <- httpSrv.Serve(httpLn) }()
+	var gs interface{ GracefulStop() }
+	if grpcLn != nil {
+		g := grpcserver.New(svc, grpcserver.Options{MaxMessageBytes: int(*maxBody)}, log)
+		gs = g
+		go func() { errc <- g.Serve(grpcLn) }()
+	}
+	log.Info("serving", "http_port", *httpPort, "grpc_port", *grpcPort, "batching", *batching)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining in-flight requests", "timeout", drain.String())
+	sctx, cancel := context.WithTimeout(context.Background(), *drain)
+	defer cancel()
+	if gs != nil {
+		done := make(chan struct{})
+		go func() { gs.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-sctx.Done():
+		}
+	}
+	if err := httpSrv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// envDefaults fills every flag not given on the command line from its upper-case name.
+func envDefaults(fs *flag.FlagSet) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		v, ok := os.LookupEnv(strings.ToUpper(f.Name))
+		if given[f.Name] || !ok || err != nil {
+			return
+		}
+		if e := fs.Set(f.Name, v); e != nil {
+			err = fmt.Errorf("environment %s=%q: %w", strings.ToUpper(f.Name), v, e)
+		}
+	})
+	return err
+}

@@ -1,0 +1,163 @@
+// Package infer runs one inference request against a model: it checks the input tensor against
+// the model's features, evaluates the requested outputs, and shapes them as XGBoost returns them.
+// REST and gRPC decode into the same Request and encode the same Outputs.
+package infer
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/gangboost/gangboost/internal/forest"
+	v2 "github.com/gangboost/gangboost/runtime/v2"
+)
+
+// Output names a client can request. output-0 is what XGBoost's Booster.predict returns, as
+// KServe's xgbserver answers, so clients can switch servers without change.
+const (
+	OutputDefault  = "output-0"
+	OutputPredict  = "predict"       // class labels (classifiers) or values (regression)
+	OutputProba    = "predict_proba" // class probabilities
+	OutputMargin   = "margin"        // untransformed margin
+	OutputLeaf     = "leaf"          // leaf index per tree
+	OutputContribs = "contribs"      // SHAP values, exact TreeSHAP, bias last
+	InputName      = "input-0"
+)
+
+var outputKinds = map[string]forest.OutputKind{
+	OutputDefault: forest.OutputDefault, OutputPredict: forest.OutputLabel, OutputProba: forest.OutputProba,
+	OutputMargin: forest.OutputMargin, OutputLeaf: forest.OutputLeaf, OutputContribs: forest.OutputContribs,
+}
+
+// OutputNames lists the outputs a model can produce, output-0 first.
+func OutputNames(m *forest.Model) []string {
+	names := []string{OutputDefault}
+	var rest []string
+	for n, k := range outputKinds {
+		if n == OutputDefault {
+			continue
+		}
+		if _, err := m.Width(k); err == nil {
+			rest = append(rest, n)
+		}
+	}
+	sort.Strings(rest)
+	return append(names, rest...)
+}
+
+// Request is a decoded inference request: rows of features and the outputs wanted.
+type Request struct {
+	ID      string
+	Rows    []float32 // NRows x model features, row-major, NaN = missing
+	NRows   int
+	Outputs []OutputRequest // empty: output-0
+}
+
+// OutputRequest names one output and whether it goes back as binary data.
+type OutputRequest struct {
+	Name   string
+	Binary bool
+}
+
+// Output is one evaluated output tensor.
+type Output struct {
+	Name     string
+	Datatype string // FP32, or INT64 for class labels
+	Shape    []int64
+	Values   []float32
+	Binary   bool
+}
+
+// Predictor evaluates rows; forest.Model is one, and so is the adaptive batcher in front of it.
+type Predictor interface {
+	Predict(dst []float32, rows []float32, nrows int, kind forest.OutputKind) ([]float32, error)
+}
+
+// Run evaluates req on model m (through p, which may batch).
+func Run(m *forest.Model, p Predictor, req *Request) ([]Output, error) {
+	outs := req.Outputs
+	if len(outs) == 0 {
+		outs = []OutputRequest{{Name: OutputDefault}}
+	}
+	result := make([]Output, 0, len(outs))
+	for _, o := range outs {
+		kind, ok := outputKinds[o.Name]
+		if !ok {
+			return nil, v2.Errorf(v2.KindInvalidInput, "output %q: unknown; this model has %s", o.Name, strings.Join(OutputNames(m), ", "))
+		}
+		width, err := m.Width(kind)
+		if err != nil {
+			return nil, v2.Errorf(v2.KindInvalidInput, "output %q: %v", o.Name, err)
+		}
+		vals, err := p.Predict(make([]float32, 0, req.NRows*width), req.Rows, req.NRows, kind)
+		if err != nil {
+			return nil, v2.Errorf(v2.KindInternal, "output %q: %v", o.Name, err)
+		}
+		result = append(result, Output{
+			Name: o.Name, Datatype: datatype(m, kind), Shape: shape(m, kind, req.NRows, width),
+			Values: vals, Binary: o.Binary,
+		})
+	}
+	return result, nil
+}
+
+func datatype(m *forest.Model, kind forest.OutputKind) string {
+	if kind == forest.OutputLabel && m.IsClassifier() {
+		return "INT64"
+	}
+	return "FP32"
+}
+
+// shape follows Booster.predict: one value per row is a vector [N], several a matrix [N, W];
+// SHAP values of a multi-output model are [N, groups, features+1]. Probabilities are always
+// [N, classes], as sklearn's predict_proba.
+func shape(m *forest.Model, kind forest.OutputKind, n, width int) []int64 {
+	switch {
+	case kind == forest.OutputContribs && m.NumGroups() > 1:
+		return []int64{int64(n), int64(m.NumGroups()), int64(m.NumFeatures() + 1)}
+	case kind == forest.OutputProba:
+		return []int64{int64(n), int64(width)}
+	case width == 1:
+		return []int64{int64(n)}
+	}
+	return []int64{int64(n), int64(width)}
+}
+
+// FeatureShape checks an input tensor's shape against the model: [N, features], or [features]
+// for a single row. It returns the row count.
+func FeatureShape(m *forest.Model, name string, shape []int64) (int, error) {
+	f := int64(m.NumFeatures())
+	switch {
+	case len(shape) == 2 && shape[1] == f:
+		return int(shape[0]), nil
+	case len(shape) == 1 && shape[0] == f:
+		return 1, nil
+	case len(shape) == 2:
+		return 0, v2.Errorf(v2.KindInvalidInput, "input %s: shape %v has %d features per row; the model expects %d (shape [N, %d])", name, shape, shape[1], f, f)
+	}
+	return 0, v2.Errorf(v2.KindInvalidInput, "input %s: shape %v; the model expects [N, %d]", name, shape, f)
+}
+
+// Metadata describes model m for GET /v2/models/{m}.
+func Metadata(name, version string, m *forest.Model) v2.ModelMetadata {
+	md := v2.ModelMetadata{
+		Name: name, Platform: "xgboost",
+		Inputs: []v2.TensorMetadata{{Name: InputName, Datatype: "FP32", Shape: []int64{-1, int64(m.NumFeatures())}}},
+	}
+	if version != "" {
+		md.Versions = []string{version}
+	}
+	for _, n := range OutputNames(m) {
+		kind := outputKinds[n]
+		w, _ := m.Width(kind)
+		sh := shape(m, kind, 1, w)
+		sh[0] = -1
+		md.Outputs = append(md.Outputs, v2.TensorMetadata{Name: n, Datatype: datatype(m, kind), Shape: sh})
+	}
+	return md
+}
+
+// MaxRowsError is returned for a request over the configured row limit.
+func MaxRowsError(rows, max int) error {
+	return v2.Errorf(v2.KindTooLarge, "request has %d rows; this server accepts at most %d per request (--max_batch_rows)", rows, max)
+}
+

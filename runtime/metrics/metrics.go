@@ -1,0 +1,55 @@
+// Package metrics exposes the runtime's Prometheus metrics: requests by model, protocol and
+// status, their latency, and the sizes of the batches the evaluator runs.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is one runtime's collectors, in a registry of their own.
+type Metrics struct {
+	reg       *prometheus.Registry
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	batchRows prometheus.Histogram
+}
+
+// New registers the collectors, plus Go and process metrics.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gangboost_requests_total", Help: "Inference and metadata requests by model, protocol and status.",
+		}, []string{"model", "protocol", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "gangboost_request_duration_seconds", Help: "Request latency by model, protocol and status.",
+			Buckets: []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1},
+		}, []string{"model", "protocol", "status"}),
+		batchRows: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "gangboost_batch_rows", Help: "Rows evaluated per model call (per request, or per merged batch when batching is on).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
+		}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.batchRows,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// ObserveRequest records one finished request.
+func (m *Metrics) ObserveRequest(model, protocol, status string, d time.Duration) {
+	m.requests.WithLabelValues(model, protocol, status).Inc()
+	m.latency.WithLabelValues(model, protocol, status).Observe(d.Seconds())
+}
+
+// ObserveBatch records the rows of one evaluation.
+func (m *Metrics) ObserveBatch(rows int) { m.batchRows.Observe(float64(rows)) }
+
+// Handler serves the metrics in Prometheus' text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

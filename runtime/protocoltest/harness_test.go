@@ -1,0 +1,173 @@
+package protocoltest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var runtimeBin string
+
+// repoRoot is the repository root, from this file's location.
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func modelsDir() string { return filepath.Join(repoRoot(), "runtime", "testdata", "models") }
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gangboost-runtime-test")
+	if err != nil {
+		panic(err)
+	}
+	runtimeBin = filepath.Join(dir, "gangboost-runtime")
+	cmd := exec.Command("go", "build", "-o", runtimeBin, "./runtime/cmd/gangboost-runtime")
+	cmd.Dir = repoRoot()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build gangboost-runtime: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// server is one running gangboost-runtime.
+type server struct {
+	URL      string
+	GRPCAddr string
+	cmd      *exec.Cmd
+	log      *logBuffer
+	exited   chan struct{}
+}
+
+// start runs the binary with args plus free ports and waits until it is live.
+func start(t testing.TB, args ...string) *server {
+	t.Helper()
+	hp, gp := freePort(t), freePort(t)
+	args = append(args, "--http_port", strconv.Itoa(hp), "--grpc_port", strconv.Itoa(gp))
+	s := &server{URL: "http://127.0.0.1:" + strconv.Itoa(hp), GRPCAddr: "127.0.0.1:" + strconv.Itoa(gp),
+		log: &logBuffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command(runtimeBin, args...)
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		if t.Failed() {
+			t.Logf("server log:\n%s", s.log.String())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(s.URL + "/v2/health/live")
+		if err == nil {
+			resp.Body.Close()
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server not live after 10s:\n%s", s.log.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// startIris serves the iris model (multi:softprob, 4 features) as "iris" version "1".
+func startIris(t testing.TB, extra ...string) *server {
+	return start(t, append([]string{"--model_name", "iris", "--model_version", "1",
+		"--model_dir", filepath.Join(modelsDir(), "iris")}, extra...)...)
+}
+
+// call sends a request and returns status, headers and body.
+func call(t testing.TB, method, url string, body []byte, headers ...string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+func decode(t testing.TB, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("response is not a JSON object: %v: %s", err, b)
+	}
+	return m
+}
+
+// stopGracefully sends SIGTERM and waits for the process to exit.
+func (s *server) stopGracefully(t testing.TB) int {
+	t.Helper()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("server did not exit 20s after SIGTERM")
+	}
+	return s.cmd.ProcessState.ExitCode()
+}
+
+func contains(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,121 @@
+package protocoltest
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func copyModel(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(from)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestMissingOrCorruptModelKeepsServerNotReady(t *testing.T) {
+	empty := t.TempDir()
+	corrupt := t.TempDir()
+	if err := os.WriteFile(filepath.Join(corrupt, "model.json"), []byte(`{"learner": {"gradient_booster": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, dir, want string
+	}{
+		{"missing", empty, "no model file in " + empty},
+		{"corrupt", corrupt, filepath.Join(corrupt, "model.json")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := start(t, "--model_name", "m", "--model_dir", c.dir)
+			if status, _, _ := call(t, "GET", s.URL+"/v2/health/live", nil); status != 200 {
+				t.Fatalf("live = %d, want 200", status)
+			}
+			for _, path := range []string{"/v2/health/ready", "/v2/models/m/ready"} {
+				status, _, body := call(t, "GET", s.URL+path, nil)
+				if status != 503 || !strings.Contains(string(body), c.want) {
+					t.Fatalf("%s = %d %s; want 503 naming %q", path, status, body, c.want)
+				}
+			}
+			status, _, body := call(t, "POST", s.URL+"/v2/models/m/infer", []byte(`{"inputs":[]}`))
+			if status != 503 || !strings.Contains(string(body), c.want) {
+				t.Fatalf("infer = %d %s; want 503 naming %q", status, body, c.want)
+			}
+			if !strings.Contains(s.log.String(), `"msg":"not ready"`) {
+				t.Fatalf("log does not say why the server is not ready:\n%s", s.log.String())
+			}
+		})
+	}
+}
+
+func TestLoadAfterTheModelArrives(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, "--model_name", "iris", "--model_dir", dir)
+	if status, _, _ := call(t, "GET", s.URL+"/v2/health/ready", nil); status != 503 {
+		t.Fatalf("ready before the model exists = %d", status)
+	}
+	copyModel(t, filepath.Join(modelsDir(), "iris"), dir)
+	if status, _, body := call(t, "POST", s.URL+"/v2/repository/models/iris/load", nil); status != 200 {
+		t.Fatalf("load = %d %s", status, body)
+	}
+	if status, _, _ := call(t, "GET", s.URL+"/v2/health/ready", nil); status != 200 {
+		t.Fatalf("ready after load = %d", status)
+	}
+}
+
+func TestModelRepositoryServesEveryFolder(t *testing.T) {
+	s := start(t, "--model_dir", modelsDir())
+	status, _, body := call(t, "GET", s.URL+"/v2/models", nil)
+	if status != 200 || !contains(string(body), `"binary"`, `"iris"`) {
+		t.Fatalf("models = %d %s", status, body)
+	}
+	for _, c := range []struct{ model, body string }{
+		{"iris", `{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[5,3,1,0]}]}`},
+		{"binary", `{"inputs":[{"name":"x","shape":[1,6],"datatype":"FP32","data":[1,0,-1,0,1,0]}]}`},
+	} {
+		if status, _, body := call(t, "POST", s.URL+"/v2/models/"+c.model+"/infer", []byte(c.body)); status != 200 {
+			t.Fatalf("%s infer = %d %s", c.model, status, body)
+		}
+	}
+}
+
+// SIGTERM lets requests already in flight finish before the process exits.
+func TestGracefulShutdownDrainsInFlightRequests(t *testing.T) {
+	s := startIris(t, "--max_batch_rows", "1000000", "--max_body_bytes", "100000000")
+	// A request large enough to still be running when SIGTERM arrives.
+	rows := 200000
+	body := []byte(`{"inputs":[{"name":"x","shape":[` + itoa(rows) + `,4],"datatype":"FP32","data":[` +
+		strings.TrimSuffix(strings.Repeat("5.1,3.5,1.4,0.2,", rows), ",") + `]}],"outputs":[{"name":"contribs"}]}`)
+	var wg sync.WaitGroup
+	var status int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		status, _, _ = call(t, "POST", s.URL+"/v2/models/iris/infer", body)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	code := s.stopGracefully(t)
+	wg.Wait()
+	if status != 200 || code != 0 {
+		t.Fatalf("in-flight request got %d, process exited %d; want 200 and 0", status, code)
+	}
+	if !strings.Contains(s.log.String(), "draining in-flight requests") {
+		t.Fatalf("no drain message in log:\n%s", s.log.String())
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+

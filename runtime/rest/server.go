@@ -1,0 +1,250 @@
+// Package rest serves the V2 / Open Inference Protocol over HTTP with echo, plus KServe's
+// repository extension, the V1 protocol and Prometheus metrics. Handlers return typed errors;
+// one error handler turns them into {"error": "..."} with the status from the v2 table.
+package rest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/gangboost/gangboost/runtime/infer"
+	"github.com/gangboost/gangboost/runtime/service"
+	v2 "github.com/gangboost/gangboost/runtime/v2"
+)
+
+// Options are the REST server's limits.
+type Options struct {
+	MaxBodyBytes int64
+}
+
+// New returns the echo server with every route.
+func New(svc *service.Service, opts Options, log *slog.Logger) *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	h := &handlers{svc: svc, opts: opts, log: log}
+	e.HTTPErrorHandler = h.errorHandler
+	e.Use(h.recoverAndLog)
+
+	e.GET("/", h.live)
+	e.GET("/v2/health/live", h.live)
+	e.GET("/v2/health/ready", h.ready)
+	e.GET("/v2", h.serverMetadata)
+	e.GET("/v2/", h.serverMetadata)
+	e.GET("/v2/models", h.listModels)
+	for _, prefix := range []string{"/v2/models/:model", "/v2/models/:model/versions/:version"} {
+		e.GET(prefix, h.modelMetadata)
+		e.GET(prefix+"/ready", h.modelReady)
+		e.POST(prefix+"/infer", h.infer)
+	}
+	e.POST("/v2/repository/models/:model/load", h.load)
+	e.POST("/v2/repository/models/:model/unload", h.unload)
+	e.GET("/v1/models", h.v1List)
+	// V1 paths end in ":predict"; echo reads ":" as a parameter, so the verb is split off here.
+	e.GET("/v1/models/:model", h.v1Model)
+	e.POST("/v1/models/:model", h.v1Verb)
+	e.GET("/metrics", echo.WrapHandler(svc.Metrics.Handler()))
+	return e
+}
+
+type handlers struct {
+	svc  *service.Service
+	opts Options
+	log  *slog.Logger
+}
+
+// requestID is the client's X-Request-Id, or a new one.
+func requestID(c echo.Context) string {
+	if id := c.Request().Header.Get("X-Request-Id"); id != "" {
+		return id
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// recoverAndLog turns a panic into a 500 (a request never takes the process down), and logs
+// and measures every request.
+func (h *handlers) recoverAndLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		start := time.Now()
+		id := requestID(c)
+		c.Set("request_id", id)
+		c.Response().Header().Set("X-Request-Id", id)
+		defer func() {
+			if r := recover(); r != nil {
+				err = v2.Errorf(v2.KindInternal, "internal error: %v", r)
+				h.log.Error("panic in handler", "request_id", id, "panic", fmt.Sprint(r))
+			}
+			if err != nil {
+				c.Error(err)
+			}
+			status := c.Response().Status
+			if protocol := inferenceProtocol(c); protocol != "" {
+				model, _, _ := strings.Cut(c.Param("model"), ":")
+				h.svc.Metrics.ObserveRequest(model, protocol, fmt.Sprint(status), time.Since(start))
+			}
+			if status >= 400 || h.log.Enabled(c.Request().Context(), slog.LevelDebug) {
+				h.log.Info("request", "request_id", id, "method", c.Request().Method, "path", c.Request().URL.Path,
+					"status", status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+			}
+		}()
+		return next(c)
+	}
+}
+
+// inferenceProtocol is "v2" or "v1" for an inference route, "" for others.
+func inferenceProtocol(c echo.Context) string {
+	switch {
+	case strings.HasSuffix(c.Path(), "/infer"):
+		return "v2"
+	case c.Path() == "/v1/models/:model" && c.Request().Method == http.MethodPost:
+		return "v1"
+	}
+	return ""
+}
+
+func (h *handlers) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status := v2.HTTPStatus(err)
+	msg := err.Error()
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		status = he.Code
+		msg = fmt.Sprint(he.Message)
+		if status == http.StatusNotFound {
+			msg = fmt.Sprintf("no route %s %s", c.Request().Method, c.Request().URL.Path)
+		}
+		if status == http.StatusMethodNotAllowed {
+			msg = fmt.Sprintf("method %s not allowed on %s", c.Request().Method, c.Request().URL.Path)
+		}
+	}
+	_ = c.JSON(status, v2.ErrorBody{Error: msg})
+}
+
+func (h *handlers) live(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]bool{"live": true})
+}
+
+func (h *handlers) ready(c echo.Context) error {
+	if ok, err := h.svc.Registry.Ready(); !ok {
+		if err == nil {
+			err = v2.Errorf(v2.KindNotReady, "no models")
+		}
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]bool{"ready": true})
+}
+
+func (h *handlers) serverMetadata(c echo.Context) error {
+	return c.JSON(http.StatusOK, v2.ServerMetadata{Name: service.Name, Version: service.Version, Extensions: service.Extensions})
+}
+
+func (h *handlers) listModels(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string][]string{"models": h.svc.Registry.Names()})
+}
+
+func (h *handlers) modelMetadata(c echo.Context) error {
+	m, f, err := h.svc.Model(c.Param("model"), c.Param("version"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, infer.Metadata(m.Name, m.Version, f))
+}
+
+func (h *handlers) modelReady(c echo.Context) error {
+	m, err := h.svc.Registry.Get(c.Param("model"), c.Param("version"))
+	if err != nil {
+		return err
+	}
+	if ok, err := m.Ready(); !ok {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"name": m.Name, "ready": true})
+}
+
+// readBody reads at most MaxBodyBytes.
+func (h *handlers) readBody(c echo.Context) ([]byte, error) {
+	r := c.Request()
+	limit := h.opts.MaxBodyBytes
+	if limit <= 0 {
+		limit = 64 << 20
+	}
+	if r.ContentLength > limit {
+		return nil, v2.Errorf(v2.KindTooLarge, "request body is %d bytes; this server accepts at most %d (--max_body_bytes)", r.ContentLength, limit)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, v2.Errorf(v2.KindInvalidInput, "read request body: %v", err)
+	}
+	if int64(len(body)) > limit {
+		return nil, v2.Errorf(v2.KindTooLarge, "request body exceeds %d bytes (--max_body_bytes)", limit)
+	}
+	return body, nil
+}
+
+func (h *handlers) infer(c echo.Context) error {
+	m, f, err := h.svc.Model(c.Param("model"), c.Param("version"))
+	if err != nil {
+		return err
+	}
+	body, err := h.readBody(c)
+	if err != nil {
+		return err
+	}
+	header, blobs, err := splitBody(body, c.Request().Header.Get(v2.HeaderContentLength))
+	if err != nil {
+		return err
+	}
+	req, err := parseInferRequest(header)
+	if err != nil {
+		return err
+	}
+	r, err := toRequest(req, blobs, f)
+	if err != nil {
+		return err
+	}
+	outs, err := h.svc.Infer(f, r)
+	if err != nil {
+		return err
+	}
+	id := req.ID
+	if id == "" {
+		id = c.Get("request_id").(string)
+	}
+	resp, jsonLen, err := encodeResponse(m.Name, m.Version, id, outs)
+	if err != nil {
+		return err
+	}
+	if jsonLen > 0 {
+		c.Response().Header().Set(v2.HeaderContentLength, fmt.Sprint(jsonLen))
+		return c.Blob(http.StatusOK, echo.MIMEOctetStream, resp)
+	}
+	return c.JSONBlob(http.StatusOK, resp)
+}
+
+func (h *handlers) load(c echo.Context) error {
+	name := c.Param("model")
+	if err := h.svc.Registry.Load(name); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"name": name, "load": true})
+}
+
+func (h *handlers) unload(c echo.Context) error {
+	name := c.Param("model")
+	if err := h.svc.Registry.Unload(name); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"name": name, "unload": true})
+}

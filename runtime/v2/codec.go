@@ -1,0 +1,250 @@
+package v2
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math"
+	"strconv"
+)
+
+// datatypeSize is the byte size of one element in the binary tensor extension.
+var datatypeSize = map[string]int{
+	"BOOL": 1, "INT8": 1, "UINT8": 1, "INT16": 2, "UINT16": 2, "FP16": 2,
+	"INT32": 4, "UINT32": 4, "FP32": 4, "INT64": 8, "UINT64": 8, "FP64": 8,
+}
+
+// jsonDatatypes are the datatypes accepted as JSON data (FP16 has no JSON form in the spec).
+var jsonDatatypes = map[string]bool{
+	"BOOL": true, "INT8": true, "UINT8": true, "INT16": true, "UINT16": true,
+	"INT32": true, "UINT32": true, "INT64": true, "UINT64": true, "FP32": true, "FP64": true,
+}
+
+// intRange bounds the integer datatypes, to reject a value that does not fit its declared type.
+var intRange = map[string][2]float64{
+	"INT8": {math.MinInt8, math.MaxInt8}, "UINT8": {0, math.MaxUint8},
+	"INT16": {math.MinInt16, math.MaxInt16}, "UINT16": {0, math.MaxUint16},
+	"INT32": {math.MinInt32, math.MaxInt32}, "UINT32": {0, math.MaxUint32},
+	"INT64": {math.MinInt64, math.MaxInt64}, "UINT64": {0, math.MaxUint64},
+}
+
+// ElementCount is the number of elements a shape holds, or an error for a negative dimension
+// or an overflow.
+func ElementCount(name string, shape []int64) (int, error) {
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, Errorf(KindInvalidInput, "input %s: shape %v has a negative dimension", name, shape)
+		}
+		if d != 0 && n > math.MaxInt32/d {
+			return 0, Errorf(KindTooLarge, "input %s: shape %v holds too many elements", name, shape)
+		}
+		n *= d
+	}
+	return int(n), nil
+}
+
+// DecodeJSONData appends the elements of a JSON tensor (flat or nested arrays, in row-major
+// order) to dst as float32. null is a missing value (NaN). It checks that there are exactly want
+// elements and that each fits datatype.
+func DecodeJSONData(dst []float32, name, datatype string, raw []byte, want int) ([]float32, error) {
+	if !jsonDatatypes[datatype] {
+		if datatype == "BYTES" {
+			return dst, Errorf(KindInvalidInput, "input %s: datatype BYTES is not supported: the model takes numeric features (FP32, FP64, INT*, UINT*, BOOL)", name)
+		}
+		return dst, Errorf(KindInvalidInput, "input %s: datatype %q is not supported as JSON data; want one of BOOL, INT8..INT64, UINT8..UINT64, FP32, FP64", name, datatype)
+	}
+	if len(raw) == 0 {
+		return dst, Errorf(KindInvalidInput, "input %s: no data (give \"data\", or binary data with the %s parameter)", name, ParamBinaryDataSize)
+	}
+	start := len(dst)
+	isBool := datatype == "BOOL"
+	bounds, isInt := intRange[datatype]
+	depth := 0
+	i := 0
+	for i < len(raw) {
+		c := raw[i]
+		switch c {
+		case ' ', '\t', '\n', '\r', ',':
+			i++
+			continue
+		case '[':
+			depth++
+			i++
+			continue
+		case ']':
+			depth--
+			i++
+			continue
+		}
+		j := i
+		for j < len(raw) && raw[j] != ',' && raw[j] != ']' && raw[j] != ' ' && raw[j] != '\n' && raw[j] != '\t' && raw[j] != '\r' {
+			j++
+		}
+		tok := raw[i:j]
+		i = j
+		idx := len(dst) - start
+		if idx >= want {
+			return dst[:start], Errorf(KindInvalidInput, "input %s: data holds more than the %d elements its shape declares", name, want)
+		}
+		var v float32
+		switch {
+		case string(tok) == "null":
+			v = float32(math.NaN())
+		case isBool:
+			switch string(tok) {
+			case "true":
+				v = 1
+			case "false":
+				v = 0
+			default:
+				return dst[:start], Errorf(KindInvalidInput, "input %s: element %d is %s; datatype BOOL wants true or false", name, idx, tok)
+			}
+		default:
+			if tok[0] == '"' {
+				return dst[:start], Errorf(KindInvalidInput, "input %s: element %d is a string %s; datatype %s wants numbers", name, idx, tok, datatype)
+			}
+			f, err := strconv.ParseFloat(string(tok), 64)
+			if err != nil && !isRangeErr(err) {
+				return dst[:start], Errorf(KindInvalidInput, "input %s: element %d is %q, not a number", name, idx, tok)
+			}
+			if isInt {
+				if f != math.Trunc(f) || f < bounds[0] || f > bounds[1] {
+					return dst[:start], Errorf(KindInvalidInput, "input %s: element %d is %s, not a %s value", name, idx, tok, datatype)
+				}
+			}
+			v = float32(f)
+		}
+		dst = append(dst, v)
+	}
+	if depth != 0 {
+		return dst[:start], Errorf(KindInvalidInput, "input %s: data has unbalanced brackets", name)
+	}
+	if got := len(dst) - start; got != want {
+		return dst[:start], Errorf(KindInvalidInput, "input %s: shape declares %d elements, data holds %d", name, want, got)
+	}
+	return dst, nil
+}
+
+func isRangeErr(err error) bool {
+	ne, ok := err.(*strconv.NumError)
+	return ok && ne.Err == strconv.ErrRange
+}
+
+// DecodeBinaryData appends want little-endian elements of datatype from b to dst as float32.
+func DecodeBinaryData(dst []float32, name, datatype string, b []byte, want int) ([]float32, error) {
+	size, ok := datatypeSize[datatype]
+	if !ok {
+		return dst, Errorf(KindInvalidInput, "input %s: datatype %q is not supported as binary data; want BOOL, INT8..INT64, UINT8..UINT64, FP16, FP32 or FP64", name, datatype)
+	}
+	if len(b) != want*size {
+		return dst, Errorf(KindInvalidInput, "input %s: binary data is %d bytes; shape and datatype %s need %d elements x %d bytes = %d",
+			name, len(b), datatype, want, size, want*size)
+	}
+	le := binary.LittleEndian
+	for k := 0; k < want; k++ {
+		p := b[k*size:]
+		var v float32
+		switch datatype {
+		case "FP32":
+			v = math.Float32frombits(le.Uint32(p))
+		case "FP64":
+			v = float32(math.Float64frombits(le.Uint64(p)))
+		case "FP16":
+			v = halfToFloat(le.Uint16(p))
+		case "BOOL":
+			if p[0] > 1 {
+				return dst, Errorf(KindInvalidInput, "input %s: element %d is byte %d; BOOL wants 0 or 1", name, k, p[0])
+			}
+			v = float32(p[0])
+		case "INT8":
+			v = float32(int8(p[0]))
+		case "UINT8":
+			v = float32(p[0])
+		case "INT16":
+			v = float32(int16(le.Uint16(p)))
+		case "UINT16":
+			v = float32(le.Uint16(p))
+		case "INT32":
+			v = float32(int32(le.Uint32(p)))
+		case "UINT32":
+			v = float32(le.Uint32(p))
+		case "INT64":
+			v = float32(int64(le.Uint64(p)))
+		case "UINT64":
+			v = float32(le.Uint64(p))
+		}
+		dst = append(dst, v)
+	}
+	return dst, nil
+}
+
+// halfToFloat converts an IEEE 754 half-precision value.
+func halfToFloat(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0 && frac == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal
+		f := float32(frac) / 1024 / 16384
+		if sign != 0 {
+			f = -f
+		}
+		return f
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | frac<<13)
+	}
+	return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
+}
+
+// nonFinite are the bare tokens Python's json module writes for NaN and infinities; JSON has no
+// such literals, so they are rewritten (outside strings) before decoding: NaN becomes null (a
+// missing value) and the infinities an out-of-range number that parses to ±Inf.
+var nonFinite = [][2][]byte{
+	{[]byte("-Infinity"), []byte("-1e999")},
+	{[]byte("Infinity"), []byte("1e999")},
+	{[]byte("-NaN"), []byte("null")},
+	{[]byte("NaN"), []byte("null")},
+}
+
+// SanitizeNonFinite returns body with bare NaN/Infinity tokens outside strings rewritten, or
+// body itself when it has none.
+func SanitizeNonFinite(body []byte) []byte {
+	if !bytes.Contains(body, []byte("NaN")) && !bytes.Contains(body, []byte("Infinity")) {
+		return body
+	}
+	out := make([]byte, 0, len(body)+16)
+	inString := false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if inString {
+			out = append(out, c)
+			if c == '\\' && i+1 < len(body) {
+				i++
+				out = append(out, body[i])
+			} else if c == '"' {
+				inString = false
+			}
+			continue
+		}
+		if c == '"' {
+			inString = true
+			out = append(out, c)
+			continue
+		}
+		replaced := false
+		for _, r := range nonFinite {
+			if bytes.HasPrefix(body[i:], r[0]) {
+				out = append(out, r[1]...)
+				i += len(r[0]) - 1
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			out = append(out, c)
+		}
+	}
+	return out
+}

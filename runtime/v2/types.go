@@ -1,0 +1,108 @@
+// Package v2 holds the V2 / Open Inference Protocol types and the codecs that turn request
+// tensors (JSON, nested or flat, and the binary tensor extension) into rows of float32 features
+// and predictions back into response tensors. It also holds the one table that maps error kinds
+// to REST and gRPC status.
+//
+// Spec: https://github.com/kserve/open-inference-protocol/blob/main/specification/protocol/inference_rest.md
+// Binary extension: https://github.com/triton-inference-server/server/blob/main/docs/protocol/extension_binary_data.md
+package v2
+
+import "encoding/json"
+
+// HeaderContentLength carries the length of the JSON part of a body that also holds binary
+// tensors (binary tensor extension).
+const HeaderContentLength = "Inference-Header-Content-Length"
+
+// Parameter names of the binary tensor extension.
+const (
+	ParamBinaryDataSize   = "binary_data_size"
+	ParamBinaryData       = "binary_data"
+	ParamBinaryDataOutput = "binary_data_output"
+)
+
+// InferRequest is the body of POST .../infer. Data stays raw until the codec reads it into
+// float32 rows, so a large tensor is parsed once, without an []any per element.
+type InferRequest struct {
+	ID         string          `json:"id,omitempty"`
+	Parameters Parameters      `json:"parameters,omitempty"`
+	Inputs     []RequestInput  `json:"inputs"`
+	Outputs    []RequestOutput `json:"outputs,omitempty"`
+}
+
+// RequestInput is one input tensor.
+type RequestInput struct {
+	Name       string          `json:"name"`
+	Shape      []int64         `json:"shape"`
+	Datatype   string          `json:"datatype"`
+	Parameters Parameters      `json:"parameters,omitempty"`
+	Data       json.RawMessage `json:"data,omitempty"`
+}
+
+// RequestOutput asks for one output by name.
+type RequestOutput struct {
+	Name       string     `json:"name"`
+	Parameters Parameters `json:"parameters,omitempty"`
+}
+
+// Parameters are the free-form parameters of requests, inputs and outputs.
+type Parameters map[string]json.RawMessage
+
+// Bool reads a boolean parameter; absent or not a boolean is false.
+func (p Parameters) Bool(name string) bool {
+	v, ok := p[name]
+	return ok && string(v) == "true"
+}
+
+// Int reads an integer parameter.
+func (p Parameters) Int(name string) (int64, bool, error) {
+	v, ok := p[name]
+	if !ok {
+		return 0, false, nil
+	}
+	var n int64
+	if err := json.Unmarshal(v, &n); err != nil {
+		return 0, true, Errorf(KindInvalidInput, "parameter %s: want an integer, got %s", name, v)
+	}
+	return n, true, nil
+}
+
+// InferResponse is the body of a successful infer call.
+type InferResponse struct {
+	ModelName    string           `json:"model_name"`
+	ModelVersion string           `json:"model_version,omitempty"`
+	ID           string           `json:"id"`
+	Parameters   map[string]any   `json:"parameters,omitempty"`
+	Outputs      []ResponseOutput `json:"outputs"`
+}
+
+// ResponseOutput is one output tensor. Exactly one of Data and the binary part is used.
+type ResponseOutput struct {
+	Name       string         `json:"name"`
+	Shape      []int64        `json:"shape"`
+	Datatype   string         `json:"datatype"`
+	Parameters map[string]any `json:"parameters,omitempty"`
+	Data       any            `json:"data,omitempty"`
+}
+
+// ServerMetadata is GET /v2.
+type ServerMetadata struct {
+	Name       string   `json:"name"`
+	Version    string   `json:"version"`
+	Extensions []string `json:"extensions"`
+}
+
+// ModelMetadata is GET /v2/models/{m}.
+type ModelMetadata struct {
+	Name     string           `json:"name"`
+	Versions []string         `json:"versions,omitempty"`
+	Platform string           `json:"platform"`
+	Inputs   []TensorMetadata `json:"inputs"`
+	Outputs  []TensorMetadata `json:"outputs"`
+}
+
+// TensorMetadata describes an input or output; -1 is a variable dimension.
+type TensorMetadata struct {
+	Name     string  `json:"name"`
+	Datatype string  `json:"datatype"`
+	Shape    []int64 `json:"shape"`
+}
