@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,6 +69,8 @@ func BenchmarkTrain(b *testing.B) {
 	b.Run("gangboost", func(b *testing.B) {
 		job := Job{Params: benchParams(), ModelFormat: "json", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		var total time.Duration
+		runtime.LockOSThread() // as Run does: libxgboost keeps per-thread state
+		defer runtime.UnlockOSThread()
 		for i := 0; i < b.N; i++ {
 			start := time.Now()
 			if _, _, _, err := boost(job, Cluster{WorldSize: 1}, m, nil, job.Log); err != nil {

@@ -4,7 +4,9 @@
 // libxgboost keeps its last error, its prediction output buffer and its communicator in
 // thread-local storage. Every C call that produces an error message or a buffer is therefore
 // wrapped in one C function that also copies the message or buffer out, so a single method call
-// is safe from any goroutine. Code that uses the collective (CommunicatorInit ... Finalize) must
+// is safe from any goroutine. Training (building a DMatrix, then boosting on it) must stay on one
+// OS thread: a goroutine that migrates between the two occasionally sees "0 feature is supplied".
+// Code that uses the collective (CommunicatorInit ... Finalize) must
 // make every call from one goroutine locked to its OS thread (runtime.LockOSThread); otherwise a
 // call lands on a thread without a communicator and that rank silently trains alone.
 //

@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -34,6 +35,9 @@ func synthetic(n, f int, seed int64) (data, label []float32) {
 
 func trainBinary(t *testing.T, rounds int) (*Booster, *DMatrix, []float32) {
 	t.Helper()
+	// libxgboost keeps per-thread state a DMatrix and its booster must share.
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
 	data, label := synthetic(500, 6, 1)
 	d, err := NewDMatrixDense(data, 500, 6, float32(math.NaN()))
 	if err != nil {

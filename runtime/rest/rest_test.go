@@ -1,0 +1,111 @@
+package rest
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gangboost/gangboost/runtime/batcher"
+	"github.com/gangboost/gangboost/runtime/metrics"
+	"github.com/gangboost/gangboost/runtime/registry"
+	"github.com/gangboost/gangboost/runtime/service"
+)
+
+func newHandler(tb testing.TB, batching bool) http.Handler {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "testdata", "models", "iris")
+	reg, err := registry.Open(dir, "iris", "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if ok, why := reg.Ready(); !ok {
+		tb.Fatal(why)
+	}
+	svc := &service.Service{Registry: reg, Metrics: metrics.New(), MaxRows: 100000}
+	if batching {
+		svc.Batching = batcher.Options{MaxBatchRows: 64}
+	}
+	return New(svc, Options{MaxBodyBytes: 64 << 20}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+func rowsJSON(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"inputs":[{"name":"input-0","shape":[` + strconv.Itoa(n) + `,4],"datatype":"FP32","data":[`)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("5.1,3.5,1.4,0.2")
+	}
+	b.WriteString(`]}]}`)
+	return []byte(b.String())
+}
+
+func TestBatchingGivesTheSameAnswers(t *testing.T) {
+	plain, batched := newHandler(t, false), newHandler(t, true)
+	body := rowsJSON(3)
+	results := make(chan string, 32)
+	for i := 0; i < 32; i++ {
+		go func() {
+			w := httptest.NewRecorder()
+			batched.ServeHTTP(w, httptest.NewRequest("POST", "/v2/models/iris/infer", bytes.NewReader(body)))
+			results <- w.Body.String()
+		}()
+	}
+	w := httptest.NewRecorder()
+	plain.ServeHTTP(w, httptest.NewRequest("POST", "/v2/models/iris/infer", bytes.NewReader(body)))
+	want := w.Body.String()
+	for i := 0; i < 32; i++ {
+		got := <-results
+		// ids differ (generated per request); compare the outputs.
+		if got[strings.Index(got, `"outputs"`):] != want[strings.Index(want, `"outputs"`):] {
+			t.Fatalf("batched %s\nplain %s", got, want)
+		}
+	}
+}
+
+func benchInfer(b *testing.B, h http.Handler, body []byte) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for i := 0; i < b.N; i++ {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("POST", "/v2/models/iris/infer", bytes.NewReader(body)))
+		if w.Code != 200 {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
+}
+
+// BenchmarkInfer times the whole REST infer path in-process: decode, evaluate, encode.
+func BenchmarkInfer(b *testing.B) {
+	h := newHandler(b, false)
+	b.Run("json-1row", func(b *testing.B) { benchInfer(b, h, rowsJSON(1)) })
+	b.Run("json-1000rows", func(b *testing.B) { benchInfer(b, h, rowsJSON(1000)) })
+}
+
+// FuzzInferBody: no request body may crash the server or get a 5xx.
+func FuzzInferBody(f *testing.F) {
+	h := newHandler(f, false)
+	f.Add(rowsJSON(1), "")
+	f.Add([]byte(`{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP16","parameters":{"binary_data_size":8}}]}`+"\x00\x3c\x00\x3c\x00\x3c\x00\x3c"), "86")
+	f.Add([]byte(`{"inputs":[{"name":"x","shape":[1,4],"datatype":"INT8","data":[1,2,3,NaN]}],"outputs":[{"name":"contribs"}]}`), "")
+	f.Fuzz(func(t *testing.T, body []byte, headerLen string) {
+		r := httptest.NewRequest("POST", "/v2/models/iris/infer", bytes.NewReader(body))
+		if headerLen != "" {
+			r.Header.Set("Inference-Header-Content-Length", headerLen)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code >= 500 {
+			t.Fatalf("status %d for %q: %s", w.Code, body, w.Body)
+		}
+	})
+}
