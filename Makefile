@@ -8,7 +8,7 @@ export GANGBOOST_BIN_DIR := $(BIN)
 
 BINARIES := gangboost-train gangboost-runtime
 
-.PHONY: all deps build test test-unit bench clean
+.PHONY: all deps build test bench fuzz load-test proto clean
 
 all: build
 
@@ -23,9 +23,27 @@ build: deps
 test: build
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./internal/... ./runtime/...
+
+# Every fuzz target, FUZZTIME each (go test runs one target of one package at a time).
+FUZZTIME ?= 10s
+FUZZ_TARGETS := ./runtime/v2:FuzzDecodeJSONData ./runtime/v2:FuzzDecodeBinaryData \
+	./runtime/v2:FuzzSanitizeNonFinite ./runtime/rest:FuzzInferBody ./internal/forest:FuzzParse \
+	./internal/dataset:FuzzLoadCSV ./internal/dataset:FuzzLoadLibSVM ./internal/tracker:FuzzReadHello
+fuzz: deps
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $$t for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \
+	done
+
+load-test: build
+	scripts/load-test.sh
+
+proto:
+	scripts/gen-proto.sh
 
 clean:
 	rm -rf $(BIN)
