@@ -375,8 +375,8 @@ func joinGang(ctx context.Context, job Job, cl Cluster, log, trackerLog *slog.Lo
 type memberGang struct{ m *gangwatch.Member }
 
 func (g memberGang) lost() <-chan *gangwatch.LostError { return g.m.Lost() }
-func (g memberGang) done(ctx context.Context) error     { return g.m.Done(ctx) }
-func (g memberGang) close()                             { g.m.Close() }
+func (g memberGang) done(ctx context.Context) error    { return g.m.Done(ctx) }
+func (g memberGang) close()                            { g.m.Close() }
 
 type serverGang struct {
 	s  *gangwatch.Server

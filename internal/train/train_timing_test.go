@@ -2,6 +2,7 @@ package train
 
 import (
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -39,10 +40,10 @@ func benchData(rows, cols int) *dataset.Matrix {
 
 const benchRows, benchCols, benchRounds = 50000, 20, 50
 
-func benchParams() Params {
+func benchParams(nthread int) Params {
 	p := DefaultParams()
 	p.NumRound = benchRounds
-	p.NThread = 2
+	p.NThread = nthread
 	return p
 }
 
@@ -50,13 +51,13 @@ func benchParams() Params {
 // matrix with the same parameters; it reports the seconds spent in DMatrix + xgb.train.
 const pythonTrain = `
 import sys, time, numpy as np, xgboost as xgb
-rows, cols, rounds, path = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+rows, cols, rounds, path, nthread = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 raw = np.fromfile(path, dtype="<f4")
 X = raw[: rows * cols].reshape(rows, cols)
 y = raw[rows * cols :]
 t = time.perf_counter()
-d = xgb.DMatrix(X, label=y, missing=np.nan, nthread=2)
-params = {"objective": "reg:squarederror", "max_depth": 6, "eta": 0.3, "tree_method": "hist", "nthread": 2, "seed": 0}
+d = xgb.DMatrix(X, label=y, missing=np.nan, nthread=nthread)
+params = {"objective": "reg:squarederror", "max_depth": 6, "eta": 0.3, "tree_method": "hist", "nthread": nthread, "seed": 0}
 xgb.train(params, d, rounds, evals=[(d, "train")], verbose_eval=False)
 print(time.perf_counter() - t)
 `
@@ -66,46 +67,49 @@ print(time.perf_counter() - t)
 // train-set evaluation each round.
 func BenchmarkTrain(b *testing.B) {
 	m := benchData(benchRows, benchCols)
-	b.Run("gangboost", func(b *testing.B) {
-		job := Job{Params: benchParams(), ModelFormat: "json", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-		var total time.Duration
-		runtime.LockOSThread() // as Run does: libxgboost keeps per-thread state
-		defer runtime.UnlockOSThread()
-		for i := 0; i < b.N; i++ {
-			start := time.Now()
-			if _, _, _, err := boost(job, Cluster{WorldSize: 1}, m, nil, job.Log); err != nil {
+	// nthread=1 compares the compute alone; nthread=2 adds OpenMP's thread synchronisation, which
+	// on a loaded machine depends on OMP_WAIT_POLICY as much as on the trainer.
+	for _, nthread := range []int{1, 2} {
+		b.Run(fmt.Sprintf("gangboost/nthread=%d", nthread), func(b *testing.B) {
+			job := Job{Params: benchParams(nthread), ModelFormat: "json", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			var total time.Duration
+			runtime.LockOSThread() // as Run does: libxgboost keeps per-thread state
+			defer runtime.UnlockOSThread()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				if _, _, _, err := boost(job, Cluster{WorldSize: 1}, m, nil, job.Log); err != nil {
+					b.Fatal(err)
+				}
+				total += time.Since(start)
+			}
+			b.ReportMetric(total.Seconds()/float64(b.N), "train-s")
+		})
+		b.Run(fmt.Sprintf("python-xgboost/nthread=%d", nthread), func(b *testing.B) {
+			// Debian's interpreter, which python3-xgboost is installed for, whatever else is on PATH.
+			const python = "/usr/bin/python3"
+			path := filepath.Join(b.TempDir(), "data.f32")
+			buf := make([]byte, 0, 4*(len(m.Data)+len(m.Labels)))
+			for _, v := range append(append([]float32{}, m.Data...), m.Labels...) {
+				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
+			}
+			if err := os.WriteFile(path, buf, 0o644); err != nil {
 				b.Fatal(err)
 			}
-			total += time.Since(start)
-		}
-		b.ReportMetric(total.Seconds()/float64(b.N), "train-s")
-	})
-	b.Run("python-xgboost", func(b *testing.B) {
-		// Debian's interpreter, which python3-xgboost is installed for, whatever else is on PATH.
-		const python = "/usr/bin/python3"
-		path := filepath.Join(b.TempDir(), "data.f32")
-		buf := make([]byte, 0, 4*(len(m.Data)+len(m.Labels)))
-		for _, v := range append(append([]float32{}, m.Data...), m.Labels...) {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
-		}
-		if err := os.WriteFile(path, buf, 0o644); err != nil {
-			b.Fatal(err)
-		}
-		var total float64
-		for i := 0; i < b.N; i++ {
-			out, err := exec.Command(python, "-c", pythonTrain, strconv.Itoa(benchRows), strconv.Itoa(benchCols),
-				strconv.Itoa(benchRounds), path).CombinedOutput()
-			if err != nil {
-				b.Fatalf("python3-xgboost: %v\n%s", err, out)
+			var total float64
+			for i := 0; i < b.N; i++ {
+				out, err := exec.Command(python, "-c", pythonTrain, strconv.Itoa(benchRows), strconv.Itoa(benchCols),
+					strconv.Itoa(benchRounds), path, strconv.Itoa(nthread)).CombinedOutput()
+				if err != nil {
+					b.Fatalf("python3-xgboost: %v\n%s", err, out)
+				}
+				lines := strings.Fields(string(out))
+				s, err := strconv.ParseFloat(lines[len(lines)-1], 64)
+				if err != nil {
+					b.Fatalf("python3-xgboost printed %q", out)
+				}
+				total += s
 			}
-			lines := strings.Fields(string(out))
-			s, err := strconv.ParseFloat(lines[len(lines)-1], 64)
-			if err != nil {
-				b.Fatalf("python3-xgboost printed %q", out)
-			}
-			total += s
-		}
-		b.ReportMetric(total/float64(b.N), "train-s")
-	})
+			b.ReportMetric(total/float64(b.N), "train-s")
+		})
+	}
 }
-
