@@ -1,0 +1,738 @@
+package cluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/gangboost/gangboost/test/cluster/podrunner"
+)
+
+const (
+	serviceCIDR         = "10.96.0.0/16"
+	serviceIPKubernetes = "10.96.0.1"
+	// GPUResource is the extended resource fake nodes advertise for GPUs.
+	GPUResource corev1.ResourceName = "nvidia.com/gpu"
+	// FakeNodeAnnotation marks the nodes KWOK keeps alive; the pod runner
+	// runs the pods bound to them.
+	FakeNodeAnnotation = "kwok.x-k8s.io/node"
+)
+
+// NodeSpec is one fake node.
+type NodeSpec struct {
+	Name   string
+	CPU    string // e.g. "8"
+	Memory string // e.g. "32Gi"
+	GPUs   int64  // nvidia.com/gpu capacity
+	Labels map[string]string
+}
+
+// Options configure Start.
+type Options struct {
+	// Nodes to create; default two nodes with 8 CPUs, 32Gi and one GPU each.
+	Nodes []NodeSpec
+	// Log receives progress lines; default os.Stderr.
+	Log io.Writer
+	// RepoRoot is the repository (for operator-config and the tools
+	// modules); default found from the working directory.
+	RepoRoot string
+	// KeepDir keeps the run folder (logs, certificates) after Stop; also
+	// set by GANGBOOST_KEEP_CLUSTER=1 and after a failed start.
+	KeepDir bool
+	// SchedulePeriod of the Volcano scheduler; default 1s (Volcano's own).
+	SchedulePeriod time.Duration
+	// PodRunner, when set, runs the pods bound to fake nodes as local
+	// processes (see package podrunner).
+	PodRunner *podrunner.Options
+}
+
+func (o *Options) defaults() error {
+	if len(o.Nodes) == 0 {
+		o.Nodes = []NodeSpec{
+			{Name: "gpu-node-1", CPU: "8", Memory: "32Gi", GPUs: 1},
+			{Name: "gpu-node-2", CPU: "8", Memory: "32Gi", GPUs: 1},
+		}
+	}
+	if o.Log == nil {
+		o.Log = os.Stderr
+	}
+	if os.Getenv("GANGBOOST_KEEP_CLUSTER") != "" {
+		o.KeepDir = true
+	}
+	if o.SchedulePeriod == 0 {
+		o.SchedulePeriod = time.Second
+	}
+	if o.RepoRoot == "" {
+		r, err := RepoRoot()
+		if err != nil {
+			return err
+		}
+		o.RepoRoot = r
+	}
+	return nil
+}
+
+// Timings are measured while starting.
+type Timings struct {
+	// Tools is the time spent building or finding the tools.
+	Tools time.Duration
+	// ToolsBuilt lists tools built (not found in the cache) by this start.
+	ToolsBuilt []BuildReport
+	// ControlPlane is the time from launching etcd until every component
+	// is ready and the nodes are Ready.
+	ControlPlane time.Duration
+	// Phases are the steps of ControlPlane in order.
+	Phases []Phase
+}
+
+// Phase is one timed step of Start.
+type Phase struct {
+	Name     string
+	Duration time.Duration
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	// Dir holds certificates, configs and logs/<component>.log.
+	Dir    string
+	LogDir string
+	// Kubeconfig is an admin kubeconfig file.
+	Kubeconfig string
+	Config     *rest.Config
+	Kube       kubernetes.Interface
+	// Client is a controller-runtime client whose scheme knows the core
+	// types, CRDs, kubeflow.org/v1 and scheduling.volcano.sh/v1beta1.
+	Client   client.Client
+	Scheme   *runtime.Scheme
+	Binaries Binaries
+	Timings  Timings
+	// OperatorArgs are the training operator's arguments from the rendered
+	// operator-config Deployment, as started (before the listen flags the
+	// test adds).
+	OperatorArgs []string
+	// OperatorManifests is the rendered operator-config.
+	OperatorManifests *OperatorManifests
+	// Runner runs pods bound to fake nodes (nil unless Options.PodRunner).
+	Runner *podrunner.Runner
+	// Nodes are the fake nodes' names.
+	Nodes []string
+
+	opts       Options
+	procs      []*process
+	etcdDir    string
+	etcdURL    string
+	stopRunner context.CancelFunc
+	runnerDone chan struct{}
+	stopOnce   sync.Once
+}
+
+// ErrTools wraps failures to build or find the control-plane binaries:
+// the only reason a test may skip (outside CI).
+var ErrTools = errors.New("control-plane tools unavailable")
+
+// Start builds (or finds cached) tools and starts a control plane. On error
+// everything started is stopped and the error carries the logs' tails.
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	c := &Cluster{opts: opts}
+	t0 := time.Now()
+	bins, reports, err := EnsureTools(ctx, opts.Log)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTools, err)
+	}
+	c.Binaries = bins
+	c.Timings.Tools = time.Since(t0)
+	for _, r := range reports {
+		if !r.Cached {
+			c.Timings.ToolsBuilt = append(c.Timings.ToolsBuilt, r)
+		}
+	}
+
+	sweepStale()
+	c.Dir, err = os.MkdirTemp("", "gangboost-cluster-")
+	if err != nil {
+		return nil, err
+	}
+	if err := writeOwner(c.Dir); err != nil {
+		return nil, err
+	}
+	c.LogDir = filepath.Join(c.Dir, "logs")
+	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			// The run folder stays for inspection after a failed start.
+			c.opts.KeepDir = true
+			err = fmt.Errorf("%w\n%s\nrun folder kept: %s", err, c.LogTails(40), c.Dir)
+			c.Stop()
+		}
+	}()
+	start := time.Now()
+	phase := func(name string, f func() error) error {
+		p0 := time.Now()
+		if err := f(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		d := time.Since(p0)
+		c.Timings.Phases = append(c.Timings.Phases, Phase{name, d})
+		logf(opts.Log, start, "%s ready (%s)", name, d.Round(time.Millisecond))
+		return nil
+	}
+	var p *pki
+	steps := []struct {
+		name string
+		f    func() error
+	}{
+		{"etcd", func() error { return c.startEtcd(ctx) }},
+		{"kube-apiserver", func() error {
+			var err error
+			if p, err = newPKI(c.Dir); err != nil {
+				return err
+			}
+			return c.startAPIServer(ctx, p)
+		}},
+		{"crds", func() error { return c.applyCRDs(ctx) }},
+		{"kube-controller-manager", func() error { return c.startControllerManager(ctx, p) }},
+		{"kwok+nodes", func() error { return c.startKWOKAndNodes(ctx) }},
+		{"volcano-scheduler", func() error { return c.startVolcano(ctx) }},
+		{"training-operator", func() error { return c.startTrainingOperator(ctx, p) }},
+	}
+	for _, s := range steps {
+		if err := phase(s.name, s.f); err != nil {
+			return nil, err
+		}
+	}
+	if opts.PodRunner != nil {
+		if err := phase("pod-runner", func() error { return c.startRunner(*opts.PodRunner) }); err != nil {
+			return nil, err
+		}
+	}
+	c.Timings.ControlPlane = time.Since(start)
+	logf(opts.Log, start, "control plane ready in %s (tools %s); logs in %s",
+		c.Timings.ControlPlane.Round(time.Millisecond), c.Timings.Tools.Round(time.Millisecond), c.LogDir)
+	return c, nil
+}
+
+func (c *Cluster) start(name, bin string, args, env []string) (*process, error) {
+	p, err := startProcess(c.LogDir, name, bin, args, env)
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, p)
+	return p, nil
+}
+
+// waitReady polls check until it returns nil, failing early when the
+// process has exited (its log says why).
+func waitReady(ctx context.Context, p *process, timeout time.Duration, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		if exited, err := p.exited(); exited {
+			return fmt.Errorf("%s exited: %v (log %s)", p.Name, err, p.LogPath)
+		}
+		if last = check(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready after %s: %v (log %s)", p.Name, timeout, last, p.LogPath)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func httpGetOK(ctx context.Context, hc *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	return nil
+}
+
+func (c *Cluster) startEtcd(ctx context.Context) error {
+	// etcd 3.4 (Debian) fsyncs every write; on tmpfs that costs nothing,
+	// which makes the API server several times faster on slow disks.
+	base := ""
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		base = "/dev/shm"
+	}
+	dir, err := os.MkdirTemp(base, etcdDirPrefix)
+	if err != nil {
+		return err
+	}
+	c.etcdDir = dir
+	if err := writeOwner(dir); err != nil {
+		return err
+	}
+	clientPort, err := FreePort()
+	if err != nil {
+		return err
+	}
+	peerPort, err := FreePort()
+	if err != nil {
+		return err
+	}
+	clientURL := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	p, err := c.start("etcd", c.Binaries["etcd"], []string{
+		"--name=default",
+		"--data-dir=" + filepath.Join(dir, "data"),
+		"--listen-client-urls=" + clientURL,
+		"--advertise-client-urls=" + clientURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=default=" + peerURL,
+		"--log-level=warn",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	c.etcdURL = clientURL
+	return waitReady(ctx, p, 30*time.Second, func(ctx context.Context) error {
+		return httpGetOK(ctx, http.DefaultClient, clientURL+"/health")
+	})
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	proc, err := c.start("kube-apiserver", c.Binaries["kube-apiserver"], []string{
+		"--etcd-servers=" + c.etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port),
+		"--cert-dir=" + filepath.Join(c.Dir, "apiserver-certs"),
+		"--tls-cert-file=" + p.ServerCert,
+		"--tls-private-key-file=" + p.ServerKey,
+		"--client-ca-file=" + p.CACert,
+		"--service-account-key-file=" + p.SAPub,
+		"--service-account-signing-key-file=" + p.SAKey,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--api-audiences=https://kubernetes.default.svc.cluster.local",
+		"--authorization-mode=RBAC",
+		"--service-cluster-ip-range=" + serviceCIDR,
+		"--allow-privileged=true",
+		"--profiling=false",
+		"--endpoint-reconciler-type=none",
+		"--v=1",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	host := fmt.Sprintf("https://127.0.0.1:%d", port)
+	cfg := &rest.Config{
+		Host: host,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAFile:   p.CACert,
+			CertFile: p.AdminCert,
+			KeyFile:  p.AdminKey,
+		},
+		QPS:   200,
+		Burst: 400,
+	}
+	c.Config = cfg
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	if err := waitReady(ctx, proc, 90*time.Second, func(ctx context.Context) error {
+		return httpGetOK(ctx, hc, host+"/readyz")
+	}); err != nil {
+		return err
+	}
+	c.Kubeconfig = filepath.Join(c.Dir, "admin.kubeconfig")
+	if err := writeKubeconfig(c.Kubeconfig, host, p.CACert, func(a *clientcmdapi.AuthInfo) {
+		a.ClientCertificate, a.ClientKey = p.AdminCert, p.AdminKey
+	}); err != nil {
+		return err
+	}
+	c.Scheme = runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, kubeflowv1.AddToScheme, schedulingv1beta1.AddToScheme,
+	} {
+		if err := add(c.Scheme); err != nil {
+			return err
+		}
+	}
+	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	c.Client, err = client.New(cfg, client.Options{Scheme: c.Scheme})
+	return err
+}
+
+func writeKubeconfig(path, host, caFile string, auth func(*clientcmdapi.AuthInfo)) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: host, CertificateAuthority: caFile}
+	a := &clientcmdapi.AuthInfo{}
+	auth(a)
+	cfg.AuthInfos["test"] = a
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
+	cfg.CurrentContext = "test"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// applyCRDs installs the CRDs of Volcano (scheduling, batch, nodeinfo: the
+// scheduler watches all of them) and KServe from their modules; the
+// training operator's come with operator-config.
+func (c *Cluster) applyCRDs(ctx context.Context) error {
+	var files []string
+	vc, err := ModuleDir(ctx, "volcano.sh/volcano", volcanoVersion)
+	if err != nil {
+		return err
+	}
+	f, err := crdFiles(filepath.Join(vc, "config", "crd", "volcano", "bases"),
+		"scheduling.volcano.sh_podgroups.yaml", "scheduling.volcano.sh_queues.yaml",
+		"batch.volcano.sh_jobs.yaml", "bus.volcano.sh_commands.yaml", "nodeinfo.volcano.sh_numatopologies.yaml")
+	if err != nil {
+		return err
+	}
+	files = append(files, f...)
+	ks, err := ModuleDir(ctx, "github.com/kserve/kserve", kserveVersion)
+	if err != nil {
+		return err
+	}
+	f, err = crdFiles(filepath.Join(ks, "config", "crd", "full"),
+		"serving.kserve.io_inferenceservices.yaml", "serving.kserve.io_servingruntimes.yaml",
+		"serving.kserve.io_clusterservingruntimes.yaml", "serving.kserve.io_trainedmodels.yaml",
+		"serving.kserve.io_inferencegraphs.yaml")
+	if err != nil {
+		return err
+	}
+	files = append(files, f...)
+	objs, err := DecodeFiles(files...)
+	if err != nil {
+		return err
+	}
+	return Apply(ctx, c.Client, objs...)
+}
+
+const (
+	volcanoVersion = "v1.10.0"
+	kserveVersion  = "v0.19.0"
+)
+
+func (c *Cluster) startControllerManager(ctx context.Context, p *pki) error {
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	proc, err := c.start("kube-controller-manager", c.Binaries["kube-controller-manager"], []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--authentication-kubeconfig=" + c.Kubeconfig,
+		"--authorization-kubeconfig=" + c.Kubeconfig,
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port),
+		"--cert-dir=" + filepath.Join(c.Dir, "controller-manager-certs"),
+		"--leader-elect=false",
+		"--service-account-private-key-file=" + p.SAKey,
+		"--root-ca-file=" + p.CACert,
+		"--use-service-account-credentials=false",
+		"--service-cluster-ip-range=" + serviceCIDR,
+		"--cluster-signing-cert-file=" + p.CACert,
+		"--cluster-signing-key-file=" + p.CAKey,
+		"--concurrent-gc-syncs=5",
+		"--v=1",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if err := waitReady(ctx, proc, 60*time.Second, func(ctx context.Context) error {
+		return httpGetOK(ctx, hc, fmt.Sprintf("https://127.0.0.1:%d/healthz", port))
+	}); err != nil {
+		return err
+	}
+	// The ServiceAccount admission plugin rejects pods until the
+	// namespace's default service account exists.
+	return waitReady(ctx, proc, 60*time.Second, func(ctx context.Context) error {
+		_, err := c.Kube.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return err
+	})
+}
+
+// kwokConfig keeps KWOK to nodes: its default node stages (initialize,
+// lease heartbeat) run, and a single pod stage that matches no pod stands in
+// for its default pod stages, so pod status belongs to the pod runner alone.
+const kwokConfig = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-left-to-runner
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.name'
+      operator: 'In'
+      values:
+      - ''
+  next:
+    statusTemplate: ""
+`
+
+func (c *Cluster) startKWOKAndNodes(ctx context.Context) error {
+	cfgPath := filepath.Join(c.Dir, "kwok.yaml")
+	if err := os.WriteFile(cfgPath, []byte(kwokConfig), 0o644); err != nil {
+		return err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	proc, err := c.start("kwok", c.Binaries["kwok"], []string{
+		"--config=" + cfgPath,
+		"--kubeconfig=" + c.Kubeconfig,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=" + FakeNodeAnnotation + "=fake",
+		"--node-ip=127.0.0.1",
+		"--node-lease-duration-seconds=40",
+		fmt.Sprintf("--server-address=127.0.0.1:%d", port),
+	}, nil)
+	if err != nil {
+		return err
+	}
+	if err := waitReady(ctx, proc, 30*time.Second, func(ctx context.Context) error {
+		return httpGetOK(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
+	}); err != nil {
+		return err
+	}
+	for _, n := range c.opts.Nodes {
+		if err := c.AddNode(ctx, n); err != nil {
+			return err
+		}
+	}
+	return waitReady(ctx, proc, 60*time.Second, func(ctx context.Context) error {
+		for _, n := range c.opts.Nodes {
+			if err := nodeSchedulable(ctx, c.Kube, n.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// AddNode registers a fake node; KWOK marks it Ready and the node lifecycle
+// controller then lifts its not-ready taint.
+func (c *Cluster) AddNode(ctx context.Context, n NodeSpec) error {
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(n.CPU),
+		corev1.ResourceMemory: resource.MustParse(n.Memory),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	if n.GPUs > 0 {
+		res[GPUResource] = *resource.NewQuantity(n.GPUs, resource.DecimalSI)
+	}
+	labels := map[string]string{
+		"kubernetes.io/hostname": n.Name,
+		"kubernetes.io/os":       "linux",
+		"kubernetes.io/arch":     "amd64",
+		"type":                   "kwok",
+	}
+	for k, v := range n.Labels {
+		labels[k] = v
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        n.Name,
+			Labels:      labels,
+			Annotations: map[string]string{FakeNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+		},
+		// Node status is accepted on create: a kubelet registers its
+		// capacity the same way.
+		Status: corev1.NodeStatus{Capacity: res, Allocatable: res},
+	}
+	if _, err := c.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create node %s: %w", n.Name, err)
+	}
+	c.Nodes = append(c.Nodes, n.Name)
+	return nil
+}
+
+// RemoveNode deletes a fake node added with AddNode.
+func (c *Cluster) RemoveNode(ctx context.Context, name string) error {
+	err := c.Kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete node %s: %w", name, err)
+	}
+	c.Nodes = slices.DeleteFunc(c.Nodes, func(n string) bool { return n == name })
+	return nil
+}
+
+func nodeSchedulable(ctx context.Context, kube kubernetes.Interface, name string) error {
+	n, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	ready := false
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		return fmt.Errorf("node %s not Ready", name)
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return fmt.Errorf("node %s has taint %s:%s", name, t.Key, t.Effect)
+		}
+	}
+	return nil
+}
+
+// WaitNodesSchedulable waits until every fake node is Ready and untainted.
+func (c *Cluster) WaitNodesSchedulable(ctx context.Context, timeout time.Duration) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, n := range c.Nodes {
+			if nodeSchedulable(ctx, c.Kube, n) != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// startRunner starts the pod runner on the fake nodes.
+func (c *Cluster) startRunner(o podrunner.Options) error {
+	if o.Log == nil {
+		o.Log = c.opts.Log
+	}
+	if o.LogDir == "" {
+		o.LogDir = filepath.Join(c.LogDir, "pods")
+	}
+	if o.WorkDir == "" {
+		o.WorkDir = filepath.Join(c.Dir, "pods")
+	}
+	if o.NodeSelector == nil {
+		o.NodeSelector = func(n *corev1.Node) bool { return n.Annotations[FakeNodeAnnotation] == "fake" }
+	}
+	r, err := podrunner.New(c.Kube, o)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.Runner, c.stopRunner, c.runnerDone = r, cancel, make(chan struct{})
+	go func() {
+		defer close(c.runnerDone)
+		if err := r.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintf(c.opts.Log, "pod runner stopped: %v\n", err)
+		}
+	}()
+	return r.WaitStarted(context.Background(), 30*time.Second)
+}
+
+// Stop ends every component in reverse start order (pod processes first),
+// then removes the run folder unless Options.KeepDir.
+func (c *Cluster) Stop() {
+	c.stopOnce.Do(func() {
+		if c.stopRunner != nil {
+			c.stopRunner()
+			<-c.runnerDone
+		}
+		for i := len(c.procs) - 1; i >= 0; i-- {
+			c.procs[i].stop(10 * time.Second)
+		}
+		if c.etcdDir != "" {
+			os.RemoveAll(c.etcdDir)
+		}
+		if c.Dir != "" && !c.opts.KeepDir {
+			os.RemoveAll(c.Dir)
+		}
+	})
+}
+
+// PIDs lists the running components by name.
+func (c *Cluster) PIDs() map[string]int {
+	out := map[string]int{}
+	for _, p := range c.procs {
+		out[p.Name] = p.PID()
+	}
+	return out
+}
+
+// CheckAlive returns an error naming the first component that has exited.
+func (c *Cluster) CheckAlive() error {
+	for _, p := range c.procs {
+		if exited, err := p.exited(); exited {
+			return fmt.Errorf("%s exited: %v\n%s", p.Name, err, tailFile(p.LogPath, 40))
+		}
+	}
+	return nil
+}
+
+// LogTails returns the last n lines of every component's log, for test
+// failure output.
+func (c *Cluster) LogTails(n int) string {
+	var b strings.Builder
+	for _, p := range c.procs {
+		fmt.Fprintf(&b, "===== %s (pid %d) %s =====\n%s\n", p.Name, p.PID(), p.LogPath, tailFile(p.LogPath, n))
+	}
+	if c.Runner != nil {
+		b.WriteString(c.Runner.LogTails(n))
+	}
+	return b.String()
+}
+
+// saKubeconfig writes a kubeconfig that authenticates as a service account
+// with a token from the TokenRequest API, so a component runs with exactly
+// the RBAC its manifests grant.
+func (c *Cluster) saKubeconfig(ctx context.Context, namespace, name string) (string, error) {
+	expiry := int64(48 * 3600)
+	var tok *authenticationv1.TokenRequest
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		tok, err = c.Kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("token for service account %s/%s: %w", namespace, name, err)
+	}
+	path := filepath.Join(c.Dir, name+".kubeconfig")
+	return path, writeKubeconfig(path, c.Config.Host, c.Config.CAFile, func(a *clientcmdapi.AuthInfo) { a.Token = tok.Status.Token })
+}

@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestPodRunner checks what a pod's process gets from the pod runner and
+// what the API server gets back: the Downward API, ConfigMap keys, $(VAR)
+// expansion, a Service name mapped to 127.0.0.1, the claim's folder behind
+// its mount path, and the exit code in the container status.
+func TestPodRunner(t *testing.T) {
+	e := newEnv(t, "runner")
+	ctx := context.Background()
+	if _, err := e.c.Kube.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "settings"},
+		Data:       map[string]string{"rounds": "20"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Kube.CoreV1().Services(e.ns).Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "tracker"},
+		Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Ports: []corev1.ServicePort{{Port: 9999}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	script := `printf '%s\n' "$POD_NAME" "$POD_NS" "$ROUNDS" "$TRACKER" "$URL" "$HOSTNAME" > "$OUT"; exit 3`
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: e.ns},
+		Spec: corev1.PodSpec{
+			NodeName:      e.c.Nodes[1],
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "main", Image: "busybox", Command: []string{"sh", "-c", script},
+				Env: []corev1.EnvVar{
+					{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+					{Name: "POD_NS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+					{Name: "ROUNDS", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+						LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}, Key: "rounds"}}},
+					{Name: "TRACKER", Value: "tracker." + e.ns + ".svc.cluster.local:9999"},
+					{Name: "URL", Value: "http://$(TRACKER)/health"},
+					// Paths are mapped when a whole value (or the part after
+					// "=") lies under a mount path, not inside a script.
+					{Name: "OUT", Value: pvcMountPath + "/env.txt"},
+				},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: pvcMountPath}},
+			}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName},
+			}}},
+		},
+	}
+	e.create(pod)
+	var got *corev1.Pod
+	e.waitFor(30*time.Second, "probe pod Failed", func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = e.c.Kube.CoreV1().Pods(e.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == corev1.PodFailed, err
+	})
+	if n := len(got.Status.ContainerStatuses); n != 1 || got.Status.ContainerStatuses[0].State.Terminated == nil {
+		t.Fatalf("container statuses = %+v, want one terminated", got.Status.ContainerStatuses)
+	}
+	if code := got.Status.ContainerStatuses[0].State.Terminated.ExitCode; code != 3 {
+		t.Errorf("exit code = %d, want 3", code)
+	}
+	if got.Status.PodIP != "127.0.0.1" {
+		t.Errorf("podIP = %q, want 127.0.0.1", got.Status.PodIP)
+	}
+	b, err := os.ReadFile(filepath.Join(e.pvcDir, "env.txt"))
+	if err != nil {
+		t.Fatalf("the pod's file on the claim: %v", err)
+	}
+	want := []string{"probe", e.ns, "20", "127.0.0.1:9999", "http://127.0.0.1:9999/health", "probe"}
+	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); strings.Join(lines, "|") != strings.Join(want, "|") {
+		t.Errorf("env seen by the pod = %q, want %q", lines, want)
+	}
+}

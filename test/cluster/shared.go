@@ -1,0 +1,72 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+)
+
+var shared struct {
+	c   *Cluster
+	err error
+}
+
+// Main starts one control plane for all tests of a package, runs them and
+// stops it; call it from TestMain. When the tools cannot be built or
+// started, tests calling Require skip with the reason (fail under CI=true);
+// the start error is printed either way.
+func Main(m *testing.M, opts Options) {
+	os.Exit(runMain(m, opts))
+}
+
+func runMain(m *testing.M, opts Options) int {
+	// The cold build of the tools takes about 15 minutes on 2 cores; the
+	// start itself well under a minute.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	c, err := Start(ctx, opts)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cluster: start failed: %v\n", err)
+		shared.err = err
+	}
+	shared.c = c
+	code := m.Run()
+	if c != nil {
+		if code != 0 {
+			fmt.Fprintf(os.Stderr, "cluster: tests failed; component logs:\n%s\n", c.LogTails(60))
+		}
+		c.Stop()
+	}
+	return code
+}
+
+// InCI reports whether tests run in CI (CI=true), where a missing control
+// plane fails instead of skipping.
+func InCI() bool {
+	v := os.Getenv("CI")
+	return v == "true" || v == "1"
+}
+
+// Require returns the shared control plane started by Main. Without one it
+// skips the test (tools cannot be built here) or fails it (in CI, or when
+// the tools exist but the control plane did not start).
+func Require(t testing.TB) *Cluster {
+	t.Helper()
+	switch {
+	case shared.c != nil:
+		if err := shared.c.CheckAlive(); err != nil {
+			t.Fatalf("control plane component died: %v", err)
+		}
+		return shared.c
+	case shared.err == nil:
+		t.Fatal("cluster.Require: no control plane; call cluster.Main from TestMain")
+	case errors.Is(shared.err, ErrTools) && !InCI():
+		t.Skipf("control plane tools cannot be built here (CI=true would fail): %v", shared.err)
+	default:
+		t.Fatalf("control plane did not start: %v", shared.err)
+	}
+	return nil
+}

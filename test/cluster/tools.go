@@ -1,0 +1,312 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Tool is one group of control-plane binaries built from its own module
+// under test/cluster/tools. The modules are separate because their
+// dependency graphs pin different Kubernetes libraries (v0.30 for Volcano and
+// KWOK, v0.31 for the training operator, v0.32 for Kubernetes itself).
+type Tool struct {
+	// Name is the folder of the tools module and the prefix of its cache folder.
+	Name string
+	// Version is the upstream release the module requires.
+	Version string
+	// Binaries maps the binary name to its main package.
+	Binaries map[string]string
+	// LDFlags are passed to go build; Kubernetes needs its version stamped so
+	// clients (kubectl, controller-runtime) can parse the server version.
+	LDFlags string
+}
+
+// Tools lists every binary of the test control plane.
+var Tools = []Tool{
+	{
+		Name:    "kube",
+		Version: "v1.32.2",
+		Binaries: map[string]string{
+			"kube-apiserver":          "k8s.io/kubernetes/cmd/kube-apiserver",
+			"kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+		},
+		LDFlags: "-s -w" +
+			" -X k8s.io/component-base/version.gitVersion=v1.32.2" +
+			" -X k8s.io/component-base/version.gitMajor=1" +
+			" -X k8s.io/component-base/version.gitMinor=32" +
+			" -X k8s.io/component-base/version.gitTreeState=clean",
+	},
+	{
+		Name:     "kwok",
+		Version:  "v0.6.1",
+		Binaries: map[string]string{"kwok": "sigs.k8s.io/kwok/cmd/kwok"},
+		LDFlags:  "-s -w",
+	},
+	{
+		Name:     "trainingop",
+		Version:  "v1.9.0",
+		Binaries: map[string]string{"training-operator": "github.com/kubeflow/training-operator/cmd/training-operator.v1"},
+		LDFlags:  "-s -w",
+	},
+	{
+		Name:     "volcano",
+		Version:  "v1.10.0",
+		Binaries: map[string]string{"vc-scheduler": "volcano.sh/volcano/cmd/scheduler"},
+		LDFlags:  "-s -w",
+	},
+}
+
+// Binaries holds the absolute path of every control-plane binary by name
+// (kube-apiserver, kube-controller-manager, kwok, training-operator,
+// vc-scheduler, etcd).
+type Binaries map[string]string
+
+// CacheDir is where built tools are kept: $GANGBOOST_CACHE/cluster, else
+// ${XDG_CACHE_HOME:-$HOME/.cache}/gangboost/cluster.
+func CacheDir() (string, error) {
+	if d := os.Getenv("GANGBOOST_CACHE"); d != "" {
+		return filepath.Join(d, "cluster"), nil
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cache dir: neither GANGBOOST_CACHE, XDG_CACHE_HOME nor HOME is set: %w", err)
+		}
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "gangboost", "cluster"), nil
+}
+
+// ToolsModuleDir finds test/cluster/tools of this repository: $GANGBOOST_REPO
+// if set, else the nearest parent of the working directory holding it (go
+// test runs in the package folder).
+func ToolsModuleDir() (string, error) {
+	if repo := os.Getenv("GANGBOOST_REPO"); repo != "" {
+		return filepath.Join(repo, "test", "cluster", "tools"), nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		cand := filepath.Join(d, "test", "cluster", "tools")
+		if _, err := os.Stat(filepath.Join(cand, "kube", "go.mod")); err == nil {
+			return cand, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no test/cluster/tools/kube/go.mod above %s; set GANGBOOST_REPO to the repository root", dir)
+		}
+	}
+}
+
+// RepoRoot is the repository holding test/cluster/tools.
+func RepoRoot() (string, error) {
+	tools, err := ToolsModuleDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(filepath.Dir(filepath.Dir(tools))), nil
+}
+
+// stamp identifies one build: a change of the module files, the Go version
+// or the flags gives a new stamp and so a rebuild.
+func (t Tool) stamp(moduleDir string) (string, error) {
+	h := sha256.New()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(moduleDir, f))
+		if err != nil {
+			return "", fmt.Errorf("tool %s: %w", t.Name, err)
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00", f, b)
+	}
+	goVersion, err := exec.Command("go", "env", "GOVERSION").Output()
+	if err != nil {
+		return "", fmt.Errorf("tool %s: go env GOVERSION: %w", t.Name, err)
+	}
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", t.Version, bytes.TrimSpace(goVersion), t.LDFlags)
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// BuildReport tells what EnsureTools did for one tool.
+type BuildReport struct {
+	Tool     string
+	Dir      string
+	Cached   bool
+	Duration time.Duration
+}
+
+// EnsureTools builds every tool missing from the cache and returns the
+// binaries. Builds run one after the other (two large Go links at once
+// need more memory than a small CI runner has) under a file lock, so parallel
+// test binaries wait for one build instead of racing.
+func EnsureTools(ctx context.Context, log io.Writer) (Binaries, []BuildReport, error) {
+	toolsDir, err := ToolsModuleDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return nil, nil, err
+	}
+	unlock, err := lockFile(filepath.Join(cache, ".lock"))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
+
+	bins := Binaries{}
+	var reports []BuildReport
+	for _, t := range Tools {
+		rep, err := t.ensure(ctx, filepath.Join(toolsDir, t.Name), cache, log)
+		if err != nil {
+			return nil, reports, err
+		}
+		reports = append(reports, rep)
+		for name := range t.Binaries {
+			bins[name] = filepath.Join(rep.Dir, name)
+		}
+	}
+	etcd, err := ensureEtcd(ctx, log)
+	if err != nil {
+		return nil, reports, err
+	}
+	bins["etcd"] = etcd
+	// operator-config is rendered with kubectl's built-in kustomize.
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		return nil, reports, errors.New("kubectl not found in PATH: it renders operator-config (kubectl kustomize); install kubectl 1.27 or newer")
+	}
+	bins["kubectl"] = kubectl
+	return bins, reports, nil
+}
+
+func (t Tool) ensure(ctx context.Context, moduleDir, cache string, log io.Writer) (BuildReport, error) {
+	stamp, err := t.stamp(moduleDir)
+	if err != nil {
+		return BuildReport{}, err
+	}
+	out := filepath.Join(cache, t.Name+"-"+t.Version)
+	rep := BuildReport{Tool: t.Name, Dir: out}
+	if b, err := os.ReadFile(filepath.Join(out, "stamp")); err == nil && strings.TrimSpace(string(b)) == stamp {
+		rep.Cached = true
+		return rep, nil
+	}
+	fmt.Fprintf(log, "cluster tools: building %s %s into %s (first build takes minutes)\n", t.Name, t.Version, out)
+	start := time.Now()
+	tmp, err := os.MkdirTemp(cache, "."+t.Name+"-build-")
+	if err != nil {
+		return rep, err
+	}
+	defer os.RemoveAll(tmp)
+	args := []string{"build", "-trimpath", "-ldflags", t.LDFlags, "-o", tmp + string(filepath.Separator)}
+	for _, pkg := range t.Binaries {
+		args = append(args, pkg)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = moduleDir
+	// -mod=mod lets a fresh clone fill go.sum entries the proxy snapshot
+	// serves differently; GOWORK=off keeps a developer's go.work out of it.
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
+	var stderr bytes.Buffer
+	cmd.Stdout = log
+	cmd.Stderr = io.MultiWriter(log, &stderr)
+	if err := cmd.Run(); err != nil {
+		return rep, fmt.Errorf("build %s %s in %s: %w\n%s", t.Name, t.Version, moduleDir, err, tail(stderr.String(), 4000))
+	}
+	// go build -o dir names each binary after its package folder; rename to
+	// the names the control plane uses.
+	for name, pkg := range t.Binaries {
+		built := filepath.Join(tmp, filepath.Base(pkg))
+		if err := os.Rename(built, filepath.Join(tmp, name)); err != nil {
+			return rep, fmt.Errorf("build %s: expected binary %s: %w", t.Name, built, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "stamp"), []byte(stamp+"\n"), 0o644); err != nil {
+		return rep, err
+	}
+	rep.Duration = time.Since(start)
+	fmt.Fprintf(tmpLog(tmp), "built %s %s in %s\n", t.Name, t.Version, rep.Duration.Round(time.Second))
+	if err := os.RemoveAll(out); err != nil {
+		return rep, err
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return rep, err
+	}
+	fmt.Fprintf(log, "cluster tools: built %s %s in %s\n", t.Name, t.Version, rep.Duration.Round(time.Second))
+	return rep, nil
+}
+
+// tmpLog appends to the build-info file kept next to the binaries.
+func tmpLog(dir string) io.Writer {
+	f, err := os.OpenFile(filepath.Join(dir, "build-info"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return io.Discard
+	}
+	return closingWriter{f}
+}
+
+type closingWriter struct{ f *os.File }
+
+func (w closingWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.f.Close()
+	return n, err
+}
+
+// ensureEtcd finds Debian's etcd (package etcd-server) and installs it with
+// apt-get when missing and running as root.
+func ensureEtcd(ctx context.Context, log io.Writer) (string, error) {
+	if p := os.Getenv("GANGBOOST_ETCD"); p != "" {
+		return p, nil
+	}
+	if p, err := exec.LookPath("etcd"); err == nil {
+		return p, nil
+	}
+	if os.Geteuid() != 0 {
+		return "", errors.New("etcd not found in PATH: install Debian's etcd-server (apt-get install etcd-server) or set GANGBOOST_ETCD")
+	}
+	fmt.Fprintln(log, "cluster tools: installing etcd-server with apt-get")
+	cmd := exec.CommandContext(ctx, "apt-get", "install", "-y", "--no-install-recommends", "etcd-server")
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("apt-get install etcd-server: %w\n%s", err, tail(string(out), 2000))
+	}
+	return exec.LookPath("etcd")
+}
+
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}

@@ -1,0 +1,96 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// VolcanoConfig is operator-config/volcano rendered with `kubectl kustomize`.
+type VolcanoConfig struct {
+	// Objects are applied to the cluster as they are (Namespace, ConfigMap,
+	// Queue, PriorityClasses).
+	Objects []*unstructured.Unstructured
+	// SchedulerConf is the volcano-scheduler.conf of the ConfigMap, which
+	// the scheduler reads from a file.
+	SchedulerConf string
+}
+
+// SchedulerConfigMap names the ConfigMap holding the scheduler configuration.
+const (
+	SchedulerConfigMap = "volcano-scheduler-configmap"
+	SchedulerConfKey   = "volcano-scheduler.conf"
+)
+
+// RenderVolcanoConfig renders operator-config/volcano of repoRoot.
+func RenderVolcanoConfig(ctx context.Context, repoRoot string) (*VolcanoConfig, error) {
+	dir := filepath.Join(repoRoot, "operator-config", "volcano")
+	objs, err := Kustomize(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	out := &VolcanoConfig{Objects: objs}
+	for _, o := range objs {
+		if o.GetKind() != "ConfigMap" || o.GetName() != SchedulerConfigMap {
+			continue
+		}
+		var cm corev1.ConfigMap
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &cm); err != nil {
+			return nil, err
+		}
+		out.SchedulerConf = cm.Data[SchedulerConfKey]
+	}
+	if out.SchedulerConf == "" {
+		return nil, fmt.Errorf("%s: no ConfigMap %s with key %s", dir, SchedulerConfigMap, SchedulerConfKey)
+	}
+	return out, nil
+}
+
+// startVolcano applies operator-config/volcano and runs the scheduler with
+// its configuration file.
+func (c *Cluster) startVolcano(ctx context.Context) error {
+	vc, err := RenderVolcanoConfig(ctx, c.opts.RepoRoot)
+	if err != nil {
+		return err
+	}
+	if err := Apply(ctx, c.Client, vc.Objects...); err != nil {
+		return err
+	}
+	confPath := filepath.Join(c.Dir, SchedulerConfKey)
+	if err := os.WriteFile(confPath, []byte(vc.SchedulerConf), 0o644); err != nil {
+		return err
+	}
+	metricsPort, err := FreePort()
+	if err != nil {
+		return err
+	}
+	healthPort, err := FreePort()
+	if err != nil {
+		return err
+	}
+	proc, err := c.start("vc-scheduler", c.Binaries["vc-scheduler"], []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--scheduler-conf=" + confPath,
+		"--scheduler-name=volcano",
+		"--leader-elect=false",
+		fmt.Sprintf("--schedule-period=%s", c.opts.SchedulePeriod),
+		fmt.Sprintf("--listen-address=127.0.0.1:%d", metricsPort),
+		fmt.Sprintf("--healthz-address=127.0.0.1:%d", healthPort),
+		"--enable-healthz=true",
+		"--cache-dumper=false",
+		"--v=3",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	return waitReady(ctx, proc, 60*time.Second, func(ctx context.Context) error {
+		return httpGetOK(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/healthz", healthPort))
+	})
+}
