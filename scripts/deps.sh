@@ -11,7 +11,10 @@ packages=(
   python3-fastapi       # the Python V2 server the load test compares against
   python3-uvicorn
   etcd-server           # the control plane's store in e2e tests
-  curl
+  curl                  # protocol tests and the load test
+  jq
+  python3-uvloop        # the Python peer uses them as KServe's uvicorn[standard] does
+  python3-httptools
   wrk                   # load tests
   hey
 )

@@ -160,4 +160,3 @@ func Metadata(name, version string, m *forest.Model) v2.ModelMetadata {
 func MaxRowsError(rows, max int) error {
 	return v2.Errorf(v2.KindTooLarge, "request has %d rows; this server accepts at most %d per request (--max_batch_rows)", rows, max)
 }
-

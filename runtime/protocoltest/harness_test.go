@@ -84,7 +84,18 @@ type server struct {
 }
 
 // start runs the binary with args plus free ports and waits until it is live.
+// start starts the server and returns once it is live and has loaded its models (or failed to).
 func start(t testing.TB, args ...string) *server {
+	t.Helper()
+	s := startLive(t, args...)
+	if !s.waitLoaded(time.Now().Add(10 * time.Second)) {
+		t.Fatalf("server live but its models neither ready nor failed after 10s:\n%s", s.log.String())
+	}
+	return s
+}
+
+// startLive starts the server and returns once it answers /v2/health/live, models loaded or not.
+func startLive(t testing.TB, args ...string) *server {
 	t.Helper()
 	hp, gp := freePort(t), freePort(t)
 	args = append(args, "--http_port", strconv.Itoa(hp), "--grpc_port", strconv.Itoa(gp))
@@ -115,6 +126,18 @@ func start(t testing.TB, args ...string) *server {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// waitLoaded waits until the server has logged whether its models loaded ("ready" or
+// "not ready"): the server answers probes while it loads.
+func (s *server) waitLoaded(deadline time.Time) bool {
+	for !strings.Contains(s.log.String(), `"msg":"ready"`) && !strings.Contains(s.log.String(), `"msg":"not ready"`) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
 }
 
 // startIris serves the iris model (multi:softprob, 4 features) as "iris" version "1".

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -58,6 +59,45 @@ func TestMissingOrCorruptModelKeepsServerNotReady(t *testing.T) {
 				t.Fatalf("log does not say why the server is not ready:\n%s", s.log.String())
 			}
 		})
+	}
+}
+
+// The server answers probes while a model loads: live at once, not ready with "still loading",
+// ready when the load completes. The model file is a FIFO, so the load lasts until the test
+// writes the model into it.
+func TestLiveWhileTheModelLoads(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "model.json")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	s := startLive(t, "--model_name", "iris", "--model_dir", dir)
+	for _, c := range []struct {
+		path   string
+		status int
+		want   string
+	}{
+		{"/v2/health/live", 200, `"live":true`},
+		{"/v2/health/ready", 503, "still loading"},
+		{"/v2/models/iris/ready", 503, "still loading"},
+	} {
+		if status, _, body := call(t, "GET", s.URL+c.path, nil); status != c.status || !strings.Contains(string(body), c.want) {
+			t.Fatalf("while loading: %s = %d %s; want %d with %q", c.path, status, body, c.status, c.want)
+		}
+	}
+	model, err := os.ReadFile(filepath.Join(modelsDir(), "iris", "model.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Opening the FIFO for writing blocks until the server opens it for reading.
+	if err := os.WriteFile(fifo, model, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !s.waitLoaded(time.Now().Add(10 * time.Second)) {
+		t.Fatal("no ready/not ready log line after the model was written")
+	}
+	if status, _, body := call(t, "GET", s.URL+"/v2/health/ready", nil); status != 200 {
+		t.Fatalf("ready after load = %d %s", status, body)
 	}
 }
 
@@ -118,4 +158,3 @@ func TestGracefulShutdownDrainsInFlightRequests(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-

@@ -126,37 +126,59 @@ type Registry struct {
 	models map[string]*Model
 }
 
-// Open finds the models under dir. A folder that itself holds a model file is one model named
-// name (how KServe mounts a single model at /mnt/models); otherwise every sub-folder holding a
-// model file is a model named after the folder. Models are loaded here; failures are kept as
-// each model's not-ready reason rather than returned, so the server can start and report them.
+// Open finds the models under dir (see Discover) and loads them (see LoadAll).
 func Open(dir, name, version string) (*Registry, error) {
+	r, err := Discover(dir, name, version)
+	if err != nil {
+		return nil, err
+	}
+	r.LoadAll()
+	return r, nil
+}
+
+// Discover finds the models under dir without loading them; each reports "still loading" until
+// LoadAll. A folder that itself holds a model file is one model named name (how KServe mounts a
+// single model at /mnt/models); otherwise every sub-folder holding a model file is a model named
+// after the folder. A server discovers first and loads while it already answers probes, so
+// liveness holds during a long load and readiness says what is happening.
+func Discover(dir, name, version string) (*Registry, error) {
 	r := &Registry{models: map[string]*Model{}}
 	if hasModelFile(dir) || !isDir(dir) {
 		r.models[name] = &Model{Name: name, Version: version, Dir: dir}
-	} else {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return nil, fmt.Errorf("read model directory %s: %w", dir, err)
-		}
-		for _, e := range entries {
-			sub := filepath.Join(dir, e.Name())
-			if e.IsDir() && hasModelFile(sub) {
-				r.models[e.Name()] = &Model{Name: e.Name(), Dir: sub}
-			}
-		}
-		if len(r.models) == 0 {
-			// Keep the configured name visible as not ready, naming what is missing.
-			r.models[name] = &Model{Name: name, Version: version, Dir: dir}
+		return r, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read model directory %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		sub := filepath.Join(dir, e.Name())
+		if e.IsDir() && hasModelFile(sub) {
+			r.models[e.Name()] = &Model{Name: e.Name(), Dir: sub}
 		}
 	}
-	var wg sync.WaitGroup
+	if len(r.models) == 0 {
+		// Keep the configured name visible as not ready, naming what is missing.
+		r.models[name] = &Model{Name: name, Version: version, Dir: dir}
+	}
+	return r, nil
+}
+
+// LoadAll loads every model concurrently. Failures are kept as each model's not-ready reason
+// rather than returned, so the server stays up and reports them.
+func (r *Registry) LoadAll() {
+	r.mu.RLock()
+	models := make([]*Model, 0, len(r.models))
 	for _, m := range r.models {
+		models = append(models, m)
+	}
+	r.mu.RUnlock()
+	var wg sync.WaitGroup
+	for _, m := range models {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = m.load() }()
 	}
 	wg.Wait()
-	return r, nil
 }
 
 func hasModelFile(dir string) bool {

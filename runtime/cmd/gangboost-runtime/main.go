@@ -66,7 +66,8 @@ func run(args []string) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	start := time.Now()
-	// Listen before loading so probes get answers (live, not ready) while the model loads.
+	// Listen and serve before loading so probes get answers (live, not ready) while the
+	// models load.
 	httpLn, err := net.Listen("tcp", ":"+strconv.Itoa(*httpPort))
 	if err != nil {
 		return fmt.Errorf("listen on REST port %d: %w", *httpPort, err)
@@ -78,19 +79,13 @@ func run(args []string) error {
 		}
 	}
 
-	reg, err := registry.Open(*modelDir, *modelName, *modelVersion)
+	reg, err := registry.Discover(*modelDir, *modelName, *modelVersion)
 	if err != nil {
 		return err
 	}
 	svc := &service.Service{Registry: reg, Metrics: metrics.New(), MaxRows: *maxRows}
 	if *batching {
 		svc.Batching = batcher.Options{MaxBatchRows: *batchSize, MaxDelay: *batchDelay}
-	}
-	if ok, why := reg.Ready(); ok {
-		log.Info("ready", "models", reg.Names(), "model_dir", *modelDir, "startup_ms", time.Since(start).Milliseconds())
-	} else {
-		// Stay up, live but not ready, so the reason shows in probes and logs.
-		log.Error("not ready", "models", reg.Names(), "model_dir", *modelDir, "reason", fmt.Sprint(why))
 	}
 
 	e := rest.New(svc, rest.Options{MaxBodyBytes: *maxBody}, log)
@@ -103,7 +98,18 @@ func run(args []string) error {
 		gs = g
 		go func() { errc <- g.Serve(grpcLn) }()
 	}
-	log.Info("serving", "http_port", *httpPort, "grpc_port", *grpcPort, "batching", *batching)
+	log.Info("serving", "http_port", *httpPort, "grpc_port", *grpcPort, "batching", *batching, "models", reg.Names())
+
+	// Load while serving: live answers at once, ready once the models are in.
+	go func() {
+		reg.LoadAll()
+		if ok, why := reg.Ready(); ok {
+			log.Info("ready", "models", reg.Names(), "model_dir", *modelDir, "startup_ms", time.Since(start).Milliseconds())
+		} else {
+			// Stay up, live but not ready, so the reason shows in probes and logs.
+			log.Error("not ready", "models", reg.Names(), "model_dir", *modelDir, "reason", fmt.Sprint(why))
+		}
+	}()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
