@@ -1,8 +1,6 @@
 package rest
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
 
 	"github.com/gangboost/gangboost/internal/forest"
@@ -24,29 +22,6 @@ func splitBody(body []byte, headerLen string) (header, blobs []byte, err error) 
 		return nil, nil, v2.Errorf(v2.KindInvalidInput, "header %s is %d but the body has only %d bytes", v2.HeaderContentLength, n, len(body))
 	}
 	return body[:n], body[n:], nil
-}
-
-// parseInferRequest decodes the JSON part of a V2 infer request.
-func parseInferRequest(header []byte) (*v2.InferRequest, error) {
-	var req v2.InferRequest
-	dec := json.NewDecoder(bytes.NewReader(v2.SanitizeNonFinite(header)))
-	if err := dec.Decode(&req); err != nil {
-		return nil, v2.Errorf(v2.KindInvalidInput, "malformed request body: %v", jsonErr(err))
-	}
-	if dec.More() {
-		return nil, v2.Errorf(v2.KindInvalidInput, "malformed request body: trailing data after the JSON object")
-	}
-	return &req, nil
-}
-
-func jsonErr(err error) string {
-	if se, ok := err.(*json.SyntaxError); ok {
-		return se.Error() + " at byte " + strconv.FormatInt(se.Offset, 10)
-	}
-	if te, ok := err.(*json.UnmarshalTypeError); ok {
-		return "field " + te.Field + ": want " + te.Type.String() + ", got JSON " + te.Value
-	}
-	return err.Error()
 }
 
 // toRequest checks a V2 request against model f and decodes its input tensor into rows.

@@ -4,35 +4,123 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"strconv"
 
 	"github.com/gangboost/gangboost/runtime/infer"
 	v2 "github.com/gangboost/gangboost/runtime/v2"
 )
 
 // encodeResponse builds the infer response body. Outputs asked for as binary go after the JSON
-// part, whose length it returns (0 when no output is binary).
+// part, whose length it returns (0 when no output is binary). The JSON is written by hand: the
+// same bytes json.Marshal gives for v2.InferResponse (TestEncodeResponseMatchesMarshal), without
+// reflection on the hot path.
 func encodeResponse(model, version, id string, outs []infer.Output) (body []byte, jsonLen int, err error) {
-	resp := v2.InferResponse{ModelName: model, ModelVersion: version, ID: id, Outputs: make([]v2.ResponseOutput, len(outs))}
+	size := 96 + len(model) + len(version) + len(id)
+	for _, o := range outs {
+		size += 64 + len(o.Name) + 12*len(o.Values)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"model_name":`...)
+	b = appendString(b, model)
+	if version != "" {
+		b = append(b, `,"model_version":`...)
+		b = appendString(b, version)
+	}
+	b = append(b, `,"id":`...)
+	b = appendString(b, id)
+	b = append(b, `,"outputs":[`...)
 	var blobs []byte
 	for i, o := range outs {
-		ro := v2.ResponseOutput{Name: o.Name, Shape: o.Shape, Datatype: o.Datatype}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		b = appendString(b, o.Name)
+		b = append(b, `,"shape":`...)
+		if o.Shape == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for j, d := range o.Shape {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, d, 10)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, `,"datatype":`...)
+		b = appendString(b, o.Datatype)
 		if o.Binary {
 			start := len(blobs)
 			blobs = appendBinary(blobs, o)
-			ro.Parameters = map[string]any{v2.ParamBinaryDataSize: len(blobs) - start}
-		} else {
-			ro.Data = jsonData(o)
+			b = append(b, `,"parameters":{"`+v2.ParamBinaryDataSize+`":`...)
+			b = strconv.AppendInt(b, int64(len(blobs)-start), 10)
+			b = append(b, "}}"...)
+			continue
 		}
-		resp.Outputs[i] = ro
+		b = append(b, `,"data":`...)
+		b = appendData(b, o)
+		b = append(b, '}')
 	}
-	js, err := json.Marshal(resp)
-	if err != nil {
-		return nil, 0, v2.Errorf(v2.KindInternal, "encode response: %v", err)
-	}
+	b = append(b, "]}"...)
 	if blobs == nil {
-		return js, 0, nil
+		return b, 0, nil
 	}
-	return append(js, blobs...), len(js), nil
+	return append(b, blobs...), len(b), nil
+}
+
+// appendString writes s as json.Marshal does; strings that need escaping (quotes, control
+// characters, HTML characters, non-ASCII) go through json.Marshal itself.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendData writes an output's values as a flat JSON array: INT64 outputs as integers, others as
+// float32 the way json.Marshal formats them. JSON has no NaN or infinity, so a non-finite value
+// (possible for margins of extreme inputs) is written as null.
+func appendData(b []byte, o infer.Output) []byte {
+	b = append(b, '[')
+	for i, v := range o.Values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch {
+		case o.Datatype == "INT64":
+			b = strconv.AppendInt(b, int64(v), 10)
+		case math.IsNaN(float64(v)) || math.IsInf(float64(v), 0):
+			b = append(b, "null"...)
+		default:
+			b = appendFloat32(b, v)
+		}
+	}
+	return append(b, ']')
+}
+
+// appendFloat32 formats f exactly as encoding/json does: shortest representation, exponent
+// form below 1e-6 and from 1e21 on, with e-07 shortened to e-7.
+func appendFloat32(b []byte, f float32) []byte {
+	abs := float32(math.Abs(float64(f)))
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, float64(f), format, -1, 32)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 // jsonData is the flat data array of an output. JSON has no NaN or infinity, so a non-finite

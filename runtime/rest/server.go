@@ -11,7 +11,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -61,14 +63,25 @@ type handlers struct {
 	log  *slog.Logger
 }
 
-// requestID is the client's X-Request-Id, or a new one.
+// idPrefix makes request ids of this process distinct from other replicas'.
+var (
+	idPrefix  = newIDPrefix()
+	idCounter atomic.Uint64
+)
+
+func newIDPrefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:]) + "-"
+}
+
+// requestID is the client's X-Request-Id, or a new one: a per-process random prefix and a
+// counter, unique without a random read per request.
 func requestID(c echo.Context) string {
 	if id := c.Request().Header.Get("X-Request-Id"); id != "" {
 		return id
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return idPrefix + strconv.FormatUint(idCounter.Add(1), 16)
 }
 
 // recoverAndLog turns a panic into a 500 (a request never takes the process down), and logs
@@ -90,7 +103,7 @@ func (h *handlers) recoverAndLog(next echo.HandlerFunc) echo.HandlerFunc {
 			status := c.Response().Status
 			if protocol := inferenceProtocol(c); protocol != "" {
 				model, _, _ := strings.Cut(c.Param("model"), ":")
-				h.svc.Metrics.ObserveRequest(model, protocol, fmt.Sprint(status), time.Since(start))
+				h.svc.Metrics.ObserveRequest(model, protocol, strconv.Itoa(status), time.Since(start))
 			}
 			if status >= 400 || h.log.Enabled(c.Request().Context(), slog.LevelDebug) {
 				h.log.Info("request", "request_id", id, "method", c.Request().Method, "path", c.Request().URL.Path,
@@ -206,7 +219,7 @@ func (h *handlers) infer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	req, err := parseInferRequest(header)
+	req, err := v2.ParseInferRequest(header)
 	if err != nil {
 		return err
 	}
@@ -227,7 +240,7 @@ func (h *handlers) infer(c echo.Context) error {
 		return err
 	}
 	if jsonLen > 0 {
-		c.Response().Header().Set(v2.HeaderContentLength, fmt.Sprint(jsonLen))
+		c.Response().Header().Set(v2.HeaderContentLength, strconv.Itoa(jsonLen))
 		return c.Blob(http.StatusOK, echo.MIMEOctetStream, resp)
 	}
 	return c.JSONBlob(http.StatusOK, resp)

@@ -48,14 +48,14 @@ func (h *handlers) v1Verb(c echo.Context) error {
 		Instances json.RawMessage `json:"instances"`
 	}
 	if err := json.Unmarshal(v2.SanitizeNonFinite(body), &req); err != nil {
-		return v2.Errorf(v2.KindInvalidInput, "malformed request body: %v", jsonErr(err))
+		return v2.Errorf(v2.KindInvalidInput, "malformed request body: %v", v2.DescribeJSONError(err))
 	}
 	if len(req.Instances) == 0 {
 		return v2.Errorf(v2.KindInvalidInput, `request has no "instances"; want {"instances": [[f1, f2, ...], ...]}`)
 	}
 	var rows [][]json.RawMessage
 	if err := json.Unmarshal(req.Instances, &rows); err != nil {
-		return v2.Errorf(v2.KindInvalidInput, `"instances" must be a list of rows of %d numbers: %v`, f.NumFeatures(), jsonErr(err))
+		return v2.Errorf(v2.KindInvalidInput, `"instances" must be a list of rows of %d numbers: %v`, f.NumFeatures(), v2.DescribeJSONError(err))
 	}
 	r := &infer.Request{NRows: len(rows), Rows: make([]float32, 0, len(rows)*f.NumFeatures())}
 	for i, row := range rows {

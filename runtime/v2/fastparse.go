@@ -1,0 +1,351 @@
+package v2
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// ParseInferRequest decodes the JSON part of a V2 infer request. Requests as clients send them
+// (lower-case keys, plain strings, numeric shapes) take a hand-written path that reads the body
+// once without reflection; anything else (escaped strings, unknown or repeated keys, any syntax
+// error) goes through encoding/json, which also words the error. Both paths give the same
+// result for every body the fast one accepts (FuzzParseInferRequest checks this).
+func ParseInferRequest(body []byte) (*InferRequest, error) {
+	body = SanitizeNonFinite(body)
+	if req, ok := parseFast(body); ok {
+		return req, nil
+	}
+	return parseStd(body)
+}
+
+// parseStd is the encoding/json path.
+func parseStd(body []byte) (*InferRequest, error) {
+	var req InferRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&req); err != nil {
+		return nil, Errorf(KindInvalidInput, "malformed request body: %s", DescribeJSONError(err))
+	}
+	if dec.More() {
+		return nil, Errorf(KindInvalidInput, "malformed request body: trailing data after the JSON object")
+	}
+	return &req, nil
+}
+
+// DescribeJSONError words an encoding/json error for a client: where the syntax broke, or which
+// field had the wrong type.
+func DescribeJSONError(err error) string {
+	if se, ok := err.(*json.SyntaxError); ok {
+		return se.Error() + " at byte " + strconv.FormatInt(se.Offset, 10)
+	}
+	if te, ok := err.(*json.UnmarshalTypeError); ok {
+		return "field " + te.Field + ": want " + te.Type.String() + ", got JSON " + te.Value
+	}
+	return err.Error()
+}
+
+// scanner reads one JSON document; every method returns false on anything the fast path does
+// not handle, and the caller falls back to encoding/json.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func parseFast(b []byte) (*InferRequest, bool) {
+	s := scanner{b: b}
+	req := &InferRequest{}
+	var seen [4]bool
+	ok := s.object(func(key []byte) bool {
+		switch string(key) {
+		case "id":
+			return once(&seen[0]) && s.str(&req.ID)
+		case "parameters":
+			return once(&seen[1]) && s.params(&req.Parameters)
+		case "inputs":
+			req.Inputs = []RequestInput{}
+			return once(&seen[2]) && s.array(func() bool {
+				req.Inputs = append(req.Inputs, RequestInput{})
+				return s.input(&req.Inputs[len(req.Inputs)-1])
+			})
+		case "outputs":
+			req.Outputs = []RequestOutput{}
+			return once(&seen[3]) && s.array(func() bool {
+				req.Outputs = append(req.Outputs, RequestOutput{})
+				return s.output(&req.Outputs[len(req.Outputs)-1])
+			})
+		}
+		return s.ignore(key, "id", "parameters", "inputs", "outputs")
+	})
+	s.space()
+	return req, ok && s.i == len(s.b)
+}
+
+// ignore skips the value of a key the type does not have, as encoding/json does (KServe's
+// client adds "model_name", for one). encoding/json matches keys case-insensitively, so a key
+// that differs from a field only in case leaves the fast path.
+func (s *scanner) ignore(key []byte, fields ...string) bool {
+	for _, f := range fields {
+		if strings.EqualFold(string(key), f) {
+			return false
+		}
+	}
+	_, ok := s.value()
+	return ok
+}
+
+// once marks a key as seen; a repeated key leaves the fast path (encoding/json merges them).
+func once(seen *bool) bool {
+	if *seen {
+		return false
+	}
+	*seen = true
+	return true
+}
+
+func (s *scanner) input(in *RequestInput) bool {
+	var seen [5]bool
+	return s.object(func(key []byte) bool {
+		switch string(key) {
+		case "name":
+			return once(&seen[0]) && s.str(&in.Name)
+		case "shape":
+			in.Shape = []int64{}
+			return once(&seen[1]) && s.array(func() bool {
+				n, ok := s.int64()
+				in.Shape = append(in.Shape, n)
+				return ok
+			})
+		case "datatype":
+			return once(&seen[2]) && s.str(&in.Datatype)
+		case "parameters":
+			return once(&seen[3]) && s.params(&in.Parameters)
+		case "data":
+			raw, ok := s.value()
+			in.Data = raw
+			return once(&seen[4]) && ok && string(raw) != "null"
+		}
+		return s.ignore(key, "name", "shape", "datatype", "parameters", "data")
+	})
+}
+
+func (s *scanner) output(o *RequestOutput) bool {
+	var seen [2]bool
+	return s.object(func(key []byte) bool {
+		switch string(key) {
+		case "name":
+			return once(&seen[0]) && s.str(&o.Name)
+		case "parameters":
+			return once(&seen[1]) && s.params(&o.Parameters)
+		}
+		return s.ignore(key, "name", "parameters")
+	})
+}
+
+func (s *scanner) params(p *Parameters) bool {
+	*p = Parameters{}
+	return s.object(func(key []byte) bool {
+		k := string(key)
+		if _, dup := (*p)[k]; dup {
+			return false
+		}
+		raw, ok := s.value()
+		(*p)[k] = raw
+		return ok
+	})
+}
+
+func (s *scanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips white space and consumes c.
+func (s *scanner) next(c byte) bool {
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *scanner) peek(c byte) bool {
+	s.space()
+	return s.i < len(s.b) && s.b[s.i] == c
+}
+
+// object reads {"key": value, ...}, calling member with each key and the scanner at its value.
+func (s *scanner) object(member func(key []byte) bool) bool {
+	if !s.next('{') {
+		return false
+	}
+	if s.next('}') {
+		return true
+	}
+	for {
+		s.space()
+		key, ok := s.rawStr()
+		if !ok || !s.next(':') || !member(key) {
+			return false
+		}
+		if s.next(',') {
+			continue
+		}
+		return s.next('}')
+	}
+}
+
+// array reads [elem, ...], calling elem with the scanner at each element.
+func (s *scanner) array(elem func() bool) bool {
+	if !s.next('[') {
+		return false
+	}
+	if s.next(']') {
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if s.next(',') {
+			continue
+		}
+		return s.next(']')
+	}
+}
+
+// rawStr reads a string without escapes and of printable ASCII only (so its bytes are its
+// value), returning its content.
+func (s *scanner) rawStr() ([]byte, bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	for j := start; j < len(s.b); j++ {
+		c := s.b[j]
+		switch {
+		case c == '"':
+			s.i = j + 1
+			return s.b[start:j], true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+func (s *scanner) str(dst *string) bool {
+	s.space()
+	b, ok := s.rawStr()
+	*dst = string(b)
+	return ok
+}
+
+// int64 reads an integer as encoding/json reads one into an int64: -?digits, no fraction or
+// exponent, no leading zeros, in range.
+func (s *scanner) int64() (int64, bool) {
+	s.space()
+	start := s.i
+	if !s.number() {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+	return n, err == nil
+}
+
+// number reads a JSON number (RFC 8259 grammar) and reports whether it had neither fraction
+// nor exponent.
+func (s *scanner) number() bool {
+	b, i := s.b, s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	integer := true
+	if i < len(b) && b[i] == '.' {
+		integer = false
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		integer = false
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	s.i = i
+	return integer
+}
+
+// value reads any JSON value and returns its bytes (a json.RawMessage as encoding/json gives
+// it). Strings with escapes or non-ASCII bytes leave the fast path.
+func (s *scanner) value() ([]byte, bool) {
+	s.space()
+	start := s.i
+	if !s.skip(0) {
+		return nil, false
+	}
+	return s.b[start:s.i:s.i], true
+}
+
+// maxDepth bounds nesting on the fast path; deeper bodies go to encoding/json.
+const maxDepth = 64
+
+func (s *scanner) skip(depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	s.space()
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '{':
+		return s.object(func([]byte) bool { return s.skip(depth + 1) })
+	case c == '[':
+		return s.array(func() bool { return s.skip(depth + 1) })
+	case c == '"':
+		_, ok := s.rawStr()
+		return ok
+	case c == '-' || (c >= '0' && c <= '9'):
+		start := s.i
+		s.number()
+		return s.i > start
+	default:
+		for _, lit := range [...]string{"true", "false", "null"} {
+			if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+				s.i += len(lit)
+				return true
+			}
+		}
+		return false
+	}
+}

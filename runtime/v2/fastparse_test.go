@@ -1,0 +1,104 @@
+package v2
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var parseSeeds = []string{
+	`{"inputs":[{"name":"input-0","shape":[1,4],"datatype":"FP32","data":[5.1,3.5,1.4,0.2]}]}`,
+	`{"id":"a1","model_name":"iris","inputs":[{"name":"x","shape":[2,2],"datatype":"FP64","data":[[1,2],[3,null]]}],"outputs":[{"name":"predict_proba","parameters":{"binary_data":true}}]}`,
+	`{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","parameters":{"binary_data_size":16}}],"parameters":{"binary_data_output":true}}`,
+	` { "inputs" : [ { "name" : "x" , "shape" : [ 1 , 4 ] , "datatype" : "BOOL" , "data" : [ true , false , true , false ] } ] } `,
+	`{"inputs":[],"outputs":[],"parameters":{}}`,
+	`{"inputs":[{"shape":[],"data":[1e3,-0.5E-2,0,-0]}]}`,
+	`{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]}]} xx`,
+	`{"Inputs":[{"Name":"x"}]}`,
+	`{"inputs":[{"name":"\u0078","shape":[1.0,4]}]}`,
+	`{"inputs":[{"name":"x","data":null,"parameters":{"a":null,"b":{"c":[1,"d"]}}}]}`,
+	`{"id":"a","id":"b"}`,
+	`{"inputs":[{"data":[1,,2]}]}`,
+	`{"inputs":[{"shape":[99999999999999999999]}]}`,
+	`[]`,
+	`null`,
+	`{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[NaN,Infinity,-Infinity,1]}]}`,
+}
+
+// The fast path and encoding/json agree on every body the fast path accepts, and the fast
+// path accepts the bodies clients send.
+func TestParseInferRequestMatchesEncodingJSON(t *testing.T) {
+	for _, body := range parseSeeds {
+		checkParseAgrees(t, []byte(body))
+	}
+	for _, body := range parseSeeds[:6] {
+		if _, ok := parseFast(SanitizeNonFinite([]byte(body))); !ok {
+			t.Errorf("fast path declined a client-shaped body: %s", body)
+		}
+	}
+}
+
+func TestParseInferRequestErrors(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"inputs":[{"data":[1,,2]}]}`:         "invalid character ','",
+		`{"inputs":[{"shape":[1.5]}]}`:         "field inputs.shape: want int64",
+		`{"inputs":[]} xx`:                     "trailing data",
+		`{"inputs":[{"name":"x"`:               "unexpected EOF",
+		`{"inputs":[{"shape":[1e30]}]}`:        "field inputs.shape",
+		`{"inputs":[{"name":"x","shape":"1"}]}`: "want []int64",
+	} {
+		_, err := ParseInferRequest([]byte(body))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want it to contain %q", body, err, want)
+		}
+		if KindOf(err) != KindInvalidInput {
+			t.Errorf("%s: kind %v, want invalid input", body, KindOf(err))
+		}
+	}
+}
+
+func checkParseAgrees(t *testing.T, body []byte) {
+	t.Helper()
+	body = SanitizeNonFinite(body)
+	fast, ok := parseFast(body)
+	if !ok {
+		return
+	}
+	std, err := parseStd(body)
+	if err != nil {
+		t.Fatalf("fast path accepted %q, encoding/json rejects it: %v", body, err)
+	}
+	if !reflect.DeepEqual(fast, std) {
+		t.Fatalf("fast path and encoding/json differ on %q:\nfast %#v\nstd  %#v", body, fast, std)
+	}
+}
+
+func FuzzParseInferRequest(f *testing.F) {
+	for _, s := range parseSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkParseAgrees(t, body)
+		_, _ = ParseInferRequest(body)
+	})
+}
+
+func BenchmarkParseInferRequest(b *testing.B) {
+	body := []byte(parseSeeds[0])
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, ok := parseFast(body); !ok {
+				b.Fatal("declined")
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if _, err := parseStd(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
