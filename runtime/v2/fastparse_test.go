@@ -40,11 +40,11 @@ func TestParseInferRequestMatchesEncodingJSON(t *testing.T) {
 
 func TestParseInferRequestErrors(t *testing.T) {
 	for body, want := range map[string]string{
-		`{"inputs":[{"data":[1,,2]}]}`:         "invalid character ','",
-		`{"inputs":[{"shape":[1.5]}]}`:         "field inputs.shape: want int64",
-		`{"inputs":[]} xx`:                     "trailing data",
-		`{"inputs":[{"name":"x"`:               "unexpected EOF",
-		`{"inputs":[{"shape":[1e30]}]}`:        "field inputs.shape",
+		`{"inputs":[{"data":[1,,2]}]}`:          "invalid character ','",
+		`{"inputs":[{"shape":[1.5]}]}`:          "field inputs.shape: want int64",
+		`{"inputs":[]} xx`:                      "trailing data",
+		`{"inputs":[{"name":"x"`:                "unexpected EOF",
+		`{"inputs":[{"shape":[1e30]}]}`:         "field inputs.shape",
 		`{"inputs":[{"name":"x","shape":"1"}]}`: "want []int64",
 	} {
 		_, err := ParseInferRequest([]byte(body))
