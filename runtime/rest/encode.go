@@ -123,30 +123,6 @@ func appendFloat32(b []byte, f float32) []byte {
 	return b
 }
 
-// jsonData is the flat data array of an output. JSON has no NaN or infinity, so a non-finite
-// prediction (possible for margins of extreme inputs) is written as null.
-func jsonData(o infer.Output) any {
-	if o.Datatype == "INT64" {
-		ints := make([]int64, len(o.Values))
-		for i, v := range o.Values {
-			ints[i] = int64(v)
-		}
-		return ints
-	}
-	for _, v := range o.Values {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			out := make([]*float32, len(o.Values))
-			for i := range o.Values {
-				if f := o.Values[i]; !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) {
-					out[i] = &o.Values[i]
-				}
-			}
-			return out
-		}
-	}
-	return o.Values
-}
-
 func appendBinary(b []byte, o infer.Output) []byte {
 	for _, v := range o.Values {
 		if o.Datatype == "INT64" {

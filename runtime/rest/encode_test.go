@@ -37,6 +37,30 @@ func marshalResponse(model, version, id string, outs []infer.Output) ([]byte, in
 	return append(js, blobs...), len(js)
 }
 
+// jsonData is the flat data array of an output for json.Marshal. JSON has no NaN or infinity, so a non-finite
+// prediction (possible for margins of extreme inputs) is written as null.
+func jsonData(o infer.Output) any {
+	if o.Datatype == "INT64" {
+		ints := make([]int64, len(o.Values))
+		for i, v := range o.Values {
+			ints[i] = int64(v)
+		}
+		return ints
+	}
+	for _, v := range o.Values {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			out := make([]*float32, len(o.Values))
+			for i := range o.Values {
+				if f := o.Values[i]; !math.IsNaN(float64(f)) && !math.IsInf(float64(f), 0) {
+					out[i] = &o.Values[i]
+				}
+			}
+			return out
+		}
+	}
+	return o.Values
+}
+
 func TestEncodeResponseMatchesMarshal(t *testing.T) {
 	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 0.1, 1e-6, 9.99e-7, 1e-7, 1.5e-38, 1e-45,
 		1e20, 1e21, 3.4e38, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 0.33333334, 123456789}

@@ -71,14 +71,22 @@ func (h *handlers) v1Verb(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// predictions: a flat list for one value per instance, else a list per instance. Non-finite
+	// values are written as null, as in V2 responses.
 	o := outs[0]
+	b := append(make([]byte, 0, 32+12*len(o.Values)), `{"predictions":`...)
 	if len(o.Shape) == 1 {
-		return c.JSON(http.StatusOK, map[string]any{"predictions": jsonData(o)})
+		b = appendData(b, o)
+	} else {
+		w := len(o.Values) / max(len(rows), 1)
+		b = append(b, '[')
+		for i := range rows {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendData(b, infer.Output{Datatype: o.Datatype, Values: o.Values[i*w : (i+1)*w]})
+		}
+		b = append(b, ']')
 	}
-	w := len(o.Values) / max(len(rows), 1)
-	preds := make([][]float32, len(rows))
-	for i := range preds {
-		preds[i] = o.Values[i*w : (i+1)*w]
-	}
-	return c.JSON(http.StatusOK, map[string]any{"predictions": preds})
+	return c.JSONBlob(http.StatusOK, append(b, '}'))
 }
