@@ -1,6 +1,10 @@
 package protocoltest
 
 import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -158,3 +162,28 @@ func TestGracefulShutdownDrainsInFlightRequests(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A client whose body stops arriving gets 408 naming the timeout once --request_timeout passes,
+// not a connection held open forever.
+func TestSlowBodyGets408(t *testing.T) {
+	s := startIris(t, "--request_timeout", "300ms")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	head := "POST /v2/models/iris/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n"
+	if _, err := conn.Write([]byte(head + `{"inputs":[`)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), "not received within 300ms") {
+		t.Fatalf("stalled body: %d %s; want 408 naming the timeout", resp.StatusCode, body)
+	}
+}

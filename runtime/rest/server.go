@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -26,6 +27,9 @@ import (
 // Options are the REST server's limits.
 type Options struct {
 	MaxBodyBytes int64
+	// RequestTimeout is the http.Server's ReadTimeout, named in the error a client gets when
+	// its body does not arrive in time.
+	RequestTimeout time.Duration
 }
 
 // New returns the echo server with every route.
@@ -197,6 +201,9 @@ func (h *handlers) readBody(c echo.Context) ([]byte, error) {
 		return nil, v2.Errorf(v2.KindTooLarge, "request body is %d bytes; this server accepts at most %d (--max_body_bytes)", r.ContentLength, limit)
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, v2.Errorf(v2.KindTimeout, "request body not received within %s (--request_timeout): got %d of %d bytes", h.opts.RequestTimeout, len(body), r.ContentLength)
+	}
 	if err != nil {
 		return nil, v2.Errorf(v2.KindInvalidInput, "read request body: %v", err)
 	}

@@ -91,7 +91,7 @@ func TestSanitizeNonFinite(t *testing.T) {
 }
 
 func TestStatusTableCoversEveryKind(t *testing.T) {
-	for k := KindInternal; k <= KindUnavailable; k++ {
+	for k := KindInternal; k <= KindTimeout; k++ {
 		if _, ok := statusTable[k]; !ok {
 			t.Errorf("kind %d has no status", k)
 		}

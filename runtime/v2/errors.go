@@ -19,6 +19,7 @@ const (
 	KindNotImplemented             // a valid request for something this server does not do
 	KindTooLarge                   // the request exceeds a configured limit
 	KindUnavailable                // the server is shutting down or overloaded
+	KindTimeout                    // the client did not send its request in time
 )
 
 // statusTable is the one mapping from error kinds to REST and gRPC status, as KServe's
@@ -34,6 +35,7 @@ var statusTable = map[Kind]struct {
 	KindNotImplemented: {http.StatusNotImplemented, codes.Unimplemented},
 	KindTooLarge:       {http.StatusRequestEntityTooLarge, codes.ResourceExhausted},
 	KindUnavailable:    {http.StatusServiceUnavailable, codes.Unavailable},
+	KindTimeout:        {http.StatusRequestTimeout, codes.DeadlineExceeded},
 }
 
 // Error is an error with a protocol kind. Its message is what the client reads in
