@@ -94,7 +94,6 @@ func (h *handlers) recoverAndLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		start := time.Now()
 		id := requestID(c)
-		c.Set("request_id", id)
 		c.Response().Header().Set("X-Request-Id", id)
 		defer func() {
 			if r := recover(); r != nil {
@@ -240,7 +239,8 @@ func (h *handlers) infer(c echo.Context) error {
 	}
 	id := req.ID
 	if id == "" {
-		id = c.Get("request_id").(string)
+		// The id recoverAndLog gave the request (echo's c.Set would cost a map per request).
+		id = c.Response().Header().Get("X-Request-Id")
 	}
 	resp, jsonLen, err := encodeResponse(m.Name, m.Version, id, outs)
 	if err != nil {
