@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/gangboost/gangboost/runtime/grpc/inference"
@@ -43,6 +44,7 @@ func New(svc *service.Service, opts Options, log *slog.Logger) *Server {
 	s := &Server{svc: svc, log: log}
 	s.g = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxMessageBytes), grpc.ChainUnaryInterceptor(s.recoverAndLog))
 	inference.RegisterGRPCInferenceServiceServer(s.g, s)
+	healthpb.RegisterHealthServer(s.g, &health{ready: func() bool { ok, _ := svc.Registry.Ready(); return ok }})
 	return s
 }
 
@@ -52,10 +54,14 @@ func (s *Server) Serve(ln net.Listener) error { return s.g.Serve(ln) }
 // GracefulStop stops accepting and waits for in-flight calls.
 func (s *Server) GracefulStop() { s.g.GracefulStop() }
 
-// toStatus maps an error through the one v2 table.
+// toStatus maps an error through the one v2 table; an error that already is a gRPC status
+// (from grpc itself or the health service) keeps its code.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
 	}
 	return status.Error(v2.GRPCCode(err), err.Error())
 }
