@@ -14,7 +14,7 @@ import (
 // part, whose length it returns (0 when no output is binary). The JSON is written by hand: the
 // same bytes json.Marshal gives for v2.InferResponse (TestEncodeResponseMatchesMarshal), without
 // reflection on the hot path.
-func encodeResponse(model, version, id string, outs []infer.Output) (body []byte, jsonLen int, err error) {
+func encodeResponse(model, version, id string, outs []infer.Output) (body []byte, jsonLen int) {
 	size := 96 + len(model) + len(version) + len(id)
 	for _, o := range outs {
 		size += 64 + len(o.Name) + 12*len(o.Values)
@@ -65,9 +65,9 @@ func encodeResponse(model, version, id string, outs []infer.Output) (body []byte
 	}
 	b = append(b, "]}"...)
 	if blobs == nil {
-		return b, 0, nil
+		return b, 0
 	}
-	return append(b, blobs...), len(b), nil
+	return append(b, blobs...), len(b)
 }
 
 // appendString writes s as json.Marshal does; strings that need escaping (quotes, control

@@ -85,10 +85,7 @@ func TestEncodeResponseMatchesMarshal(t *testing.T) {
 		{"m", "", "x", nil},
 	}
 	for _, c := range cases {
-		got, gotLen, err := encodeResponse(c.model, c.version, c.id, c.outs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, gotLen := encodeResponse(c.model, c.version, c.id, c.outs)
 		want, wantLen := marshalResponse(c.model, c.version, c.id, c.outs)
 		if !bytes.Equal(got, want) || gotLen != wantLen {
 			t.Errorf("encodeResponse differs from json.Marshal (json length %d vs %d):\ngot  %.300q\nwant %.300q", gotLen, wantLen, got, want)
@@ -103,7 +100,7 @@ func BenchmarkEncodeResponse(b *testing.B) {
 	b.Run("hand", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			_, _, _ = encodeResponse("iris", "1", "0123456789abcdef", outs)
+			_, _ = encodeResponse("iris", "1", "0123456789abcdef", outs)
 		}
 	})
 	b.Run("json.Marshal", func(b *testing.B) {

@@ -67,6 +67,9 @@ type handlers struct {
 	log  *slog.Logger
 }
 
+// requestIDHeader carries a request's id both ways: a client may set it, and every answer has it.
+const requestIDHeader = "X-Request-Id"
+
 // idPrefix makes request ids of this process distinct from other replicas'.
 var (
 	idPrefix  = newIDPrefix()
@@ -82,7 +85,7 @@ func newIDPrefix() string {
 // requestID is the client's X-Request-Id, or a new one: a per-process random prefix and a
 // counter, unique without a random read per request.
 func requestID(c echo.Context) string {
-	if id := c.Request().Header.Get("X-Request-Id"); id != "" {
+	if id := c.Request().Header.Get(requestIDHeader); id != "" {
 		return id
 	}
 	return idPrefix + strconv.FormatUint(idCounter.Add(1), 16)
@@ -94,7 +97,7 @@ func (h *handlers) recoverAndLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		start := time.Now()
 		id := requestID(c)
-		c.Response().Header().Set("X-Request-Id", id)
+		c.Response().Header().Set(requestIDHeader, id)
 		defer func() {
 			if r := recover(); r != nil {
 				err = v2.Errorf(v2.KindInternal, "internal error: %v", r)
@@ -240,12 +243,9 @@ func (h *handlers) infer(c echo.Context) error {
 	id := req.ID
 	if id == "" {
 		// The id recoverAndLog gave the request (echo's c.Set would cost a map per request).
-		id = c.Response().Header().Get("X-Request-Id")
+		id = c.Response().Header().Get(requestIDHeader)
 	}
-	resp, jsonLen, err := encodeResponse(m.Name, m.Version, id, outs)
-	if err != nil {
-		return err
-	}
+	resp, jsonLen := encodeResponse(m.Name, m.Version, id, outs)
 	if jsonLen > 0 {
 		c.Response().Header().Set(v2.HeaderContentLength, strconv.Itoa(jsonLen))
 		return c.Blob(http.StatusOK, echo.MIMEOctetStream, resp)

@@ -50,7 +50,7 @@ func run(args []string) error {
 		grpcPort     = fs.Int("grpc_port", 8081, "gRPC port (0: off)")
 		maxBody      = fs.Int64("max_body_bytes", 64<<20, "largest request body accepted")
 		maxRows      = fs.Int("max_batch_rows", 100000, "most rows one request may hold")
-		timeout      = fs.Duration("request_timeout", 60*time.Second, "longest time to receive a request (408 after it); its answer must be written within 5s more")
+		timeout      = fs.Duration("request_timeout", 60*time.Second, "longest time to receive a request (408 after it); its answer must be written within "+writeGrace.String()+" more")
 		batching     = fs.Bool("enable_batching", false, "merge concurrent requests into shared evaluations")
 		batchSize    = fs.Int("max_batch_size", 64, "rows a merged batch collects before it runs")
 		batchDelay   = fs.Duration("max_batch_delay", time.Millisecond, "longest a request waits for others to join its batch")
