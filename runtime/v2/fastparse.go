@@ -176,11 +176,6 @@ func (s *scanner) next(c byte) bool {
 	return false
 }
 
-func (s *scanner) peek(c byte) bool {
-	s.space()
-	return s.i < len(s.b) && s.b[s.i] == c
-}
-
 // object reads {"key": value, ...}, calling member with each key and the scanner at its value.
 func (s *scanner) object(member func(key []byte) bool) bool {
 	if !s.next('{') {
