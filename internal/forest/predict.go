@@ -1,6 +1,7 @@
 package forest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -24,6 +25,23 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // missing value) and appends nrows*Width(kind) values to dst, returning the extended
 // slice. It is safe for concurrent use and allocates nothing when dst has capacity.
 func (m *Model) Predict(dst []float32, rows []float32, nrows int, kind OutputKind) ([]float32, error) {
+	return m.PredictContext(context.Background(), dst, rows, nrows, kind)
+}
+
+// chunkRows is how many rows are evaluated between two looks at the context: about a
+// millisecond of work for margins, and for SHAP values, which cost trees x depth^2 per
+// row, a handful of rows.
+func (m *Model) chunkRows(kind OutputKind) int {
+	if kind == OutputContribs {
+		return 8
+	}
+	return 1024
+}
+
+// PredictContext is Predict that stops between blocks of rows once ctx is done and
+// returns ctx's error with dst unchanged: evaluation a client no longer waits for (it
+// hung up, its deadline passed) stops costing CPU.
+func (m *Model) PredictContext(ctx context.Context, dst []float32, rows []float32, nrows int, kind OutputKind) ([]float32, error) {
 	width, err := m.Width(kind)
 	if err != nil {
 		return dst, err
@@ -37,9 +55,19 @@ func (m *Model) Predict(dst []float32, rows []float32, nrows int, kind OutputKin
 	start := len(dst)
 	dst = slices.Grow(dst, nrows*width)[:start+nrows*width]
 	out := dst[start:]
-	if nrows == 0 {
-		return dst, nil
+	nf, chunk := m.numFeature, m.chunkRows(kind)
+	for b := 0; b < nrows; b += chunk {
+		if err := ctx.Err(); err != nil {
+			return dst[:start], fmt.Errorf("predict: stopped after %d of %d rows: %w", b, nrows, err)
+		}
+		e := min(b+chunk, nrows)
+		m.predictBlock(out[b*width:e*width], rows[b*nf:e*nf], e-b, width, kind)
 	}
+	return dst, nil
+}
+
+// predictBlock writes nrows*width values of kind into out.
+func (m *Model) predictBlock(out, rows []float32, nrows, width int, kind OutputKind) {
 	ng := m.numGroup
 	switch kind {
 	case OutputMargin:
@@ -53,7 +81,7 @@ func (m *Model) Predict(dst []float32, rows []float32, nrows int, kind OutputKin
 			m.viaScratch(out, rows, nrows, width, func(dst, mg []float32) {
 				dst[0] = float32(argmax(mg))
 			})
-			return dst, nil
+			return
 		}
 		m.margins(out, rows, nrows)
 		m.transformInPlace(out, nrows)
@@ -85,7 +113,7 @@ func (m *Model) Predict(dst []float32, rows []float32, nrows int, kind OutputKin
 			for r := 0; r < nrows; r++ {
 				softmaxInPlace(out[r*ng : (r+1)*ng])
 			}
-			return dst, nil
+			return
 		}
 		// Binary: [1-p, p] per group, computed back to front in place.
 		m.margins(out[:nrows*ng], rows, nrows)
@@ -102,7 +130,6 @@ func (m *Model) Predict(dst []float32, rows []float32, nrows int, kind OutputKin
 			out[2*i+1] = p
 		}
 	}
-	return dst, nil
 }
 
 func b2f(b bool) float32 {
