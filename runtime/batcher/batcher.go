@@ -4,6 +4,11 @@
 package batcher
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/gangboost/gangboost/internal/forest"
@@ -14,18 +19,19 @@ import (
 type Options struct {
 	MaxBatchRows int
 	MaxDelay     time.Duration
+	Log          *slog.Logger // where a recovered panic is reported; nil: slog.Default()
 }
 
 // Predictor is what the batcher calls with merged rows.
 type Predictor interface {
-	Predict(dst []float32, rows []float32, nrows int, kind forest.OutputKind) ([]float32, error)
+	PredictContext(ctx context.Context, dst []float32, rows []float32, nrows int, kind forest.OutputKind) ([]float32, error)
 }
 
 type call struct {
 	rows  []float32
 	nrows int
 	dst   []float32
-	done  chan result
+	done  chan result // buffered: the loop never blocks on a caller that gave up
 }
 
 type result struct {
@@ -33,11 +39,19 @@ type result struct {
 	err  error
 }
 
-// Batcher merges calls per output kind.
+// kinds are the outputs batched; each has its own queue, since a merged evaluation computes
+// one output kind.
+var kinds = []forest.OutputKind{forest.OutputDefault, forest.OutputMargin, forest.OutputProba,
+	forest.OutputLabel, forest.OutputLeaf, forest.OutputContribs}
+
+// Batcher merges calls per output kind. Close stops its goroutines.
 type Batcher struct {
 	next   Predictor
 	opts   Options
 	queues map[forest.OutputKind]chan *call
+	stop   chan struct{}
+	wg     sync.WaitGroup
+	once   sync.Once
 }
 
 // New starts a batcher in front of next.
@@ -45,33 +59,73 @@ func New(next Predictor, o Options) *Batcher {
 	if o.MaxDelay <= 0 {
 		o.MaxDelay = time.Millisecond
 	}
-	b := &Batcher{next: next, opts: o, queues: map[forest.OutputKind]chan *call{}}
-	for _, k := range []forest.OutputKind{forest.OutputDefault, forest.OutputMargin, forest.OutputProba,
-		forest.OutputLabel, forest.OutputLeaf, forest.OutputContribs} {
+	if o.MaxBatchRows <= 0 {
+		o.MaxBatchRows = 1
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	b := &Batcher{next: next, opts: o, queues: map[forest.OutputKind]chan *call{}, stop: make(chan struct{})}
+	for _, k := range kinds {
 		q := make(chan *call, 4*o.MaxBatchRows)
 		b.queues[k] = q
+		b.wg.Add(1)
 		go b.loop(k, q)
 	}
 	return b
 }
 
-// Predict queues the rows and waits for the merged evaluation. A call that alone reaches the
-// batch size is evaluated directly.
-func (b *Batcher) Predict(dst, rows []float32, nrows int, kind forest.OutputKind) ([]float32, error) {
+// Close stops the batcher's goroutines once the calls already queued are answered. Calls
+// after Close are evaluated directly. The registry closes a model's batcher when the model is
+// replaced or unloaded and its last in-flight request is done.
+func (b *Batcher) Close() {
+	b.once.Do(func() { close(b.stop) })
+	b.wg.Wait()
+}
+
+// PredictContext queues the rows and waits for the merged evaluation, or for ctx. A call that
+// alone reaches the batch size, or has no rows, is evaluated directly.
+func (b *Batcher) PredictContext(ctx context.Context, dst, rows []float32, nrows int, kind forest.OutputKind) ([]float32, error) {
 	q, ok := b.queues[kind]
-	if !ok || nrows >= b.opts.MaxBatchRows {
-		return b.next.Predict(dst, rows, nrows, kind)
+	if !ok || nrows <= 0 || nrows >= b.opts.MaxBatchRows {
+		return b.next.PredictContext(ctx, dst, rows, nrows, kind)
 	}
 	c := &call{rows: rows, nrows: nrows, dst: dst, done: make(chan result, 1)}
-	q <- c
-	r := <-c.done
-	return r.vals, r.err
+	select {
+	case q <- c:
+	case <-b.stop:
+		return b.next.PredictContext(ctx, dst, rows, nrows, kind)
+	case <-ctx.Done():
+		return dst, ctx.Err()
+	}
+	select {
+	case r := <-c.done:
+		return r.vals, r.err
+	case <-ctx.Done():
+		// The merged evaluation goes on for the other calls; its answer to this one is dropped.
+		return dst, ctx.Err()
+	}
 }
 
 func (b *Batcher) loop(kind forest.OutputKind, q chan *call) {
+	defer b.wg.Done()
 	var batch []*call
 	var merged []float32
-	for first := range q {
+	for {
+		var first *call
+		select {
+		case first = <-q:
+		case <-b.stop:
+			// Answer what was queued before Close, then end.
+			for {
+				select {
+				case c := <-q:
+					b.run(kind, []*call{c}, &merged)
+				default:
+					return
+				}
+			}
+		}
 		batch = append(batch[:0], first)
 		n := first.nrows
 		timer := time.NewTimer(b.opts.MaxDelay)
@@ -86,28 +140,57 @@ func (b *Batcher) loop(kind forest.OutputKind, q chan *call) {
 			}
 		}
 		timer.Stop()
-		if len(batch) == 1 {
-			vals, err := b.next.Predict(first.dst, first.rows, first.nrows, kind)
-			first.done <- result{vals, err}
-			continue
-		}
-		merged = merged[:0]
-		for _, c := range batch {
-			merged = append(merged, c.rows...)
-		}
-		out, err := b.next.Predict(nil, merged, n, kind)
-		if err != nil {
-			for _, c := range batch {
-				c.done <- result{nil, err}
+		b.run(kind, batch, &merged)
+	}
+}
+
+// run evaluates one batch and answers each of its calls. It runs request work outside any
+// handler, so it recovers a panic as a handler does: every call of the batch gets the error
+// and the loop goes on serving.
+func (b *Batcher) run(kind forest.OutputKind, batch []*call, merged *[]float32) {
+	answered := 0
+	defer func() {
+		if r := recover(); r != nil {
+			b.opts.Log.Error("panic in batch evaluation", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err := fmt.Errorf("internal error in batch evaluation: %v", r)
+			for _, c := range batch[answered:] {
+				c.done <- result{c.dst, err}
 			}
-			continue
 		}
-		width := len(out) / n
-		off := 0
+	}()
+	// The merged evaluation serves several requests, so no single request's context ends it;
+	// each caller stops waiting on its own context instead.
+	ctx := context.Background()
+	if len(batch) == 1 {
+		c := batch[0]
+		vals, err := b.next.PredictContext(ctx, c.dst, c.rows, c.nrows, kind)
+		c.done <- result{vals, err}
+		answered = 1
+		return
+	}
+	n := 0
+	*merged = (*merged)[:0]
+	for _, c := range batch {
+		*merged = append(*merged, c.rows...)
+		n += c.nrows
+	}
+	out, err := b.next.PredictContext(ctx, nil, *merged, n, kind)
+	if err == nil && len(out)%n != 0 {
+		err = fmt.Errorf("batch of %d rows gave %d values", n, len(out))
+	}
+	if err != nil {
 		for _, c := range batch {
-			k := c.nrows * width
-			c.done <- result{append(c.dst, out[off:off+k]...), nil}
-			off += k
+			c.done <- result{c.dst, err}
 		}
+		answered = len(batch)
+		return
+	}
+	width := len(out) / n
+	off := 0
+	for _, c := range batch {
+		k := c.nrows * width
+		c.done <- result{append(c.dst, out[off:off+k]...), nil}
+		off += k
+		answered++
 	}
 }

@@ -26,14 +26,17 @@ import (
 // Options are the gRPC server's limits.
 type Options struct {
 	MaxMessageBytes int
+	// EvalTimeout bounds one request's evaluation on top of the client's deadline (0: none).
+	EvalTimeout time.Duration
 }
 
 // Server is the gRPC server.
 type Server struct {
 	inference.UnimplementedGRPCInferenceServiceServer
-	svc *service.Service
-	g   *grpc.Server
-	log *slog.Logger
+	svc         *service.Service
+	g           *grpc.Server
+	log         *slog.Logger
+	evalTimeout time.Duration
 }
 
 // New builds the server; Serve starts it.
@@ -41,8 +44,11 @@ func New(svc *service.Service, opts Options, log *slog.Logger) *Server {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = 64 << 20
 	}
-	s := &Server{svc: svc, log: log}
-	s.g = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxMessageBytes), grpc.ChainUnaryInterceptor(s.recoverAndLog))
+	s := &Server{svc: svc, log: log, evalTimeout: opts.EvalTimeout}
+	s.g = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
+		grpc.ForceServerCodecV2(newLenientCodec()),
+		grpc.ChainUnaryInterceptor(s.recoverAndLog, rejectMalformedUnary),
+		grpc.ChainStreamInterceptor(rejectMalformedStream))
 	inference.RegisterGRPCInferenceServiceServer(s.g, s)
 	healthpb.RegisterHealthServer(s.g, &health{ready: func() bool { ok, _ := svc.Registry.Ready(); return ok }})
 	return s
@@ -53,6 +59,10 @@ func (s *Server) Serve(ln net.Listener) error { return s.g.Serve(ln) }
 
 // GracefulStop stops accepting and waits for in-flight calls.
 func (s *Server) GracefulStop() { s.g.GracefulStop() }
+
+// Stop closes every connection and cancels in-flight calls' contexts, which stops their
+// evaluation.
+func (s *Server) Stop() { s.g.Stop() }
 
 // toStatus maps an error through the one v2 table; an error that already is a gRPC status
 // (from grpc itself or the health service) keeps its code.
@@ -74,7 +84,7 @@ func (s *Server) recoverAndLog(ctx context.Context, req any, info *grpc.UnarySer
 			s.log.Error("panic in gRPC handler", "method", info.FullMethod, "panic", fmt.Sprint(r))
 		}
 		if mi, ok := req.(*inference.ModelInferRequest); ok {
-			s.svc.Metrics.ObserveRequest(mi.GetModelName(), "grpc-v2", status.Code(err).String(), time.Since(start))
+			s.svc.Metrics.ObserveRequest(s.svc.ModelLabel(mi.GetModelName()), "grpc-v2", status.Code(err).String(), time.Since(start))
 		}
 		if err != nil {
 			s.log.Info("grpc request", "method", info.FullMethod, "code", status.Code(err).String(), "error", err.Error())
@@ -107,11 +117,12 @@ func (s *Server) ServerMetadata(context.Context, *inference.ServerMetadataReques
 }
 
 func (s *Server) ModelMetadata(_ context.Context, r *inference.ModelMetadataRequest) (*inference.ModelMetadataResponse, error) {
-	m, f, err := s.svc.Model(r.GetName(), r.GetVersion())
+	m, l, err := s.svc.Acquire(r.GetName(), r.GetVersion())
 	if err != nil {
 		return nil, err
 	}
-	md := infer.Metadata(m.Name, m.Version, f)
+	defer l.Release()
+	md := infer.Metadata(m.Name, m.Version, l.Forest)
 	resp := &inference.ModelMetadataResponse{Name: md.Name, Versions: md.Versions, Platform: md.Platform}
 	for _, t := range md.Inputs {
 		resp.Inputs = append(resp.Inputs, &inference.ModelMetadataResponse_TensorMetadata{Name: t.Name, Datatype: t.Datatype, Shape: t.Shape})
@@ -136,16 +147,22 @@ func (s *Server) RepositoryModelUnload(_ context.Context, r *inference.Repositor
 	return &inference.RepositoryModelUnloadResponse{ModelName: r.GetModelName(), IsUnloaded: true}, nil
 }
 
-func (s *Server) ModelInfer(_ context.Context, r *inference.ModelInferRequest) (*inference.ModelInferResponse, error) {
-	m, f, err := s.svc.Model(r.GetModelName(), r.GetModelVersion())
+func (s *Server) ModelInfer(ctx context.Context, r *inference.ModelInferRequest) (*inference.ModelInferResponse, error) {
+	m, l, err := s.svc.Acquire(r.GetModelName(), r.GetModelVersion())
 	if err != nil {
 		return nil, err
 	}
-	req, err := decodeRequest(r, f.NumFeatures(), func(name string, shape []int64) (int, error) { return infer.FeatureShape(f, name, shape) })
+	defer l.Release()
+	call, err := toCall(r)
 	if err != nil {
 		return nil, err
 	}
-	outs, err := s.svc.Infer(f, req)
+	if s.evalTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.evalTimeout)
+		defer cancel()
+	}
+	outs, err := s.svc.Infer(ctx, l, call)
 	if err != nil {
 		return nil, err
 	}
@@ -189,118 +206,116 @@ func contents(o infer.Output) *inference.InferTensorContents {
 	return &inference.InferTensorContents{Fp32Contents: o.Values}
 }
 
-// decodeRequest turns the single input tensor into rows, from typed contents or raw bytes.
-func decodeRequest(r *inference.ModelInferRequest, nfeat int, checkShape func(string, []int64) (int, error)) (*infer.Request, error) {
+// toCall turns a gRPC request into the protocol-neutral call: each input's data is its typed
+// contents or, when the request uses raw_input_contents, the entry at the input's index.
+func toCall(r *inference.ModelInferRequest) (*infer.Call, error) {
 	ins := r.GetInputs()
-	switch len(ins) {
-	case 0:
-		return nil, v2.Errorf(v2.KindInvalidInput, "request has no inputs; want one input of shape [N, %d]", nfeat)
-	case 1:
-	default:
-		return nil, v2.Errorf(v2.KindInvalidInput, "request has %d inputs; the model takes one input of shape [N, %d]", len(ins), nfeat)
-	}
-	in := ins[0]
-	name := in.GetName()
-	if in.GetDatatype() == "" {
-		return nil, v2.Errorf(v2.KindInvalidInput, "input %s: no datatype", name)
-	}
-	want, err := v2.ElementCount(name, in.GetShape())
-	if err != nil {
-		return nil, err
-	}
-	nrows, err := checkShape(name, in.GetShape())
-	if err != nil {
-		return nil, err
-	}
-	req := &infer.Request{ID: r.GetId(), NRows: nrows, Rows: make([]float32, 0, want)}
 	rawIn := r.GetRawInputContents()
-	switch {
-	case len(rawIn) > 0:
-		if len(rawIn) != 1 {
-			return nil, v2.Errorf(v2.KindInvalidInput, "raw_input_contents has %d entries for 1 input", len(rawIn))
-		}
-		if in.GetContents() != nil {
-			return nil, v2.Errorf(v2.KindInvalidInput, "input %s: both contents and raw_input_contents given", name)
-		}
-		req.Rows, err = v2.DecodeBinaryData(req.Rows, name, in.GetDatatype(), rawIn[0], want)
-	default:
-		req.Rows, err = fromContents(req.Rows, name, in.GetDatatype(), in.GetContents(), want)
+	if len(rawIn) > 0 && len(rawIn) != len(ins) {
+		return nil, v2.Errorf(v2.KindInvalidInput, "raw_input_contents has %d entries for %d inputs", len(rawIn), len(ins))
 	}
-	if err != nil {
-		return nil, err
+	c := &infer.Call{ID: r.GetId(), Columns: r.GetParameters()["content_type"].GetStringParam() == infer.ContentTypeColumns}
+	for i, in := range ins {
+		input := infer.Input{Name: in.GetName(), Datatype: in.GetDatatype(), Shape: in.GetShape()}
+		switch {
+		case len(rawIn) > 0:
+			if in.GetContents() != nil {
+				return nil, v2.Errorf(v2.KindInvalidInput, "input %s: both contents and raw_input_contents given", in.GetName())
+			}
+			input.Data = v2.BinaryData(rawIn[i])
+		case in.GetContents() != nil:
+			input.Data = typedContents{in.GetContents()}
+		}
+		c.Inputs = append(c.Inputs, input)
 	}
 	for _, o := range r.GetOutputs() {
-		req.Outputs = append(req.Outputs, infer.OutputRequest{Name: o.GetName()})
+		c.Outputs = append(c.Outputs, infer.OutputRequest{Name: o.GetName()})
 	}
-	return req, nil
+	return c, nil
 }
 
-// fromContents reads typed contents; the field used must match the datatype, as the spec says.
-func fromContents(dst []float32, name, datatype string, c *inference.InferTensorContents, want int) ([]float32, error) {
-	if c == nil {
-		return dst, v2.Errorf(v2.KindInvalidInput, "input %s: no contents and no raw_input_contents", name)
-	}
-	var n int
-	add := func(v float32) { dst = append(dst, v) }
+// typedContents reads InferTensorContents; the field used must match the datatype, as the
+// spec says.
+type typedContents struct {
+	c *inference.InferTensorContents
+}
+
+// count is the number of elements in the field datatype uses; -1 for a datatype without one.
+func (t typedContents) count(datatype string) int {
+	c := t.c
 	switch datatype {
 	case "FP32":
-		n = len(c.GetFp32Contents())
-		if n == want {
-			dst = append(dst, c.GetFp32Contents()...)
-		}
+		return len(c.GetFp32Contents())
 	case "FP64":
-		n = len(c.GetFp64Contents())
-		if n == want {
-			for _, v := range c.GetFp64Contents() {
-				add(float32(v))
-			}
-		}
+		return len(c.GetFp64Contents())
 	case "INT8", "INT16", "INT32":
-		n = len(c.GetIntContents())
-		if n == want {
-			for _, v := range c.GetIntContents() {
-				add(float32(v))
-			}
-		}
+		return len(c.GetIntContents())
 	case "INT64":
-		n = len(c.GetInt64Contents())
-		if n == want {
-			for _, v := range c.GetInt64Contents() {
-				add(float32(v))
-			}
-		}
+		return len(c.GetInt64Contents())
 	case "UINT8", "UINT16", "UINT32":
-		n = len(c.GetUintContents())
-		if n == want {
-			for _, v := range c.GetUintContents() {
-				add(float32(v))
-			}
-		}
+		return len(c.GetUintContents())
 	case "UINT64":
-		n = len(c.GetUint64Contents())
-		if n == want {
-			for _, v := range c.GetUint64Contents() {
-				add(float32(v))
-			}
-		}
+		return len(c.GetUint64Contents())
 	case "BOOL":
-		n = len(c.GetBoolContents())
-		if n == want {
-			for _, v := range c.GetBoolContents() {
-				if v {
-					add(1)
-				} else {
-					add(0)
-				}
-			}
-		}
+		return len(c.GetBoolContents())
+	}
+	return -1
+}
+
+// Check requires the datatype's field to hold exactly want elements (an unknown datatype is
+// refused by Append, naming it).
+func (t typedContents) Check(name, datatype string, want int) error {
+	if n := t.count(datatype); n >= 0 && n != want {
+		return v2.Errorf(v2.KindInvalidInput, "input %s: shape declares %d elements, the %s contents hold %d", name, want, datatype, n)
+	}
+	return nil
+}
+
+func (t typedContents) Append(dst []float32, name, datatype string, _ []int64, want int) ([]float32, error) {
+	switch datatype {
 	case "BYTES":
 		return dst, v2.Errorf(v2.KindInvalidInput, "input %s: datatype BYTES is not supported: the model takes numeric features", name)
-	default:
+	case "FP16":
+		return dst, v2.Errorf(v2.KindInvalidInput, "input %s: datatype FP16 has no typed contents field; send it in raw_input_contents", name)
+	}
+	n := t.count(datatype)
+	if n < 0 {
 		return dst, v2.Errorf(v2.KindInvalidInput, "input %s: unknown datatype %q", name, datatype)
 	}
 	if n != want {
 		return dst, v2.Errorf(v2.KindInvalidInput, "input %s: shape declares %d elements, the %s contents hold %d", name, want, datatype, n)
 	}
+	c := t.c
+	switch datatype {
+	case "FP32":
+		return append(dst, c.GetFp32Contents()...), nil
+	case "FP64":
+		return appendAs(dst, c.GetFp64Contents()), nil
+	case "INT8", "INT16", "INT32":
+		return appendAs(dst, c.GetIntContents()), nil
+	case "INT64":
+		return appendAs(dst, c.GetInt64Contents()), nil
+	case "UINT8", "UINT16", "UINT32":
+		return appendAs(dst, c.GetUintContents()), nil
+	case "UINT64":
+		return appendAs(dst, c.GetUint64Contents()), nil
+	}
+	for _, v := range c.GetBoolContents() {
+		dst = append(dst, b2f(v))
+	}
 	return dst, nil
+}
+
+func appendAs[T int32 | int64 | uint32 | uint64 | float64](dst []float32, vals []T) []float32 {
+	for _, v := range vals {
+		dst = append(dst, float32(v))
+	}
+	return dst
+}
+
+func b2f(b bool) float32 {
+	if b {
+		return 1
+	}
+	return 0
 }

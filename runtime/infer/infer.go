@@ -4,8 +4,8 @@
 package infer
 
 import (
+	"context"
 	"sort"
-	"strings"
 
 	"github.com/gangboost/gangboost/internal/forest"
 	v2 "github.com/gangboost/gangboost/runtime/v2"
@@ -49,7 +49,7 @@ type Request struct {
 	ID      string
 	Rows    []float32 // NRows x model features, row-major, NaN = missing
 	NRows   int
-	Outputs []OutputRequest // empty: output-0
+	Outputs []Output // resolved by Decode: known to the model, none twice
 }
 
 // OutputRequest names one output and whether it goes back as binary data.
@@ -58,44 +58,42 @@ type OutputRequest struct {
 	Binary bool
 }
 
-// Output is one evaluated output tensor.
+// Output is one output tensor: requested (kind and width resolved) and, after Run, evaluated.
 type Output struct {
 	Name     string
 	Datatype string // FP32, or INT64 for class labels
 	Shape    []int64
 	Values   []float32
 	Binary   bool
+
+	kind  forest.OutputKind
+	width int
 }
 
-// Predictor evaluates rows; forest.Model is one, and so is the adaptive batcher in front of it.
+// Predictor evaluates rows; forest.Model is one, and so is the batcher in front of it. It stops
+// between blocks of rows once ctx is done.
 type Predictor interface {
-	Predict(dst []float32, rows []float32, nrows int, kind forest.OutputKind) ([]float32, error)
+	PredictContext(ctx context.Context, dst []float32, rows []float32, nrows int, kind forest.OutputKind) ([]float32, error)
 }
 
-// Run evaluates req on model m (through p, which may batch).
-func Run(m *forest.Model, p Predictor, req *Request) ([]Output, error) {
-	outs := req.Outputs
-	if len(outs) == 0 {
-		outs = []OutputRequest{{Name: OutputDefault}}
-	}
-	result := make([]Output, 0, len(outs))
-	for _, o := range outs {
-		kind, ok := outputKinds[o.Name]
-		if !ok {
-			return nil, v2.Errorf(v2.KindInvalidInput, "output %q: unknown; this model has %s", o.Name, strings.Join(OutputNames(m), ", "))
+// Run evaluates req on model m through p (which may batch). Evaluation observes ctx: a client
+// that went away or a deadline that passed stops it between blocks of rows.
+func Run(ctx context.Context, m *forest.Model, p Predictor, req *Request) ([]Output, error) {
+	result := make([]Output, len(req.Outputs))
+	for i, o := range req.Outputs {
+		o.Datatype = datatype(m, o.kind)
+		o.Shape = shape(m, o.kind, req.NRows, o.width)
+		if req.NRows > 0 {
+			vals, err := p.PredictContext(ctx, make([]float32, 0, req.NRows*o.width), req.Rows, req.NRows, o.kind)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, v2.Errorf(v2.KindTimeout, "output %q: evaluation stopped: %v", o.Name, context.Cause(ctx))
+				}
+				return nil, v2.Errorf(v2.KindInternal, "output %q: %v", o.Name, err)
+			}
+			o.Values = vals
 		}
-		width, err := m.Width(kind)
-		if err != nil {
-			return nil, v2.Errorf(v2.KindInvalidInput, "output %q: %v", o.Name, err)
-		}
-		vals, err := p.Predict(make([]float32, 0, req.NRows*width), req.Rows, req.NRows, kind)
-		if err != nil {
-			return nil, v2.Errorf(v2.KindInternal, "output %q: %v", o.Name, err)
-		}
-		result = append(result, Output{
-			Name: o.Name, Datatype: datatype(m, kind), Shape: shape(m, kind, req.NRows, width),
-			Values: vals, Binary: o.Binary,
-		})
+		result[i] = o
 	}
 	return result, nil
 }

@@ -17,6 +17,7 @@ type Metrics struct {
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	batchRows prometheus.Histogram
+	loads     *prometheus.CounterVec
 }
 
 // New registers the collectors, plus Go and process metrics.
@@ -35,7 +36,10 @@ func New() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
 		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.batchRows,
+	m.loads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gangboost_model_loads_total", Help: "Model loads by model and result (ok, failed); a failed reload keeps the older version serving.",
+	}, []string{"model", "result"})
+	m.reg.MustRegister(m.requests, m.latency, m.batchRows, m.loads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -44,6 +48,15 @@ func New() *Metrics {
 func (m *Metrics) ObserveRequest(model, protocol, status string, d time.Duration) {
 	m.requests.WithLabelValues(model, protocol, status).Inc()
 	m.latency.WithLabelValues(model, protocol, status).Observe(d.Seconds())
+}
+
+// ObserveLoad records one model load and whether it failed.
+func (m *Metrics) ObserveLoad(model string, err error) {
+	result := "ok"
+	if err != nil {
+		result = "failed"
+	}
+	m.loads.WithLabelValues(model, result).Inc()
 }
 
 // ObserveBatch records the rows of one evaluation.

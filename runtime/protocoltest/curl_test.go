@@ -32,7 +32,7 @@ func TestEveryEndpointWithCurl(t *testing.T) {
 		status int
 		want   []string
 	}{
-		{"root live", []string{s.URL + "/"}, 200, []string{`"live":true`}},
+		{"root live", []string{s.URL + "/"}, 200, []string{`{"status":"alive"}`}},
 		{"live", []string{s.URL + "/v2/health/live"}, 200, []string{`"live":true`}},
 		{"ready", []string{s.URL + "/v2/health/ready"}, 200, []string{`"ready":true`}},
 		{"server metadata", []string{s.URL + "/v2"}, 200, []string{`"name":"gangboost"`, `"binary_tensor_data"`}},

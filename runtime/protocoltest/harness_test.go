@@ -35,6 +35,13 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	runtimeBin = filepath.Join(dir, "gangboost-runtime")
+	if bin := os.Getenv("GANGBOOST_RUNTIME_UNDER_TEST"); bin != "" {
+		// Run the suite against another build, e.g. an older one to show a test fails there.
+		runtimeBin = bin
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
 	cmd := exec.Command("go", "build", "-o", runtimeBin, "./runtime/cmd/gangboost-runtime")
 	cmd.Dir = repoRoot()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")

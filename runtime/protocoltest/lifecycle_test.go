@@ -138,7 +138,7 @@ func TestModelRepositoryServesEveryFolder(t *testing.T) {
 
 // SIGTERM lets requests already in flight finish before the process exits.
 func TestGracefulShutdownDrainsInFlightRequests(t *testing.T) {
-	s := startIris(t, "--max_batch_rows", "1000000", "--max_body_bytes", "100000000")
+	s := startIris(t, "--max_batch_rows", "1000000", "--max_body_bytes", "100000000", "--max_contribs_rows", "1000000")
 	// A request large enough to still be running when SIGTERM arrives.
 	rows := 200000
 	body := []byte(`{"inputs":[{"name":"x","shape":[` + itoa(rows) + `,4],"datatype":"FP32","data":[` +

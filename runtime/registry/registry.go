@@ -1,6 +1,7 @@
 // Package registry holds the models a runtime serves: it finds model files in the model
 // directory, loads them with the pure-Go evaluator, and tracks whether each is ready, and if not,
-// why (the message names the file).
+// why (the message names the file). A model's loaded version is reference-counted: a reload
+// swaps in the new version at once and releases the old one when its last request is done.
 package registry
 
 import (
@@ -10,9 +11,11 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gangboost/gangboost/internal/forest"
+	"github.com/gangboost/gangboost/runtime/infer"
 	v2 "github.com/gangboost/gangboost/runtime/v2"
 )
 
@@ -28,66 +31,158 @@ type Metadata struct {
 	ModelSHA256  string   `json:"model_sha256"`
 }
 
+// Options say how loaded models are served and observed.
+type Options struct {
+	// NewPredictor wraps a loaded evaluator in what requests go through (e.g. a batcher); the
+	// returned release func runs when that version is released. nil: the evaluator itself.
+	NewPredictor func(*forest.Model) (infer.Predictor, func())
+	// OnLoad is told the outcome of every load, for logs and metrics.
+	OnLoad func(model, file string, err error)
+}
+
+// Loaded is one loaded version of a model: its evaluator, the predictor requests go through,
+// and the trainer's metadata. Requests hold it between Acquire and Release.
+type Loaded struct {
+	Forest    *forest.Model
+	Predictor infer.Predictor
+	Meta      *Metadata // nil when the folder has no metadata.json
+	File      string
+	LoadedAt  time.Time
+
+	refs    atomic.Int64 // the model's own reference while current, plus one per request
+	release func()
+}
+
+// FeatureNames are the model's column names: the model file's, else metadata.json's.
+func (l *Loaded) FeatureNames() []string {
+	if names := l.Forest.FeatureNames(); len(names) > 0 {
+		return names
+	}
+	if l.Meta != nil {
+		return l.Meta.FeatureNames
+	}
+	return nil
+}
+
+// Release gives back a reference from Model.Acquire. The last one frees the version's
+// predictor (a batcher's goroutines).
+func (l *Loaded) Release() {
+	if l.refs.Add(-1) == 0 && l.release != nil {
+		l.release()
+	}
+}
+
 // Model is one served model.
 type Model struct {
 	Name    string
 	Version string // "" when the model is not versioned
 	Dir     string
 
+	opts     *Options
 	mu       sync.RWMutex
-	forest   *forest.Model
-	meta     *Metadata
-	file     string
-	loadErr  error
-	loadedAt time.Time
+	cur      *Loaded // the version serving; nil while loading, after unload, or after a failed first load
+	loadErr  error   // the last load's failure; with cur set, a failed reload (cur keeps serving)
+	failedAt time.Time
 	unloaded bool
+}
+
+// Status is what a model's metadata and logs report about its loading.
+type Status struct {
+	Ready         bool
+	File          string
+	LoadedAt      time.Time
+	LastLoadError string // the last load's failure, also while an older version keeps serving
+	FailedAt      time.Time
 }
 
 // Ready reports whether the model can serve, and if not, why.
 func (m *Model) Ready() (bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	return m.readyLocked()
+}
+
+func (m *Model) readyLocked() (bool, error) {
 	switch {
+	case m.cur != nil:
+		return true, nil
 	case m.unloaded:
 		return false, v2.Errorf(v2.KindNotReady, "model %s is unloaded; load it with POST /v2/repository/models/%s/load", m.Name, m.Name)
 	case m.loadErr != nil:
 		return false, v2.Errorf(v2.KindNotReady, "model %s is not ready: %v", m.Name, m.loadErr)
-	case m.forest == nil:
-		return false, v2.Errorf(v2.KindNotReady, "model %s is still loading", m.Name)
 	}
-	return true, nil
+	return false, v2.Errorf(v2.KindNotReady, "model %s is still loading", m.Name)
 }
 
-// Forest returns the loaded evaluator, or a not-ready error.
-func (m *Model) Forest() (*forest.Model, error) {
-	if ok, err := m.Ready(); !ok {
+// Acquire returns the serving version with a reference the caller must Release, or a
+// not-ready error.
+func (m *Model) Acquire() (*Loaded, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if ok, err := m.readyLocked(); !ok {
 		return nil, err
 	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.forest, nil
+	m.cur.refs.Add(1)
+	return m.cur, nil
 }
 
-// Metadata returns the trainer's metadata, if the folder had one.
-func (m *Model) Metadata() *Metadata {
+// Status reports the serving version and the last load's failure.
+func (m *Model) Status() Status {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.meta
+	s := Status{Ready: m.cur != nil, FailedAt: m.failedAt}
+	if m.cur != nil {
+		s.File, s.LoadedAt = m.cur.File, m.cur.LoadedAt
+	}
+	if m.loadErr != nil {
+		s.LastLoadError = m.loadErr.Error()
+	}
+	return s
 }
 
-// load (re)reads the model folder. A failure leaves the model not ready with the reason.
+// load (re)reads the model folder. A first load that fails leaves the model not ready with
+// the reason; a reload that fails keeps the serving version and records the failure, as
+// Triton and KServe do, so a bad file pushed over a healthy model never takes it down.
 func (m *Model) load() error {
 	f, file, meta, err := readModelDir(m.Dir)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.unloaded = false
-	m.file = file
-	if err != nil {
-		m.loadErr, m.forest = err, nil
-		return err
+	var next *Loaded
+	if err == nil {
+		next = &Loaded{Forest: f, Meta: meta, File: file, LoadedAt: time.Now(), Predictor: f}
+		if m.opts.NewPredictor != nil {
+			next.Predictor, next.release = m.opts.NewPredictor(f)
+		}
+		next.refs.Store(1)
 	}
-	m.forest, m.meta, m.loadErr, m.loadedAt = f, meta, nil, time.Now()
-	return nil
+	m.mu.Lock()
+	var old *Loaded
+	if err != nil {
+		m.loadErr, m.failedAt = err, time.Now()
+		if m.unloaded {
+			// An unloaded model stays unloaded: nothing serves, the failure says why.
+			m.unloaded = false
+		}
+	} else {
+		old, m.cur, m.loadErr, m.unloaded = m.cur, next, nil, false
+	}
+	m.mu.Unlock()
+	if old != nil {
+		old.Release()
+	}
+	if m.opts.OnLoad != nil {
+		m.opts.OnLoad(m.Name, file, err)
+	}
+	return err
+}
+
+// unload stops serving; the released version is freed when its last request is done.
+func (m *Model) unload() {
+	m.mu.Lock()
+	old := m.cur
+	m.cur, m.unloaded, m.loadErr = nil, true, nil
+	m.mu.Unlock()
+	if old != nil {
+		old.Release()
+	}
 }
 
 func readModelDir(dir string) (*forest.Model, string, *Metadata, error) {
@@ -122,13 +217,14 @@ func readModelDir(dir string) (*forest.Model, string, *Metadata, error) {
 
 // Registry is the set of models in a model directory.
 type Registry struct {
+	opts   Options
 	mu     sync.RWMutex
 	models map[string]*Model
 }
 
 // Open finds the models under dir (see Discover) and loads them (see LoadAll).
-func Open(dir, name, version string) (*Registry, error) {
-	r, err := Discover(dir, name, version)
+func Open(dir, name, version string, opts Options) (*Registry, error) {
+	r, err := Discover(dir, name, version, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -141,10 +237,13 @@ func Open(dir, name, version string) (*Registry, error) {
 // single model at /mnt/models); otherwise every sub-folder holding a model file is a model named
 // after the folder. A server discovers first and loads while it already answers probes, so
 // liveness holds during a long load and readiness says what is happening.
-func Discover(dir, name, version string) (*Registry, error) {
-	r := &Registry{models: map[string]*Model{}}
+func Discover(dir, name, version string, opts Options) (*Registry, error) {
+	r := &Registry{opts: opts, models: map[string]*Model{}}
+	add := func(name, version, dir string) {
+		r.models[name] = &Model{Name: name, Version: version, Dir: dir, opts: &r.opts}
+	}
 	if hasModelFile(dir) || !isDir(dir) {
-		r.models[name] = &Model{Name: name, Version: version, Dir: dir}
+		add(name, version, dir)
 		return r, nil
 	}
 	entries, err := os.ReadDir(dir)
@@ -154,12 +253,12 @@ func Discover(dir, name, version string) (*Registry, error) {
 	for _, e := range entries {
 		sub := filepath.Join(dir, e.Name())
 		if e.IsDir() && hasModelFile(sub) {
-			r.models[e.Name()] = &Model{Name: e.Name(), Dir: sub}
+			add(e.Name(), "", sub)
 		}
 	}
 	if len(r.models) == 0 {
 		// Keep the configured name visible as not ready, naming what is missing.
-		r.models[name] = &Model{Name: name, Version: version, Dir: dir}
+		add(name, version, dir)
 	}
 	return r, nil
 }
@@ -212,6 +311,14 @@ func (r *Registry) Get(name, version string) (*Model, error) {
 	return m, nil
 }
 
+// Has reports whether a model of that name is served (loaded or not).
+func (r *Registry) Has(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.models[name]
+	return ok
+}
+
 // Names lists the models, sorted.
 func (r *Registry) Names() []string {
 	r.mu.RLock()
@@ -235,13 +342,17 @@ func (r *Registry) Ready() (bool, error) {
 	return len(r.Names()) > 0, nil
 }
 
-// Load (re)loads a model from its folder: the repository extension's load.
+// Load (re)loads a model from its folder: the repository extension's load. When the reload
+// fails and an older version is serving, that version keeps serving and the error says so.
 func (r *Registry) Load(name string) error {
 	m, err := r.Get(name, "")
 	if err != nil {
 		return err
 	}
 	if err := m.load(); err != nil {
+		if st := m.Status(); st.Ready {
+			return v2.Errorf(v2.KindNotReady, "load model %s: %v; still serving %s loaded at %s", name, err, st.File, st.LoadedAt.UTC().Format(time.RFC3339))
+		}
 		return v2.Errorf(v2.KindNotReady, "load model %s: %v", name, err)
 	}
 	return nil
@@ -253,8 +364,6 @@ func (r *Registry) Unload(name string) error {
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	m.unloaded, m.forest = true, nil
-	m.mu.Unlock()
+	m.unload()
 	return nil
 }

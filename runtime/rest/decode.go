@@ -3,7 +3,6 @@ package rest
 import (
 	"strconv"
 
-	"github.com/gangboost/gangboost/internal/forest"
 	"github.com/gangboost/gangboost/runtime/infer"
 	v2 "github.com/gangboost/gangboost/runtime/v2"
 )
@@ -24,55 +23,39 @@ func splitBody(body []byte, headerLen string) (header, blobs []byte, err error) 
 	return body[:n], body[n:], nil
 }
 
-// toRequest checks a V2 request against model f and decodes its input tensor into rows.
-func toRequest(req *v2.InferRequest, blobs []byte, f *forest.Model) (*infer.Request, error) {
-	switch len(req.Inputs) {
-	case 0:
-		return nil, v2.Errorf(v2.KindInvalidInput, "request has no inputs; want one input of shape [N, %d]", f.NumFeatures())
-	case 1:
-	default:
-		return nil, v2.Errorf(v2.KindInvalidInput, "request has %d inputs; the model takes one input of shape [N, %d]", len(req.Inputs), f.NumFeatures())
-	}
-	in := &req.Inputs[0]
-	name := in.Name
-	if name == "" {
-		name = "(unnamed)"
-	}
-	if in.Datatype == "" {
-		return nil, v2.Errorf(v2.KindInvalidInput, "input %s: no datatype", name)
-	}
-	if in.Shape == nil {
-		return nil, v2.Errorf(v2.KindInvalidInput, "input %s: no shape", name)
-	}
-	want, err := v2.ElementCount(name, in.Shape)
-	if err != nil {
-		return nil, err
-	}
-	nrows, err := infer.FeatureShape(f, name, in.Shape)
-	if err != nil {
-		return nil, err
-	}
-	r := &infer.Request{ID: req.ID, NRows: nrows, Rows: make([]float32, 0, want)}
-	size, isBinary, err := in.Parameters.Int(v2.ParamBinaryDataSize)
-	if err != nil {
-		return nil, err
-	}
-	if isBinary {
-		if len(in.Data) > 0 {
-			return nil, v2.Errorf(v2.KindInvalidInput, "input %s: both data and %s given", name, v2.ParamBinaryDataSize)
+// toCall turns a V2 REST request into the protocol-neutral call: each input's data is its JSON
+// "data" or, with parameters.binary_data_size, the next that many bytes after the JSON header,
+// in input order (binary tensor extension).
+func toCall(req *v2.InferRequest, blobs []byte) (*infer.Call, error) {
+	c := &infer.Call{ID: req.ID, Columns: req.Parameters.String("content_type") == infer.ContentTypeColumns}
+	off := 0
+	for i := range req.Inputs {
+		in := &req.Inputs[i]
+		input := infer.Input{Name: in.Name, Datatype: in.Datatype, Shape: in.Shape}
+		size, isBinary, err := in.Parameters.Int(v2.ParamBinaryDataSize)
+		if err != nil {
+			return nil, err
 		}
-		if size < 0 || size != int64(len(blobs)) {
-			return nil, v2.Errorf(v2.KindInvalidInput, "input %s: %s is %d but %d bytes follow the JSON header", name, v2.ParamBinaryDataSize, size, len(blobs))
+		switch {
+		case isBinary:
+			if len(in.Data) > 0 {
+				return nil, v2.Errorf(v2.KindInvalidInput, "input %s: both data and %s given", in.Name, v2.ParamBinaryDataSize)
+			}
+			if size < 0 || size > int64(len(blobs)-off) {
+				return nil, v2.Errorf(v2.KindInvalidInput, "input %s: %s is %d but %d bytes follow the JSON header for it", in.Name, v2.ParamBinaryDataSize, size, len(blobs)-off)
+			}
+			input.Data = v2.BinaryData(blobs[off : off+int(size)])
+			off += int(size)
+		case len(in.Data) > 0:
+			input.Data = v2.JSONData(in.Data)
 		}
-		r.Rows, err = v2.DecodeBinaryData(r.Rows, name, in.Datatype, blobs, want)
-	} else {
-		if len(blobs) > 0 {
+		c.Inputs = append(c.Inputs, input)
+	}
+	if off != len(blobs) {
+		if off == 0 {
 			return nil, v2.Errorf(v2.KindInvalidInput, "%d bytes follow the JSON header but no input has %s", len(blobs), v2.ParamBinaryDataSize)
 		}
-		r.Rows, err = v2.DecodeJSONData(r.Rows, name, in.Datatype, in.Data, want)
-	}
-	if err != nil {
-		return nil, err
+		return nil, v2.Errorf(v2.KindInvalidInput, "%d bytes follow the JSON header but the inputs' %s add up to %d", len(blobs), v2.ParamBinaryDataSize, off)
 	}
 	binaryAll := req.Parameters.Bool(v2.ParamBinaryDataOutput)
 	for _, o := range req.Outputs {
@@ -80,10 +63,10 @@ func toRequest(req *v2.InferRequest, blobs []byte, f *forest.Model) (*infer.Requ
 		if v, ok := o.Parameters[v2.ParamBinaryData]; ok {
 			bin = string(v) == "true"
 		}
-		r.Outputs = append(r.Outputs, infer.OutputRequest{Name: o.Name, Binary: bin})
+		c.Outputs = append(c.Outputs, infer.OutputRequest{Name: o.Name, Binary: bin})
 	}
 	if len(req.Outputs) == 0 && binaryAll {
-		r.Outputs = []infer.OutputRequest{{Name: infer.OutputDefault, Binary: true}}
+		c.Outputs = []infer.OutputRequest{{Name: infer.OutputDefault, Binary: true}}
 	}
-	return r, nil
+	return c, nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gangboost/gangboost/runtime/batcher"
+	"github.com/gangboost/gangboost/runtime/infer"
 	"github.com/gangboost/gangboost/runtime/metrics"
 	"github.com/gangboost/gangboost/runtime/registry"
 	"github.com/gangboost/gangboost/runtime/service"
@@ -22,17 +23,19 @@ func newHandler(tb testing.TB, batching bool) http.Handler {
 	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "..", "testdata", "models", "iris")
-	reg, err := registry.Open(dir, "iris", "")
+	m := metrics.New()
+	var b batcher.Options
+	if batching {
+		b = batcher.Options{MaxBatchRows: 64}
+	}
+	reg, err := registry.Open(dir, "iris", "", registry.Options{NewPredictor: service.NewPredictor(m, b)})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if ok, why := reg.Ready(); !ok {
 		tb.Fatal(why)
 	}
-	svc := &service.Service{Registry: reg, Metrics: metrics.New(), MaxRows: 100000}
-	if batching {
-		svc.Batching = batcher.Options{MaxBatchRows: 64}
-	}
+	svc := &service.Service{Registry: reg, Metrics: m, Limits: infer.Limits{MaxRows: 100000}}
 	return New(svc, Options{MaxBodyBytes: 64 << 20}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 

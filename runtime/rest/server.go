@@ -4,14 +4,14 @@
 package rest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -30,17 +30,22 @@ type Options struct {
 	// RequestTimeout is the http.Server's ReadTimeout, named in the error a client gets when
 	// its body does not arrive in time.
 	RequestTimeout time.Duration
+	// EvalTimeout bounds one request's evaluation: past the server's write deadline nobody can
+	// read the answer, so the work stops there (0: no bound but the client's own).
+	EvalTimeout time.Duration
+	// MaxInflightBodyBytes bounds the request bodies held at once over all requests (0: none).
+	MaxInflightBodyBytes int64
 }
 
 // New returns the echo server with every route.
 func New(svc *service.Service, opts Options, log *slog.Logger) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	h := &handlers{svc: svc, opts: opts, log: log}
+	h := &handlers{svc: svc, opts: opts, log: log, budget: &bodyBudget{limit: opts.MaxInflightBodyBytes}}
 	e.HTTPErrorHandler = h.errorHandler
 	e.Use(h.recoverAndLog)
 
-	e.GET("/", h.live)
+	e.GET("/", h.root)
 	e.GET("/v2/health/live", h.live)
 	e.GET("/v2/health/ready", h.ready)
 	e.GET("/v2", h.serverMetadata)
@@ -62,9 +67,10 @@ func New(svc *service.Service, opts Options, log *slog.Logger) *echo.Echo {
 }
 
 type handlers struct {
-	svc  *service.Service
-	opts Options
-	log  *slog.Logger
+	svc    *service.Service
+	opts   Options
+	log    *slog.Logger
+	budget *bodyBudget
 }
 
 // requestIDHeader carries a request's id both ways: a client may set it, and every answer has it.
@@ -101,7 +107,7 @@ func (h *handlers) recoverAndLog(next echo.HandlerFunc) echo.HandlerFunc {
 		defer func() {
 			if r := recover(); r != nil {
 				err = v2.Errorf(v2.KindInternal, "internal error: %v", r)
-				h.log.Error("panic in handler", "request_id", id, "panic", fmt.Sprint(r))
+				h.log.Error("panic in handler", "request_id", id, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			}
 			if err != nil {
 				c.Error(err)
@@ -109,7 +115,7 @@ func (h *handlers) recoverAndLog(next echo.HandlerFunc) echo.HandlerFunc {
 			status := c.Response().Status
 			if protocol := inferenceProtocol(c); protocol != "" {
 				model, _, _ := strings.Cut(c.Param("model"), ":")
-				h.svc.Metrics.ObserveRequest(model, protocol, strconv.Itoa(status), time.Since(start))
+				h.svc.Metrics.ObserveRequest(h.svc.ModelLabel(model), protocol, strconv.Itoa(status), time.Since(start))
 			}
 			if status >= 400 || h.log.Enabled(c.Request().Context(), slog.LevelDebug) {
 				h.log.Info("request", "request_id", id, "method", c.Request().Method, "path", c.Request().URL.Path,
@@ -151,6 +157,12 @@ func (h *handlers) errorHandler(err error, c echo.Context) {
 	_ = c.JSON(status, v2.ErrorBody{Error: msg})
 }
 
+// root answers GET / as KServe's model server does, {"status": "alive"}: KServe's V1 client
+// reads that field in is_server_live.
+func (h *handlers) root(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "alive"})
+}
+
 func (h *handlers) live(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]bool{"live": true})
 }
@@ -173,12 +185,25 @@ func (h *handlers) listModels(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string][]string{"models": h.svc.Registry.Names()})
 }
 
+// modelMetadata answers the V2 model metadata, plus a "parameters" object with the serving
+// file, when it was loaded and the last failed load (a failed reload keeps the older version
+// serving, and this is where a client sees it).
 func (h *handlers) modelMetadata(c echo.Context) error {
-	m, f, err := h.svc.Model(c.Param("model"), c.Param("version"))
+	m, l, err := h.svc.Acquire(c.Param("model"), c.Param("version"))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, infer.Metadata(m.Name, m.Version, f))
+	defer l.Release()
+	st := m.Status()
+	params := map[string]string{"model_file": st.File, "loaded_at": st.LoadedAt.UTC().Format(time.RFC3339Nano)}
+	if st.LastLoadError != "" {
+		params["last_load_error"] = st.LastLoadError
+		params["last_load_failed_at"] = st.FailedAt.UTC().Format(time.RFC3339Nano)
+	}
+	return c.JSON(http.StatusOK, struct {
+		v2.ModelMetadata
+		Parameters map[string]string `json:"parameters"`
+	}{infer.Metadata(m.Name, m.Version, l.Forest), params})
 }
 
 func (h *handlers) modelReady(c echo.Context) error {
@@ -192,38 +217,17 @@ func (h *handlers) modelReady(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"name": m.Name, "ready": true})
 }
 
-// readBody reads at most MaxBodyBytes.
-func (h *handlers) readBody(c echo.Context) ([]byte, error) {
-	r := c.Request()
-	limit := h.opts.MaxBodyBytes
-	if limit <= 0 {
-		limit = 64 << 20
-	}
-	if r.ContentLength > limit {
-		return nil, v2.Errorf(v2.KindTooLarge, "request body is %d bytes; this server accepts at most %d (--max_body_bytes)", r.ContentLength, limit)
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return nil, v2.Errorf(v2.KindTimeout, "request body not received within %s (--request_timeout): got %d of %d bytes", h.opts.RequestTimeout, len(body), r.ContentLength)
-	}
-	if err != nil {
-		return nil, v2.Errorf(v2.KindInvalidInput, "read request body: %v", err)
-	}
-	if int64(len(body)) > limit {
-		return nil, v2.Errorf(v2.KindTooLarge, "request body exceeds %d bytes (--max_body_bytes)", limit)
-	}
-	return body, nil
-}
-
 func (h *handlers) infer(c echo.Context) error {
-	m, f, err := h.svc.Model(c.Param("model"), c.Param("version"))
+	m, l, err := h.svc.Acquire(c.Param("model"), c.Param("version"))
 	if err != nil {
 		return err
 	}
-	body, err := h.readBody(c)
+	defer l.Release()
+	body, release, err := h.readBody(c)
 	if err != nil {
 		return err
 	}
+	defer release()
 	header, blobs, err := splitBody(body, c.Request().Header.Get(v2.HeaderContentLength))
 	if err != nil {
 		return err
@@ -232,11 +236,13 @@ func (h *handlers) infer(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := toRequest(req, blobs, f)
+	call, err := toCall(req, blobs)
 	if err != nil {
 		return err
 	}
-	outs, err := h.svc.Infer(f, r)
+	ctx, cancel := h.evalContext(c)
+	defer cancel()
+	outs, err := h.svc.Infer(ctx, l, call)
 	if err != nil {
 		return err
 	}
@@ -251,6 +257,17 @@ func (h *handlers) infer(c echo.Context) error {
 		return c.Blob(http.StatusOK, echo.MIMEOctetStream, resp)
 	}
 	return c.JSONBlob(http.StatusOK, resp)
+}
+
+// evalContext is the request's context (done when the client goes away or the server stops)
+// bounded by EvalTimeout.
+func (h *handlers) evalContext(c echo.Context) (context.Context, context.CancelFunc) {
+	ctx := c.Request().Context()
+	if h.opts.EvalTimeout > 0 {
+		return context.WithTimeoutCause(ctx, h.opts.EvalTimeout,
+			fmt.Errorf("evaluation exceeded %s, the time an answer may take to write (--request_timeout + grace)", h.opts.EvalTimeout))
+	}
+	return context.WithCancel(ctx)
 }
 
 func (h *handlers) load(c echo.Context) error {

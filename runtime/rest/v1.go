@@ -36,41 +36,27 @@ func (h *handlers) v1Verb(c echo.Context) error {
 	default:
 		return v2.Errorf(v2.KindModelNotFound, "no route POST %s: want /v1/models/{model}:predict", c.Request().URL.Path)
 	}
-	_, f, err := h.svc.Model(name, "")
+	_, l, err := h.svc.Acquire(name, "")
 	if err != nil {
 		return err
 	}
-	body, err := h.readBody(c)
+	defer l.Release()
+	body, release, err := h.readBody(c)
 	if err != nil {
 		return err
 	}
-	var req struct {
-		Instances json.RawMessage `json:"instances"`
-	}
-	if err := json.Unmarshal(v2.SanitizeNonFinite(body), &req); err != nil {
-		return v2.Errorf(v2.KindInvalidInput, "malformed request body: %v", v2.DescribeJSONError(err))
-	}
-	if len(req.Instances) == 0 {
-		return v2.Errorf(v2.KindInvalidInput, `request has no "instances"; want {"instances": [[f1, f2, ...], ...]}`)
-	}
-	var rows [][]json.RawMessage
-	if err := json.Unmarshal(req.Instances, &rows); err != nil {
-		return v2.Errorf(v2.KindInvalidInput, `"instances" must be a list of rows of %d numbers: %v`, f.NumFeatures(), v2.DescribeJSONError(err))
-	}
-	r := &infer.Request{NRows: len(rows), Rows: make([]float32, 0, len(rows)*f.NumFeatures())}
-	for i, row := range rows {
-		if len(row) != f.NumFeatures() {
-			return v2.Errorf(v2.KindInvalidInput, "instance %d has %d features; the model expects %d", i, len(row), f.NumFeatures())
-		}
-		raw, _ := json.Marshal(row)
-		if r.Rows, err = v2.DecodeJSONData(r.Rows, "instances", "FP64", raw, f.NumFeatures()); err != nil {
-			return err
-		}
-	}
-	outs, err := h.svc.Infer(f, r)
+	defer release()
+	call, err := v1Call(body, l.Forest.NumFeatures())
 	if err != nil {
 		return err
 	}
+	ctx, cancel := h.evalContext(c)
+	defer cancel()
+	outs, err := h.svc.Infer(ctx, l, call)
+	if err != nil {
+		return err
+	}
+	nrows := int(call.Inputs[0].Shape[0])
 	// predictions: a flat list for one value per instance, else a list per instance. Non-finite
 	// values are written as null, as in V2 responses.
 	o := outs[0]
@@ -78,9 +64,9 @@ func (h *handlers) v1Verb(c echo.Context) error {
 	if len(o.Shape) == 1 {
 		b = appendData(b, o)
 	} else {
-		w := len(o.Values) / max(len(rows), 1)
+		w := len(o.Values) / max(nrows, 1)
 		b = append(b, '[')
-		for i := range rows {
+		for i := range nrows {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -89,4 +75,36 @@ func (h *handlers) v1Verb(c echo.Context) error {
 		b = append(b, ']')
 	}
 	return c.JSONBlob(http.StatusOK, append(b, '}'))
+}
+
+// v1Call reads a V1 body, {"instances": [[f1, f2, ...], ...]} or the same rows under "inputs"
+// (TensorFlow Serving's columnar key, which KServe's V1 server accepts too), as one input of
+// shape [N, features] for the shared decoder.
+func v1Call(body []byte, nf int) (*infer.Call, error) {
+	var req struct {
+		Instances json.RawMessage `json:"instances"`
+		Inputs    json.RawMessage `json:"inputs"`
+	}
+	if err := json.Unmarshal(v2.SanitizeNonFinite(body), &req); err != nil {
+		return nil, v2.Errorf(v2.KindInvalidInput, "malformed request body: %v", v2.DescribeJSONError(err))
+	}
+	key, raw := "instances", req.Instances
+	if len(raw) == 0 {
+		key, raw = "inputs", req.Inputs
+	}
+	if len(raw) == 0 {
+		return nil, v2.Errorf(v2.KindInvalidInput, `request has no "instances" (or "inputs"); want {"instances": [[f1, f2, ...], ...]}`)
+	}
+	var rows []json.RawMessage
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return nil, v2.Errorf(v2.KindInvalidInput, `%q must be a list of rows of %d numbers: %v`, key, nf, v2.DescribeJSONError(err))
+	}
+	for i, row := range rows {
+		if len(row) == 0 || row[0] != '[' {
+			return nil, v2.Errorf(v2.KindInvalidInput, "%s[%d] is %.40s, not a list of %d features", key, i, row, nf)
+		}
+	}
+	return &infer.Call{Inputs: []infer.Input{{
+		Name: key, Datatype: "FP64", Shape: []int64{int64(len(rows)), int64(nf)}, Data: v2.JSONData(raw),
+	}}}, nil
 }

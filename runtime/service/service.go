@@ -1,9 +1,10 @@
-// Package service is what REST and gRPC handlers call: find a ready model, enforce the request
-// limits, and evaluate through the model's predictor (the adaptive batcher when batching is on).
+// Package service is what REST and gRPC handlers call: find a ready model, decode a request
+// against it within the limits, and evaluate through the model's predictor (the batcher when
+// batching is on).
 package service
 
 import (
-	"sync"
+	"context"
 
 	"github.com/gangboost/gangboost/internal/forest"
 	"github.com/gangboost/gangboost/runtime/batcher"
@@ -25,51 +26,54 @@ var Extensions = []string{"binary_tensor_data", "model_repository"}
 type Service struct {
 	Registry *registry.Registry
 	Metrics  *metrics.Metrics
-	MaxRows  int             // rows per request; 0 = no limit
-	Batching batcher.Options // MaxBatchRows 0 = no batching
-
-	mu         sync.Mutex
-	predictors map[*forest.Model]infer.Predictor
+	Limits   infer.Limits
 }
 
-// Model returns a ready model and its evaluator.
-func (s *Service) Model(name, version string) (*registry.Model, *forest.Model, error) {
+// NewPredictor is the registry's predictor factory: each loaded version's evaluator, observed
+// by the metrics and, with batching on, behind a batcher of its own that stops when the version
+// is released.
+func NewPredictor(m *metrics.Metrics, batching batcher.Options) func(*forest.Model) (infer.Predictor, func()) {
+	return func(f *forest.Model) (infer.Predictor, func()) {
+		var p infer.Predictor = observed{f, m}
+		if batching.MaxBatchRows <= 0 {
+			return p, nil
+		}
+		b := batcher.New(p, batching)
+		return b, b.Close
+	}
+}
+
+// Acquire returns a model and its serving version; the caller releases the version when its
+// request is done.
+func (s *Service) Acquire(name, version string) (*registry.Model, *registry.Loaded, error) {
 	m, err := s.Registry.Get(name, version)
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := m.Forest()
+	l, err := m.Acquire()
 	if err != nil {
 		return m, nil, err
 	}
-	return m, f, nil
+	return m, l, nil
 }
 
-// Infer evaluates req on f.
-func (s *Service) Infer(f *forest.Model, req *infer.Request) ([]infer.Output, error) {
-	if s.MaxRows > 0 && req.NRows > s.MaxRows {
-		return nil, infer.MaxRowsError(req.NRows, s.MaxRows)
+// Infer decodes c against the loaded model within the limits and evaluates it; evaluation
+// stops between blocks of rows once ctx is done.
+func (s *Service) Infer(ctx context.Context, l *registry.Loaded, c *infer.Call) ([]infer.Output, error) {
+	req, err := infer.Decode(l.Forest, l.FeatureNames(), c, s.Limits)
+	if err != nil {
+		return nil, err
 	}
-	return infer.Run(f, s.predictor(f), req)
+	return infer.Run(ctx, l.Forest, l.Predictor, req)
 }
 
-// predictor returns f's evaluator: f itself, observed, or a batcher in front of it. A reloaded
-// model is a new *forest.Model and so gets a predictor of its own.
-func (s *Service) predictor(f *forest.Model) infer.Predictor {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, ok := s.predictors[f]; ok {
-		return p
+// ModelLabel is the metrics label for a requested model name: the name itself for a model this
+// server has, "" for any other, so requests naming unknown models cannot grow the metrics.
+func (s *Service) ModelLabel(name string) string {
+	if s.Registry.Has(name) {
+		return name
 	}
-	if s.predictors == nil {
-		s.predictors = map[*forest.Model]infer.Predictor{}
-	}
-	var p infer.Predictor = observed{f, s.Metrics}
-	if s.Batching.MaxBatchRows > 0 {
-		p = batcher.New(p, s.Batching)
-	}
-	s.predictors[f] = p
-	return p
+	return ""
 }
 
 type observed struct {
@@ -77,9 +81,9 @@ type observed struct {
 	m *metrics.Metrics
 }
 
-func (o observed) Predict(dst, rows []float32, n int, kind forest.OutputKind) ([]float32, error) {
+func (o observed) PredictContext(ctx context.Context, dst, rows []float32, n int, kind forest.OutputKind) ([]float32, error) {
 	if o.m != nil {
 		o.m.ObserveBatch(n)
 	}
-	return o.p.Predict(dst, rows, n, kind)
+	return o.p.PredictContext(ctx, dst, rows, n, kind)
 }

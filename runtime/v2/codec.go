@@ -47,6 +47,17 @@ func ElementCount(name string, shape []int64) (int, error) {
 // order) to dst as float32. null is a missing value (NaN). It checks that there are exactly want
 // elements and that each fits datatype.
 func DecodeJSONData(dst []float32, name, datatype string, raw []byte, want int) ([]float32, error) {
+	return decodeJSON(dst, name, datatype, raw, want, nil)
+}
+
+// maxNesting bounds the depth of nested JSON data; the model's tensors have at most two
+// dimensions, and a deeper document is refused before it is walked.
+const maxNesting = 8
+
+// decodeJSON is DecodeJSONData that, given the tensor's shape, also checks nested data
+// against it: every innermost array holds shape[last] elements and every level holds
+// shape[d] arrays, so a ragged [[1,2,3],[4,5,6,7,8]] is not read as two rows of four.
+func decodeJSON(dst []float32, name, datatype string, raw []byte, want int, shape []int64) ([]float32, error) {
 	if !jsonDatatypes[datatype] {
 		if datatype == "BYTES" {
 			return dst, Errorf(KindInvalidInput, "input %s: datatype BYTES is not supported: the model takes numeric features (FP32, FP64, INT*, UINT*, BOOL)", name)
@@ -59,6 +70,8 @@ func DecodeJSONData(dst []float32, name, datatype string, raw []byte, want int) 
 	start := len(dst)
 	isBool := datatype == "BOOL"
 	bounds, isInt := intRange[datatype]
+	nested := shape != nil && len(shape) > 1 && len(shape) <= maxNesting && isNested(raw)
+	var count [maxNesting]int64 // elements (or arrays) seen in the open array at each depth
 	depth := 0
 	i := 0
 	for i < len(raw) {
@@ -68,10 +81,25 @@ func DecodeJSONData(dst []float32, name, datatype string, raw []byte, want int) 
 			i++
 			continue
 		case '[':
+			if nested {
+				if depth >= len(shape) {
+					return dst[:start], Errorf(KindInvalidInput, "input %s: data is nested deeper than its shape %v", name, shape)
+				}
+				if depth > 0 {
+					count[depth-1]++
+				}
+				count[depth] = 0
+			}
 			depth++
 			i++
 			continue
 		case ']':
+			if nested && depth > 0 && count[depth-1] != shape[depth-1] {
+				if depth == len(shape) && depth >= 2 {
+					return dst[:start], Errorf(KindInvalidInput, "input %s: row %d has %d elements; shape %v wants %d", name, count[depth-2]-1, count[depth-1], shape, shape[depth-1])
+				}
+				return dst[:start], Errorf(KindInvalidInput, "input %s: an array at depth %d holds %d elements; shape %v wants %d", name, depth, count[depth-1], shape, shape[depth-1])
+			}
 			depth--
 			i++
 			continue
@@ -85,6 +113,12 @@ func DecodeJSONData(dst []float32, name, datatype string, raw []byte, want int) 
 		idx := len(dst) - start
 		if idx >= want {
 			return dst[:start], Errorf(KindInvalidInput, "input %s: data holds more than the %d elements its shape declares", name, want)
+		}
+		if nested {
+			if depth != len(shape) {
+				return dst[:start], Errorf(KindInvalidInput, "input %s: element %d is at depth %d; nested data of shape %v has its values at depth %d", name, idx, depth, shape, len(shape))
+			}
+			count[depth-1]++
 		}
 		var v float32
 		switch {
@@ -125,9 +159,62 @@ func DecodeJSONData(dst []float32, name, datatype string, raw []byte, want int) 
 	return dst, nil
 }
 
+// isNested reports whether JSON data starts with an array of arrays.
+func isNested(raw []byte) bool {
+	opened := false
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		case '[':
+			if opened {
+				return true
+			}
+			opened = true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
 func isRangeErr(err error) bool {
 	ne, ok := err.(*strconv.NumError)
 	return ok && ne.Err == strconv.ErrRange
+}
+
+// JSONData is a tensor's "data" as the request's raw JSON.
+type JSONData []byte
+
+// Check bounds the elements the JSON can hold: each takes a byte and a separator.
+func (d JSONData) Check(name, _ string, want int) error {
+	if have := (len(d) + 1) / 2; want > have {
+		return Errorf(KindInvalidInput, "input %s: shape declares %d elements but its %d bytes of JSON data can hold at most %d", name, want, len(d), have)
+	}
+	return nil
+}
+
+// Append decodes the elements into dst, checking nested data against shape.
+func (d JSONData) Append(dst []float32, name, datatype string, shape []int64, want int) ([]float32, error) {
+	return decodeJSON(dst, name, datatype, d, want, shape)
+}
+
+// BinaryData is a tensor in the binary tensor extension's little-endian layout, which is also
+// the layout of gRPC's raw_input_contents.
+type BinaryData []byte
+
+// Check requires exactly want elements of datatype (an unknown datatype is refused by
+// Append, naming it).
+func (d BinaryData) Check(name, datatype string, want int) error {
+	if size := datatypeSize[datatype]; size > 0 && int64(len(d)) != int64(want)*int64(size) {
+		return Errorf(KindInvalidInput, "input %s: binary data is %d bytes; shape and datatype %s need %d elements x %d bytes = %d",
+			name, len(d), datatype, want, size, int64(want)*int64(size))
+	}
+	return nil
+}
+
+// Append decodes the elements into dst.
+func (d BinaryData) Append(dst []float32, name, datatype string, _ []int64, want int) ([]float32, error) {
+	return DecodeBinaryData(dst, name, datatype, d, want)
 }
 
 // DecodeBinaryData appends want little-endian elements of datatype from b to dst as float32.

@@ -53,6 +53,15 @@ func (p Parameters) Bool(name string) bool {
 	return ok && string(v) == "true"
 }
 
+// String reads a string parameter; absent or not a string is "".
+func (p Parameters) String(name string) string {
+	var s string
+	if v, ok := p[name]; ok && json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return ""
+}
+
 // Int reads an integer parameter.
 func (p Parameters) Int(name string) (int64, bool, error) {
 	v, ok := p[name]

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gangboost/gangboost/runtime/batcher"
 	"github.com/gangboost/gangboost/runtime/grpcserver"
+	"github.com/gangboost/gangboost/runtime/infer"
 	"github.com/gangboost/gangboost/runtime/metrics"
 	"github.com/gangboost/gangboost/runtime/registry"
 	"github.com/gangboost/gangboost/runtime/rest"
@@ -50,8 +51,11 @@ func run(args []string) error {
 		grpcPort     = fs.Int("grpc_port", 8081, "gRPC port (0: off)")
 		maxBody      = fs.Int64("max_body_bytes", 64<<20, "largest request body accepted")
 		maxRows      = fs.Int("max_batch_rows", 100000, "most rows one request may hold")
+		maxValues    = fs.Int("max_response_values", 16<<20, "most values one answer may hold: rows x values per row, over every requested output (413 beyond)")
+		maxContribs  = fs.Int("max_contribs_rows", 1000, "most rows of a request that asks for SHAP values (contribs), which cost trees x depth^2 per row")
+		maxInflight  = fs.Int64("max_inflight_body_bytes", 256<<20, "request bodies held in memory at once over all requests; a request beyond it gets 503 (0: no limit)")
 		timeout      = fs.Duration("request_timeout", 60*time.Second, "longest time to receive a request (408 after it); its answer must be written within "+writeGrace.String()+" more")
-		batching     = fs.Bool("enable_batching", false, "merge concurrent requests into shared evaluations")
+		batchOn      = fs.Bool("enable_batching", false, "merge concurrent requests into shared evaluations")
 		batchSize    = fs.Int("max_batch_size", 64, "rows a merged batch collects before it runs")
 		batchDelay   = fs.Duration("max_batch_delay", time.Millisecond, "longest a request waits for others to join its batch")
 		drain        = fs.Duration("shutdown_timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
@@ -83,21 +87,40 @@ func run(args []string) error {
 		}
 	}
 
-	reg, err := registry.Discover(*modelDir, *modelName, *modelVersion)
+	m := metrics.New()
+	var batching batcher.Options
+	if *batchOn {
+		batching = batcher.Options{MaxBatchRows: *batchSize, MaxDelay: *batchDelay, Log: log}
+	}
+	reg, err := registry.Discover(*modelDir, *modelName, *modelVersion, registry.Options{
+		NewPredictor: service.NewPredictor(m, batching),
+		OnLoad: func(model, file string, err error) {
+			m.ObserveLoad(model, err)
+			if err != nil {
+				log.Error("model load failed", "model", model, "file", file, "error", err.Error())
+			} else {
+				log.Info("model loaded", "model", model, "file", file)
+			}
+		},
+	})
 	if err != nil {
 		return err
 	}
-	svc := &service.Service{Registry: reg, Metrics: metrics.New(), MaxRows: *maxRows}
-	if *batching {
-		svc.Batching = batcher.Options{MaxBatchRows: *batchSize, MaxDelay: *batchDelay}
-	}
+	svc := &service.Service{Registry: reg, Metrics: m, Limits: infer.Limits{
+		MaxRows: *maxRows, MaxResponseValues: *maxValues, MaxContribsRows: *maxContribs,
+	}}
 
-	e := rest.New(svc, rest.Options{MaxBodyBytes: *maxBody, RequestTimeout: *timeout}, log)
+	e := rest.New(svc, rest.Options{MaxBodyBytes: *maxBody, RequestTimeout: *timeout, EvalTimeout: *timeout + writeGrace,
+		MaxInflightBodyBytes: *maxInflight}, log)
 	// Deadlines on the connection rather than http.TimeoutHandler, which costs a goroutine and a
-	// buffered copy of every response (a third of the single-row throughput). Evaluation itself is
-	// bounded by --max_batch_rows; what can stall is the client, and a body that does not arrive
-	// within the timeout gets 408 while the write deadline still allows the answer.
+	// buffered copy of every response (a third of the single-row throughput). A body that does
+	// not arrive within the timeout gets 408 while the write deadline still allows the answer;
+	// evaluation observes the request's context, bounded by the write deadline, and the base
+	// context, which a shutdown cancels once its drain time is over.
+	baseCtx, cancelInflight := context.WithCancel(context.Background())
+	defer cancelInflight()
 	httpSrv := &http.Server{
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		Handler:           e,
 		ReadHeaderTimeout: min(*timeout, 10*time.Second),
 		ReadTimeout:       *timeout,
@@ -106,13 +129,13 @@ func run(args []string) error {
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- httpSrv.Serve(httpLn) }()
-	var gs interface{ GracefulStop() }
+	var gs *grpcserver.Server
 	if grpcLn != nil {
-		g := grpcserver.New(svc, grpcserver.Options{MaxMessageBytes: int(*maxBody)}, log)
+		g := grpcserver.New(svc, grpcserver.Options{MaxMessageBytes: int(*maxBody), EvalTimeout: *timeout + writeGrace}, log)
 		gs = g
 		go func() { errc <- g.Serve(grpcLn) }()
 	}
-	log.Info("serving", "http_port", *httpPort, "grpc_port", *grpcPort, "batching", *batching, "models", reg.Names())
+	log.Info("serving", "http_port", *httpPort, "grpc_port", *grpcPort, "batching", *batchOn, "models", reg.Names())
 
 	// Load while serving: live answers at once, ready once the models are in.
 	go func() {
@@ -135,16 +158,32 @@ func run(args []string) error {
 	log.Info("shutting down: draining in-flight requests", "timeout", drain.String())
 	sctx, cancel := context.WithTimeout(context.Background(), *drain)
 	defer cancel()
+	grpcDone := make(chan struct{})
 	if gs != nil {
-		done := make(chan struct{})
-		go func() { gs.GracefulStop(); close(done) }()
-		select {
-		case <-done:
-		case <-sctx.Done():
-		}
+		go func() { gs.GracefulStop(); close(grpcDone) }()
+	} else {
+		close(grpcDone)
 	}
-	if err := httpSrv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	err = httpSrv.Shutdown(sctx)
+	select {
+	case <-grpcDone:
+	case <-sctx.Done():
+	}
+	if sctx.Err() == nil && (err == nil || errors.Is(err, http.ErrServerClosed)) {
+		log.Info("stopped")
+		return nil
+	}
+	// The drain time is over: stop the evaluations still running rather than let them hold the
+	// process, give their handlers a moment to answer, and exit.
+	log.Warn("drain timed out: cancelling in-flight requests", "timeout", drain.String())
+	cancelInflight()
+	if gs != nil {
+		gs.Stop()
+	}
+	fctx, fcancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer fcancel()
+	if err := httpSrv.Shutdown(fctx); err != nil {
+		_ = httpSrv.Close()
 	}
 	log.Info("stopped")
 	return nil

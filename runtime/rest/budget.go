@@ -1,0 +1,110 @@
+package rest
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sync/atomic"
+
+	"github.com/labstack/echo/v4"
+
+	v2 "github.com/gangboost/gangboost/runtime/v2"
+)
+
+// bodyBudget bounds the bytes of request bodies held in memory at once, over all requests:
+// --max_body_bytes bounds one body, but ten concurrent 60 MB bodies would still take the
+// process to gigabytes. A request that would go over the budget is refused at once with 503
+// (never queued: requests holding part of the budget while waiting for more could wait on each
+// other forever).
+type bodyBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// take reserves n bytes, or reports that the budget has no room.
+func (b *bodyBudget) take(n int64) bool {
+	if b == nil || b.limit <= 0 {
+		return true
+	}
+	if b.used.Add(n) > b.limit {
+		b.used.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (b *bodyBudget) give(n int64) {
+	if b != nil && b.limit > 0 {
+		b.used.Add(-n)
+	}
+}
+
+func (h *handlers) busyError() error {
+	return v2.Errorf(v2.KindUnavailable, "server busy: request bodies in flight would exceed %d bytes (--max_inflight_body_bytes); retry shortly", h.budget.limit)
+}
+
+// readChunk is how much of a body of unknown length is read (and reserved) at a time.
+const readChunk = 256 << 10
+
+// readBody reads at most MaxBodyBytes within the in-flight body budget. The reservation is
+// given back when the handler returns (release), when the body's bytes are no longer needed.
+func (h *handlers) readBody(c echo.Context) (body []byte, release func(), err error) {
+	r := c.Request()
+	limit := h.opts.MaxBodyBytes
+	if limit <= 0 {
+		limit = 64 << 20
+	}
+	if r.ContentLength > limit {
+		return nil, nil, v2.Errorf(v2.KindTooLarge, "request body is %d bytes; this server accepts at most %d (--max_body_bytes)", r.ContentLength, limit)
+	}
+	var reserved int64
+	giveBack := func() { h.budget.give(reserved) }
+	defer func() {
+		if err != nil {
+			giveBack()
+		}
+	}()
+	if r.ContentLength >= 0 {
+		// Known length: reserve it whole before reading a byte.
+		if !h.budget.take(r.ContentLength) {
+			return nil, nil, h.busyError()
+		}
+		reserved = r.ContentLength
+		body = make([]byte, r.ContentLength)
+		n, err := io.ReadFull(r.Body, body)
+		if err != nil {
+			return nil, nil, bodyReadError(err, h, int64(n), r.ContentLength)
+		}
+		return body, giveBack, nil
+	}
+	// Chunked: reserve as the body arrives.
+	for {
+		if int64(len(body)) > limit {
+			return nil, nil, v2.Errorf(v2.KindTooLarge, "request body exceeds %d bytes (--max_body_bytes)", limit)
+		}
+		if !h.budget.take(readChunk) {
+			return nil, nil, h.busyError()
+		}
+		reserved += readChunk
+		start := len(body)
+		body = append(body, make([]byte, readChunk)...)
+		n, err := io.ReadFull(r.Body, body[start:])
+		body = body[:start+n]
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			if int64(len(body)) > limit {
+				return nil, nil, v2.Errorf(v2.KindTooLarge, "request body exceeds %d bytes (--max_body_bytes)", limit)
+			}
+			return body, giveBack, nil
+		}
+		if err != nil {
+			return nil, nil, bodyReadError(err, h, int64(len(body)), -1)
+		}
+	}
+}
+
+func bodyReadError(err error, h *handlers, got, want int64) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return v2.Errorf(v2.KindTimeout, "request body not received within %s (--request_timeout): got %d of %d bytes", h.opts.RequestTimeout, got, want)
+	}
+	return v2.Errorf(v2.KindInvalidInput, "read request body: %v (got %d of %d bytes)", err, got, want)
+}
