@@ -501,3 +501,47 @@ func BenchmarkLoadLegacy(b *testing.B) {
 		}
 	}
 }
+
+// TestLegacyLogitrawBaseScoreByVersion: a binary file and a JSON file from the same
+// XGBoost version read base_score the same way. Before 1.4, binary:logitraw turned
+// base_score into a logit (dmlc/xgboost#6517 made it enter unchanged); the JSON reader
+// keeps the writer's meaning, and so does the binary one. (libxgboost 1.7 itself reads
+// 1.0-1.3 files with the new meaning, shifting their predictions by
+// base_score - logit(base_score).)
+func TestLegacyLogitrawBaseScoreByVersion(t *testing.T) {
+	doc := strings.Replace(tinyModel, `"name":"reg:squarederror"`, `"name":"binary:logitraw"`, 2)
+	doc = strings.Replace(doc, `"base_score":"5E-1"`, `"base_score":"7.5E-1"`, 1)
+	b, err := xgb.LoadBoosterBytes([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	data, _ := saveLegacy(t, b)
+	row := []float32{1, 1} // the trees add 1 - 0.25
+	for _, tc := range []struct {
+		major, minor uint32
+		margin       float32
+	}{
+		{1, 7, 0.75 + 0.75},
+		{1, 4, 0.75 + 0.75},
+		{1, 3, float32(-math.Log(1/0.75-1)) + 0.75},
+		{1, 0, float32(-math.Log(1/0.75-1)) + 0.75},
+	} {
+		bin := bytes.Clone(data)
+		binary.LittleEndian.PutUint32(bin[4+20:], tc.major)
+		binary.LittleEndian.PutUint32(bin[4+24:], tc.minor)
+		mb, err := forest.Parse(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mj, err := forest.Parse([]byte(strings.Replace(doc, `"version":[1,7,4]`, fmt.Sprintf(`"version":[%d,%d,0]`, tc.major, tc.minor), 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		gb, _ := mb.Predict(nil, row, 1, forest.OutputMargin)
+		gj, _ := mj.Predict(nil, row, 1, forest.OutputMargin)
+		if math.Abs(float64(gb[0]-tc.margin)) > 1e-6 || gb[0] != gj[0] {
+			t.Errorf("version %d.%d: binary margin %v, JSON %v, want %v", tc.major, tc.minor, gb[0], gj[0], tc.margin)
+		}
+	}
+}
