@@ -1,5 +1,8 @@
 // Package forest evaluates XGBoost models in pure Go: it reads the JSON and UBJSON files
-// XGBoost's save_model writes and predicts what libxgboost's Booster.predict returns.
+// XGBoost's save_model writes, and its legacy binary format (model.bst / .model, with or
+// without the "binf" header; see legacy.go), and predicts what libxgboost's
+// Booster.predict returns. The format is told by content, never by file name; Python
+// pickles (joblib included) are refused with a message saying how to convert them.
 //
 // Supported: gbtree, dart (weight_drop applied) and gblinear boosters; objectives
 // reg:squarederror (and the old reg:linear), reg:squaredlogerror, reg:pseudohubererror,
@@ -13,7 +16,8 @@
 // tree per target. The layouts of XGBoost 1.x, 2.x and 3.x files are read, including
 // the bare NaN and Infinity tokens XGBoost writes. Multi-target trees with vector
 // leaves (multi_strategy=multi_output_tree) and unknown objectives fail at load with
-// an error naming them.
+// an error naming them; so do the binary format's features libxgboost 1.x cannot read
+// either (prediction buffers and multi-root trees of XGBoost < 0.7, vector leaves).
 //
 // Predictions are float32 computations in XGBoost's order (base margin, then each
 // tree's leaf value in tree order), so they agree with libxgboost's to float32

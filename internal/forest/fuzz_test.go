@@ -12,14 +12,20 @@ import (
 // must agree with the bounds-checked reference walk (a disagreement would mean a
 // kernel read outside the model or the row).
 func FuzzParse(f *testing.F) {
-	seeds, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
-	ubj, _ := filepath.Glob(filepath.Join("testdata", "*.ubj"))
-	for _, p := range append(seeds, ubj...) {
+	var seeds []string
+	for _, ext := range []string{"*.json", "*.ubj", "*.bst"} {
+		files, _ := filepath.Glob(filepath.Join("testdata", ext))
+		seeds = append(seeds, files...)
+	}
+	for _, p := range seeds {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(data)
+		if filepath.Ext(p) == ".bst" {
+			f.Add(data[4:]) // the binary format without its "binf" header, as before 1.0
+		}
 	}
 	f.Add([]byte(`{"learner":{}}`))
 	f.Add([]byte{'{', 'L', 0, 0, 0, 0, 0, 0, 0, 1, 'x', '[', '$', 'd', '#', 'L', 0x7f, 0, 0, 0, 0, 0, 0, 0})

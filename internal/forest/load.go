@@ -3,7 +3,6 @@ package forest
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -52,36 +51,58 @@ type rawModel struct {
 	sawTreeModel bool
 }
 
-// Load reads an XGBoost model saved with save_model: JSON for ".json", UBJSON for
-// ".ubj", otherwise the content decides. Errors name the file.
+// Load reads an XGBoost model file: JSON, UBJSON or the legacy binary format, told
+// apart by content as Parse does (never by the file name: a model.bin may hold any of
+// them). Errors name the file.
 func Load(path string) (*Model, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: %w", path, err)
 	}
-	var m *Model
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".json":
-		m, err = parseWith(newJSONReader(data))
-	case ".ubj":
-		m, err = parseWith(newUBJReader(data))
-	default:
-		m, err = Parse(data)
-	}
+	m, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("load model %s: %w", path, err)
 	}
 	return m, nil
 }
 
-// Parse reads a model from memory, telling JSON from UBJSON by the first byte: both
-// start with '{', but XGBoost's UBJSON follows it with a length marker ('L', 'l', ...)
-// where JSON has whitespace or '"'.
+// Parse reads a model from memory, choosing the reader by content as libxgboost's
+// LearnerImpl::LoadModel does:
+//   - "binf": XGBoost's binary format as 1.0 and later write it (legacy.go);
+//   - '{' then a UBJSON length marker ('L', 'l', ...): UBJSON;
+//   - '{' or '[' after optional whitespace, or nothing: JSON;
+//   - anything else: the binary format without header, as written before 1.0. When
+//     that fails too, the error says what the bytes look like (a pickle, compressed
+//     data, text).
 func Parse(data []byte) (*Model, error) {
-	if isUBJ(data) {
+	switch {
+	case isLegacyBinary(data):
+		return parseLegacy(data)
+	case isUBJ(data):
 		return parseWith(newUBJReader(data))
+	case looksLikeJSON(data):
+		return parseWith(newJSONReader(data))
 	}
-	return parseWith(newJSONReader(data))
+	raw, err := readLegacy(data)
+	if err != nil {
+		return nil, notAModelError(data, err)
+	}
+	return buildLegacy(raw)
+}
+
+// looksLikeJSON reports whether the first byte after JSON whitespace opens an object or
+// an array (dump_model output, refused later with a message), or there is none.
+func looksLikeJSON(data []byte) bool {
+	for _, c := range data {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{', '[':
+			return true
+		}
+		return false
+	}
+	return true
 }
 
 func isUBJ(data []byte) bool {

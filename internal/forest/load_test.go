@@ -197,7 +197,7 @@ func TestParseErrors(t *testing.T) {
 		want string
 	}{
 		{"empty", "", "unexpected end of input"},
-		{"not json", "hello", "invalid value"},
+		{"not json", "hello", `not an XGBoost model: the file is text starting with "hello"`},
 		{"dump_model output", `[{"nodeid":0,"leaf":0.5}]`, "expected an object, got array"},
 		{"no learner", `{"version":[1,7,4]}`, `no "learner" object`},
 		{"trailing garbage", tinyModel + "x", "after the top-level value"},
@@ -297,6 +297,11 @@ func TestLoadFiles(t *testing.T) {
 		}
 		return p
 	}
+	binf, err := os.ReadFile(filepath.Join("testdata", "tiny_pruned.bst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The content decides, never the name.
 	for _, tc := range []struct {
 		name string
 		data []byte
@@ -304,12 +309,16 @@ func TestLoadFiles(t *testing.T) {
 	}{
 		{"model.json", []byte(tinyModel), ""},
 		{"model.ubj", ubj, ""},
-		{"model.bin", ubj, ""},              // sniffed
-		{"model", []byte(tinyModel), ""},    // sniffed
-		{"MODEL.UBJ", ubj, ""},              // extension case
-		{"wrong.json", ubj, "invalid JSON"}, // the extension decides
-		{"wrong.ubj", []byte(tinyModel), "UBJSON"},
+		{"model.bst", binf, ""},
+		{"model.bin", ubj, ""},
+		{"model", []byte(tinyModel), ""},
+		{"MODEL.UBJ", ubj, ""},
+		{"ubj.json", ubj, ""},
+		{"json.ubj", []byte(tinyModel), ""},
+		{"bst.json", binf, ""},
+		{"model.model", binf[4:], ""}, // binary without header
 		{"truncated.ubj", ubj[:len(ubj)-9], "unexpected end of input"},
+		{"truncated.bst", binf[:len(binf)-9], "binary model: offset"},
 		{"empty.ubj", nil, "unexpected end of input"},
 	} {
 		p := write(tc.name, tc.data)

@@ -484,7 +484,8 @@ func (b *Booster) PredictDense(data []float32, nrow, ncol int, missing float32, 
 	return vals, sh, nil
 }
 
-// SaveModel writes the model; the extension chooses the format (.json JSON, .ubj UBJSON).
+// SaveModel writes the model; the extension chooses the format (.json JSON, .ubj UBJSON,
+// anything else the legacy binary format in libxgboost 1.x and 2.x, as model.bst).
 func (b *Booster) SaveModel(path string) error {
 	cp := C.CString(path)
 	defer C.free(unsafe.Pointer(cp))
