@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gangboost/gangboost/internal/train"
+	"github.com/gangboost/gangboost/internal/modeldir"
 )
 
 // trainerBin is gangboost-train built once for every test in this package.
@@ -168,7 +168,7 @@ var shaRe = regexp.MustCompile(`msg="training finished" rank=(\d+) rounds=\d+ mo
 
 func lastMetric(t *testing.T, dir, name string) float64 {
 	t.Helper()
-	md, err := train.ReadMetadata(dir)
+	md, err := modeldir.ReadMetadata(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestDistributedTrainingAgreesAcrossRanks(t *testing.T) {
 			if len(shas) != 1 {
 				t.Fatalf("ranks ended with %d different models: %v", len(shas), shas)
 			}
-			md, err := train.ReadMetadata(modelDir)
+			md, err := modeldir.ReadMetadata(modelDir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,7 +243,7 @@ func TestLocalGangWritesModel(t *testing.T) {
 			t.Errorf("log has no %s lines:\n%s", prefix, out)
 		}
 	}
-	md, err := train.ReadMetadata(dir)
+	md, err := modeldir.ReadMetadata(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

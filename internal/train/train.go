@@ -13,12 +13,14 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/gangboost/gangboost/internal/dataset"
 	"github.com/gangboost/gangboost/internal/gangwatch"
+	"github.com/gangboost/gangboost/internal/modeldir"
 	"github.com/gangboost/gangboost/internal/tracker"
 	"github.com/gangboost/gangboost/internal/xgb"
 )
@@ -146,10 +148,10 @@ func Run(ctx context.Context, job Job, cl Cluster) (*Result, error) {
 		}
 	}
 	if cl.Rank == 0 && job.ModelDir != "" {
-		if err := writeModel(job.ModelDir, out.model, out.md); err != nil {
+		if err := modeldir.Publish(job.ModelDir, out.md.ModelFile, out.model, out.md); err != nil {
 			return nil, err
 		}
-		out.res.ModelPath = job.ModelDir + "/" + out.md.ModelFile
+		out.res.ModelPath = filepath.Join(job.ModelDir, out.md.ModelFile)
 		log.Info("model written", "path", out.res.ModelPath, "sha256", out.md.ModelSHA256)
 	}
 	return out.res, nil
@@ -158,7 +160,7 @@ func Run(ctx context.Context, job Job, cl Cluster) (*Result, error) {
 type outcome struct {
 	res   *Result
 	model []byte
-	md    *Metadata
+	md    *modeldir.Metadata
 	err   error
 }
 
@@ -177,7 +179,7 @@ func rowsOf(m *dataset.Matrix) int {
 }
 
 // boost runs on one locked OS thread: join the collective, build the matrices, boost, serialise.
-func boost(job Job, cl Cluster, trainM, evalM *dataset.Matrix, log *slog.Logger) (*Result, []byte, *Metadata, error) {
+func boost(job Job, cl Cluster, trainM, evalM *dataset.Matrix, log *slog.Logger) (*Result, []byte, *modeldir.Metadata, error) {
 	if cl.Distributed() {
 		cfg := map[string]any{
 			// Upper-case keys: libxgboost 1.7 ignores lower-case ones and each rank trains alone.
@@ -288,8 +290,8 @@ func boost(job Job, cl Cluster, trainM, evalM *dataset.Matrix, log *slog.Logger)
 	}
 	sum := sha256.Sum256(model)
 	res := &Result{Rounds: rounds, BestIteration: best, Metrics: metrics, ModelSHA256: hex.EncodeToString(sum[:])}
-	md := &Metadata{
-		ModelFile: ModelFileName(job.ModelFormat), Objective: params.Objective, NumFeatures: nfeat,
+	md := &modeldir.Metadata{
+		ModelFile: modeldir.ModelFileName(job.ModelFormat), Objective: params.Objective, NumFeatures: nfeat,
 		FeatureNames: trainM.FeatureNames, Label: trainM.LabelName, Classes: trainM.Classes,
 		NumClass: params.NumClass, Rounds: rounds, BestIteration: best, BestScore: bestScore,
 		Metrics: metrics, Params: params.Map(), XGBoostVersion: xgb.Version(), WorldSize: cl.WorldSize,

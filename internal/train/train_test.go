@@ -1,8 +1,6 @@
 package train
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -85,30 +83,6 @@ func TestEarlyStopping(t *testing.T) {
 		if stopped != c.stopAt || e.bestRound != c.bestSeen {
 			t.Errorf("%s %v: stopped at %d best %d; want %d, %d", c.metric, c.values, stopped, e.bestRound, c.stopAt, c.bestSeen)
 		}
-	}
-}
-
-func TestWriteModelIsAtomicAndComplete(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "models", "m", "1")
-	md := &Metadata{ModelFile: ModelFileName("json"), Objective: "binary:logistic", NumFeatures: 2}
-	if err := writeModel(dir, []byte(`{"learner":{}}`), md); err != nil {
-		t.Fatal(err)
-	}
-	entries, _ := os.ReadDir(dir)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	if strings.Join(names, ",") != "metadata.json,model.json" {
-		t.Fatalf("model folder holds %v, want exactly metadata.json and model.json", names)
-	}
-	got, err := ReadMetadata(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// sha256sum of the bytes written above
-	if got.ModelSHA256 != "79251836eb5e128c395aa60a2ef7f16d6b44112aaad94674706d6be868f8386e" {
-		t.Fatalf("sha256 = %q", got.ModelSHA256)
 	}
 }
 
