@@ -87,7 +87,7 @@ func run(args []string) int {
 	fs.IntVar(&local, "local", 0, "run a local gang: a Master and this many Workers as processes on loopback")
 	fs.IntVar(&watchPort, "watch-port", 0, "port rank 0 watches the gang on (default: tracker port + 1)")
 	fs.DurationVar(&watchTimeout, "gang-timeout", 10*time.Second, "a rank silent this long counts as lost")
-	fs.DurationVar(&startTimeout, "gang-start-timeout", 5*time.Minute, "how long ranks wait for the whole gang to join")
+	fs.DurationVar(&startTimeout, "gang-start-timeout", train.DefaultGangStartTimeout, "how long ranks wait for the whole gang to join")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -106,21 +106,22 @@ func run(args []string) int {
 		p.Extra[k] = v
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	if local > 0 {
-		return runLocal(ctx, local, args)
-	}
-
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if builtin == "" && trainPath == "" {
-		log.Error("no training data: give --train PATH or --dataset iris")
+	// Every flag is checked here, before a local gang starts or any data is read, so a bad value
+	// exits 2 at once instead of failing each rank later.
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(os.Stderr, "gangboost-train: "+format+"\n", a...)
 		return exitUsage
+	}
+	if local < 0 {
+		return usage("--local %d: want the number of Workers of a local gang (0: run one rank from the environment)", local)
+	}
+	if builtin == "" && trainPath == "" {
+		return usage("no training data: give --train PATH or --dataset iris")
 	}
 	if builtin == "iris" && label == "" {
 		label = "species"
 	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	job := train.Job{
 		Params:       p,
 		Train:        dataset.Spec{Path: trainPath, Format: format, Builtin: builtin, Label: label, Features: features},
@@ -134,6 +135,15 @@ func run(args []string) int {
 	}
 	if evalPath != "" {
 		job.Eval = &dataset.Spec{Path: evalPath, Format: format, Label: label, Features: features}
+	}
+	if err := job.Validate(); err != nil {
+		return usage("bad flags: %v", err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if local > 0 {
+		return runLocal(ctx, local, args)
 	}
 	cl, err := train.ClusterFromEnv(os.Getenv)
 	if err != nil {
@@ -199,7 +209,7 @@ func runLocal(ctx context.Context, workers int, args []string) int {
 	l := &localgang.Launcher{Slots: workers + 1}
 	res, err := l.Run(ctx, localgang.Job{
 		Name: "gangboost-train", Command: self, Args: rankArgs, Workers: workers,
-		Env: filtered, Stdout: os.Stdout,
+		Env: filtered, Stdout: os.Stdout, PeerLostExitCode: exitLost,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gangboost-train: local gang failed:", err)

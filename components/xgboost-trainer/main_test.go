@@ -345,3 +345,37 @@ func TestProgressIsOneLinePerRound(t *testing.T) {
 		t.Fatalf("%d round lines, want 5:\n%s", n, out)
 	}
 }
+
+// Bad flag values exit 2 before any data is read or any rank is started.
+func TestBadFlagsExitTwo(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--eval-fraction", "1.0"}, "eval fraction 1: want 0 <= fraction < 1"},
+		{[]string{"--eval-fraction", "1.5"}, "eval fraction 1.5"},
+		{[]string{"--eval-fraction", "-0.2"}, "eval fraction -0.2"},
+		{[]string{"--num-round", "0"}, "num_round 0: want at least 1"},
+		{[]string{"--model-format", "pickle"}, `model format "pickle": want json or ubj`},
+		{[]string{"--local", "-1"}, "--local -1"},
+		{[]string{"--local", "2", "--num-round", "0"}, "num_round 0"},
+		{[]string{"--param", "novalue"}, "want key=value"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "m")
+			args := append([]string{"--dataset", "iris", "--objective", "multi:softprob", "--num-round", "2", "--model-dir", dir}, c.args...)
+			cmd := exec.Command(trainerBin, args...)
+			out, err := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), c.want) {
+				t.Fatalf("exit %d (%v), want 2 with %q:\n%s", code, err, c.want, out)
+			}
+			if strings.Contains(string(out), "[master-0]") || strings.Contains(string(out), "data loaded") {
+				t.Fatalf("a rank started despite the bad flag:\n%s", out)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Fatalf("a model folder appeared (stat: %v)", err)
+			}
+		})
+	}
+}

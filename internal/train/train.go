@@ -42,6 +42,28 @@ type Job struct {
 	Log       *slog.Logger
 }
 
+// DefaultGangStartTimeout is how long the ranks wait for the whole gang to join when
+// Job.Watch.StartTimeout is 0.
+const DefaultGangStartTimeout = 5 * time.Minute
+
+// Validate checks the job's settings before any data is read or any rank started, naming the
+// setting and the valid values.
+func (job Job) Validate() error {
+	if err := job.Params.Validate(); err != nil {
+		return err
+	}
+	switch job.ModelFormat {
+	case "", modeldir.FormatJSON, modeldir.FormatUBJ:
+	default:
+		return fmt.Errorf("model format %q: want json or ubj", job.ModelFormat)
+	}
+	// Written as a negation so that NaN fails too.
+	if !(job.EvalFraction >= 0 && job.EvalFraction < 1) {
+		return fmt.Errorf("eval fraction %g: want 0 <= fraction < 1 (0: no evaluation split)", job.EvalFraction)
+	}
+	return nil
+}
+
 // Result is what a rank knows when training ends.
 type Result struct {
 	Rounds        int
@@ -61,14 +83,14 @@ func Run(ctx context.Context, job Job, cl Cluster) (*Result, error) {
 	}
 	trackerLog := log.With("component", "tracker")
 	log = log.With("rank", cl.Rank)
-	if err := job.Params.Validate(); err != nil {
+	if err := job.Validate(); err != nil {
 		return nil, err
 	}
 	if job.ModelFormat == "" {
-		job.ModelFormat = "json"
+		job.ModelFormat = modeldir.FormatJSON
 	}
-	if job.ModelFormat != "json" && job.ModelFormat != "ubj" {
-		return nil, fmt.Errorf("model format %q: want json or ubj", job.ModelFormat)
+	if job.Watch.StartTimeout <= 0 {
+		job.Watch.StartTimeout = DefaultGangStartTimeout
 	}
 	if job.LogEvery <= 0 {
 		job.LogEvery = 1
@@ -361,7 +383,10 @@ func joinGang(ctx context.Context, job Job, cl Cluster, log, trackerLog *slog.Lo
 		}
 		return memberGang{m}, nil
 	}
-	tr, err := tracker.Start(ctx, net.JoinHostPort("", strconv.Itoa(cl.TrackerPort)), cl.WorldSize, tracker.WithLogger(trackerLog))
+	// The tracker and the gang watch wait equally long for the gang: the tracker's own default
+	// would otherwise fail a gang the user allowed more time.
+	tr, err := tracker.Start(ctx, net.JoinHostPort("", strconv.Itoa(cl.TrackerPort)), cl.WorldSize,
+		tracker.WithLogger(trackerLog), tracker.WithStartTimeout(job.Watch.StartTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("start tracker: %w", err)
 	}
