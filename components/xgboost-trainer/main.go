@@ -13,8 +13,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/gangboost/gangboost/internal/dataset"
 	"github.com/gangboost/gangboost/internal/gangwatch"
 	"github.com/gangboost/gangboost/internal/localgang"
+	"github.com/gangboost/gangboost/internal/sysmem"
 	"github.com/gangboost/gangboost/internal/train"
 )
 
@@ -34,6 +37,24 @@ const (
 
 func main() {
 	os.Exit(run(os.Args[1:]))
+}
+
+// byteSize is a flag holding a number of bytes, given as e.g. 16MiB, 8GiB or 1048576.
+type byteSize uint64
+
+func (b *byteSize) String() string {
+	if *b == 0 {
+		return "0"
+	}
+	return strings.ReplaceAll(sysmem.FormatBytes(uint64(*b)), " ", "")
+}
+func (b *byteSize) Set(v string) error {
+	n, err := sysmem.ParseBytes(v)
+	if err != nil {
+		return err
+	}
+	*b = byteSize(n)
+	return nil
 }
 
 type stringList []string
@@ -57,6 +78,8 @@ func run(args []string) int {
 		evalFraction                                                       float64
 		logEvery, local, watchPort                                         int
 		watchTimeout, startTimeout                                         time.Duration
+		maxLine                                                            = byteSize(dataset.DefaultMaxLineBytes)
+		maxMatrix                                                          byteSize
 	)
 	fs.StringVar(&trainPath, "train", "", "training data: a CSV file with a header, or a LibSVM file")
 	fs.StringVar(&evalPath, "eval", "", "evaluation data (same format as --train)")
@@ -83,11 +106,13 @@ func run(args []string) int {
 	fs.Var(&evalMetric, "eval-metric", "evaluation metrics, comma-separated (default: the objective's)")
 	fs.IntVar(&p.EarlyStoppingRounds, "early-stopping-rounds", 0, "stop when the last metric on the last evaluation set has not improved for this many rounds (0: off)")
 	fs.Var(&extra, "param", "any other XGBoost parameter as key=value (repeatable)")
+	fs.Var(&maxLine, "max-line-bytes", "longest input line (a CSV record, quoted line breaks included) accepted, e.g. 16MiB")
+	fs.Var(&maxMatrix, "max-matrix-bytes", "largest dense matrix (rows x features x 4 bytes) one rank may load, e.g. 8GiB (0: a quarter of the memory available; with --local, shared by the ranks)")
 	fs.IntVar(&logEvery, "log-every", 1, "log metrics every k rounds")
 	fs.IntVar(&local, "local", 0, "run a local gang: a Master and this many Workers as processes on loopback")
 	fs.IntVar(&watchPort, "watch-port", 0, "port rank 0 watches the gang on (default: tracker port + 1)")
 	fs.DurationVar(&watchTimeout, "gang-timeout", 10*time.Second, "a rank silent this long counts as lost")
-	fs.DurationVar(&startTimeout, "gang-start-timeout", 5*time.Minute, "how long ranks wait for the whole gang to join")
+	fs.DurationVar(&startTimeout, "gang-start-timeout", train.DefaultGangStartTimeout, "how long ranks wait for the whole gang to join")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -106,24 +131,35 @@ func run(args []string) int {
 		p.Extra[k] = v
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	if local > 0 {
-		return runLocal(ctx, local, args)
-	}
-
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if builtin == "" && trainPath == "" {
-		log.Error("no training data: give --train PATH or --dataset iris")
+	// Every flag is checked here, before a local gang starts or any data is read, so a bad value
+	// exits 2 at once instead of failing each rank later.
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(os.Stderr, "gangboost-train: "+format+"\n", a...)
 		return exitUsage
+	}
+	if local < 0 {
+		return usage("--local %d: want the number of Workers of a local gang (0: run one rank from the environment)", local)
+	}
+	if builtin == "" && trainPath == "" {
+		return usage("no training data: give --train PATH or --dataset iris")
 	}
 	if builtin == "iris" && label == "" {
 		label = "species"
 	}
+	if maxLine < 1 || maxLine > math.MaxInt32 {
+		return usage("--max-line-bytes %d: want 1 to %d bytes", maxLine, math.MaxInt32)
+	}
+	if maxMatrix > math.MaxInt64 {
+		return usage("--max-matrix-bytes %d: too large", maxMatrix)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if maxMatrix == 0 {
+		maxMatrix = defaultMaxMatrix(log, local+1)
+	}
+	limits := dataset.Limits{MaxLineBytes: int(maxLine), MaxMatrixBytes: int64(maxMatrix)}
 	job := train.Job{
 		Params:       p,
-		Train:        dataset.Spec{Path: trainPath, Format: format, Builtin: builtin, Label: label, Features: features},
+		Train:        dataset.Spec{Path: trainPath, Format: format, Builtin: builtin, Label: label, Features: features, Limits: limits},
 		EvalFraction: evalFraction,
 		ModelDir:     modelDir,
 		ModelFormat:  modelFormat,
@@ -133,7 +169,17 @@ func run(args []string) int {
 		Log:          log,
 	}
 	if evalPath != "" {
-		job.Eval = &dataset.Spec{Path: evalPath, Format: format, Label: label, Features: features}
+		job.Eval = &dataset.Spec{Path: evalPath, Format: format, Label: label, Features: features, Limits: limits}
+	}
+	if err := job.Validate(); err != nil {
+		return usage("bad flags: %v", err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if local > 0 {
+		// Each rank gets the share of the machine computed here, not a quarter of it each.
+		return runLocal(ctx, local, append(args, "--max-matrix-bytes", strconv.FormatUint(uint64(maxMatrix), 10)))
 	}
 	cl, err := train.ClusterFromEnv(os.Getenv)
 	if err != nil {
@@ -149,6 +195,19 @@ func run(args []string) int {
 		return exitFailed
 	}
 	return 0
+}
+
+// defaultMaxMatrix is --max-matrix-bytes when not given: a quarter of the memory this process may
+// take, split between the ranks that share the machine. A quarter, because the dense matrix is not
+// the only copy of the data: while it is built the parsed values exist twice, and libxgboost
+// copies it into its own sparse form (8 bytes per present value) and the hist index.
+func defaultMaxMatrix(log *slog.Logger, ranksHere int) byteSize {
+	avail, err := sysmem.Available()
+	if err != nil {
+		log.Warn("no bound on the data matrix: cannot tell the memory available; give --max-matrix-bytes", "err", err)
+		return 0
+	}
+	return byteSize(avail / 4 / uint64(max(ranksHere, 1)))
 }
 
 // envDefaults fills every flag not given on the command line from GANGBOOST_<FLAG>.
@@ -199,7 +258,7 @@ func runLocal(ctx context.Context, workers int, args []string) int {
 	l := &localgang.Launcher{Slots: workers + 1}
 	res, err := l.Run(ctx, localgang.Job{
 		Name: "gangboost-train", Command: self, Args: rankArgs, Workers: workers,
-		Env: filtered, Stdout: os.Stdout,
+		Env: filtered, Stdout: os.Stdout, PeerLostExitCode: exitLost,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gangboost-train: local gang failed:", err)

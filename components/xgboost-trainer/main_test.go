@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand"
 	"net"
@@ -18,7 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gangboost/gangboost/internal/train"
+	"github.com/gangboost/gangboost/internal/modeldir"
+	"github.com/gangboost/gangboost/internal/sysmem"
 )
 
 // trainerBin is gangboost-train built once for every test in this package.
@@ -168,7 +171,7 @@ var shaRe = regexp.MustCompile(`msg="training finished" rank=(\d+) rounds=\d+ mo
 
 func lastMetric(t *testing.T, dir, name string) float64 {
 	t.Helper()
-	md, err := train.ReadMetadata(dir)
+	md, err := modeldir.ReadMetadata(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +217,7 @@ func TestDistributedTrainingAgreesAcrossRanks(t *testing.T) {
 			if len(shas) != 1 {
 				t.Fatalf("ranks ended with %d different models: %v", len(shas), shas)
 			}
-			md, err := train.ReadMetadata(modelDir)
+			md, err := modeldir.ReadMetadata(modelDir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,7 +246,7 @@ func TestLocalGangWritesModel(t *testing.T) {
 			t.Errorf("log has no %s lines:\n%s", prefix, out)
 		}
 	}
-	md, err := train.ReadMetadata(dir)
+	md, err := modeldir.ReadMetadata(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,5 +346,122 @@ func TestProgressIsOneLinePerRound(t *testing.T) {
 	}
 	if n != 5 {
 		t.Fatalf("%d round lines, want 5:\n%s", n, out)
+	}
+}
+
+// Bad flag values exit 2 before any data is read or any rank is started.
+func TestBadFlagsExitTwo(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--eval-fraction", "1.0"}, "eval fraction 1: want 0 <= fraction < 1"},
+		{[]string{"--eval-fraction", "1.5"}, "eval fraction 1.5"},
+		{[]string{"--eval-fraction", "-0.2"}, "eval fraction -0.2"},
+		{[]string{"--num-round", "0"}, "num_round 0: want at least 1"},
+		{[]string{"--model-format", "pickle"}, `model format "pickle": want json or ubj`},
+		{[]string{"--local", "-1"}, "--local -1"},
+		{[]string{"--local", "2", "--num-round", "0"}, "num_round 0"},
+		{[]string{"--param", "novalue"}, "want key=value"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "m")
+			args := append([]string{"--dataset", "iris", "--objective", "multi:softprob", "--num-round", "2", "--model-dir", dir}, c.args...)
+			cmd := exec.Command(trainerBin, args...)
+			out, err := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), c.want) {
+				t.Fatalf("exit %d (%v), want 2 with %q:\n%s", code, err, c.want, out)
+			}
+			if strings.Contains(string(out), "[master-0]") || strings.Contains(string(out), "data loaded") {
+				t.Fatalf("a rank started despite the bad flag:\n%s", out)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Fatalf("a model folder appeared (stat: %v)", err)
+			}
+		})
+	}
+}
+
+// peakRSS is a finished child's peak resident set (VmHWM), from its rusage.
+func peakRSS(t *testing.T, cmd *exec.Cmd) uint64 {
+	t.Helper()
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		t.Fatal("no rusage for the child")
+	}
+	return uint64(ru.Maxrss) << 10 // kB on Linux
+}
+
+// Input that would exhaust memory fails as bad data (exit 1) with a message naming the flag, and
+// with a small peak RSS: the bounds are checked before the memory is taken.
+func TestMemoryBounds(t *testing.T) {
+	wide, err := filepath.Abs("../../internal/dataset/testdata/wide_index.libsvm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	avail, err := sysmem.Available()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rssBound = 200 << 20
+	cases := []struct {
+		name  string
+		args  []string
+		stdin int64 // bytes without a line break written to the child's stdin
+		want  string
+		skip  string
+	}{
+		{name: "stray LibSVM index", args: []string{"--train", wide, "--max-matrix-bytes", "8GiB"},
+			want: "129 rows x 16777216 features x 4 bytes = 8.1 GiB, more than --max-matrix-bytes 8 GiB"},
+		{name: "stray LibSVM index, default bound", args: []string{"--train", wide},
+			want: "more than --max-matrix-bytes",
+			skip: map[bool]string{true: "this machine has memory for the whole 144 GiB matrix"}[avail/4 > 2300<<26]},
+		{name: "one endless line on a pipe", args: []string{"--train", "/dev/stdin", "--format", "csv", "--label", "y"},
+			stdin: 1 << 30, want: "/dev/stdin:1: the line is longer than 16777216 bytes (--max-line-bytes)"},
+		{name: "a line over --max-line-bytes", args: []string{"--train", "/dev/stdin", "--format", "libsvm", "--max-line-bytes", "1MiB"},
+			stdin: 64 << 20, want: "/dev/stdin:1: the line is longer than 1048576 bytes (--max-line-bytes)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.skip != "" {
+				t.Skip(c.skip)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, trainerBin, append([]string{"--objective", "binary:logistic", "--num-round", "2"}, c.args...)...)
+			var out syncBuffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			var feed io.WriteCloser
+			if c.stdin > 0 {
+				if feed, err = cmd.StdinPipe(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if feed != nil {
+				go func() {
+					// Stops at the first write after the child closed its end.
+					chunk := bytes.Repeat([]byte{'7'}, 1<<20)
+					for n := int64(0); n < c.stdin; n += int64(len(chunk)) {
+						if _, err := feed.Write(chunk); err != nil {
+							break
+						}
+					}
+					feed.Close()
+				}()
+			}
+			_ = cmd.Wait()
+			code, rss := cmd.ProcessState.ExitCode(), peakRSS(t, cmd)
+			t.Logf("exit %d, peak RSS %d MiB", code, rss>>20)
+			if code != 1 || !strings.Contains(out.String(), c.want) {
+				t.Fatalf("exit %d, want 1 with %q:\n%.2000s", code, c.want, out.String())
+			}
+			if rss > rssBound {
+				t.Fatalf("peak RSS %d MiB, want under %d MiB", rss>>20, rssBound>>20)
+			}
+		})
 	}
 }

@@ -20,6 +20,7 @@ type csvOptions struct {
 	classes  []string
 	// allowEmptyShard returns a matrix with no rows instead of an error.
 	allowEmptyShard bool
+	limits          Limits
 }
 
 // LoadCSV reads a CSV file with a header row, takes the label from column label and the features
@@ -46,12 +47,13 @@ func loadCSVReader(r io.Reader, file string, o csvOptions, s Shard) (*Matrix, er
 		return nil, err
 	}
 	cr := newRecordReader(r)
+	cr.maxLine = o.limits.maxLine()
 	rec, err := cr.read()
 	if errors.Is(err, io.EOF) {
 		return nil, &DataError{File: file, Msg: "the file is empty: want a header row naming the columns, then data rows"}
 	}
 	if err != nil {
-		return nil, csvError(file, nil, err)
+		return nil, csvError(file, nil, cr, err)
 	}
 	header := make([]string, len(rec))
 	cols := make(map[string]int, len(header))
@@ -93,17 +95,20 @@ func loadCSVReader(r io.Reader, file string, o csvOptions, s Shard) (*Matrix, er
 			break
 		}
 		if err != nil {
-			return nil, csvError(file, header, err)
+			return nil, csvError(file, header, cr, err)
 		}
 		if len(rec) != len(header) {
 			return nil, &DataError{File: file, Line: cr.fieldLine(0),
 				Msg: fmt.Sprintf("expected %d fields as in the header, got %d", len(header), len(rec))}
 		}
 		own := s.owns(row)
+		if own && !o.limits.matrixFits(m.Rows+1, m.Cols) {
+			return nil, matrixTooLargeError(file, s, m.Rows+1, m.Cols, o.limits, fmt.Sprintf(" (reached at line %d)", cr.fieldLine(0)))
+		}
 		for _, c := range featCols {
 			v, bad := parseCell(bytesString(rec[c]))
 			if bad != "" {
-				return nil, &DataError{File: file, Line: cr.fieldLine(c), Column: c + 1, ColumnName: header[c], Msg: fmt.Sprintf("%q %s", rec[c], bad)}
+				return nil, &DataError{File: file, Line: cr.fieldLine(c), Column: c + 1, ColumnName: header[c], Msg: quoteClip(bytesString(rec[c])) + " " + bad}
 			}
 			if own {
 				data.append(v)
@@ -163,8 +168,12 @@ func featureColumns(file string, header []string, cols map[string]int, labelCol 
 	return featCols, nil
 }
 
-// csvError locates a quoting error, naming the column once the header is known.
-func csvError(file string, header []string, err error) error {
+// csvError locates a quoting error or an overlong line, naming the column once the header is
+// known.
+func csvError(file string, header []string, cr *recordReader, err error) error {
+	if errors.Is(err, errLineTooLong) {
+		return lineTooLongError(file, cr.tooLongAt, cr.limit())
+	}
 	var se *csvSyntaxError
 	if errors.As(err, &se) {
 		de := &DataError{File: file, Line: se.line, Column: se.field + 1, Msg: "CSV syntax: " + se.msg}
@@ -245,7 +254,7 @@ func (l *labelSet) add(cell string, own bool) string {
 	if l.fixed != nil {
 		id, ok := l.fixed[s]
 		if !ok {
-			return fmt.Sprintf("label %q is not one of the training data's classes %s", s, quoteList(l.fixedClassesList))
+			return fmt.Sprintf("label %s is not one of the training data's classes %s", quoteClip(s), quoteList(l.fixedClassesList))
 		}
 		if own {
 			l.ownIDs.append(id)
@@ -318,6 +327,16 @@ func (l *labelSet) finish(m *Matrix) *DataError {
 		m.LabelMin, m.LabelMax = 0, float32(len(sorted)-1)
 	}
 	return nil
+}
+
+// quoteClip quotes a cell for a message, cut short when long: a message echoing a 16 MiB cell
+// would be a 16 MiB log line.
+func quoteClip(s string) string {
+	const keep = 64
+	if len(s) <= keep {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%q... (%d bytes)", s[:keep], len(s))
 }
 
 func quoteList(names []string) string {

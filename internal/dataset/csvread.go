@@ -22,6 +22,10 @@ type recordReader struct {
 	long   []byte   // a line longer than br's buffer
 	buf    []byte   // unquoted text of a record with quotes
 	ends   []int    // field ends in buf
+	// maxLine bounds a line and a record (0: DefaultMaxLineBytes); a longer one is errLineTooLong
+	// with tooLongAt its line, found before more than maxLine bytes are held.
+	maxLine   int
+	tooLongAt int
 }
 
 // csvSyntaxError is malformed quoting.
@@ -39,16 +43,31 @@ func newRecordReader(r io.Reader) *recordReader {
 	return &recordReader{br: bufio.NewReaderSize(r, 1<<20)}
 }
 
+func (r *recordReader) limit() int {
+	if r.maxLine <= 0 {
+		return DefaultMaxLineBytes
+	}
+	return r.maxLine
+}
+
 // readLine returns the next line including its \n (if any), or io.EOF when no data is left.
 func (r *recordReader) readLine() ([]byte, error) {
 	line, err := r.br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		r.long = append(r.long[:0], line...)
 		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(r.long) > r.limit() {
+				r.tooLongAt = r.line + 1
+				return nil, errLineTooLong
+			}
 			line, err = r.br.ReadSlice('\n')
 			r.long = append(r.long, line...)
 		}
 		line = r.long
+	}
+	if len(bytes.TrimRight(line, "\r\n")) > r.limit() {
+		r.tooLongAt = r.line + 1
+		return nil, errLineTooLong
 	}
 	if len(line) > 0 {
 		r.line++
@@ -164,6 +183,10 @@ parseField:
 				// The quoted field goes on on the next line. Its text is copied first: the next
 				// read may overwrite the buffer line points into.
 				r.buf = append(r.buf, line...)
+				if len(r.buf) > r.limit() {
+					r.tooLongAt = recordLine
+					return nil, errLineTooLong
+				}
 				var err error
 				line, err = r.readLine()
 				if err != nil && !errors.Is(err, io.EOF) {

@@ -5,11 +5,14 @@ package dataset
 
 import (
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/gangboost/gangboost/internal/sysmem"
 )
 
 // Shard says which rows a rank keeps: data row i (0-based, header excluded) belongs to rank
@@ -69,6 +72,56 @@ type Spec struct {
 	// NumFeatures, when > 0, fixes Cols of a LibSVM file (e.g. to the training data's), instead
 	// of max feature index + 1 of this file; a larger index is an error.
 	NumFeatures int
+	// Limits bound the memory loading may take.
+	Limits Limits
+}
+
+// DefaultMaxLineBytes bounds one line of input when Limits.MaxLineBytes is 0: far above any
+// real CSV or LibSVM line, far below what a file without line breaks (/dev/zero, a binary file
+// named .csv) would otherwise make the reader assemble.
+const DefaultMaxLineBytes = 16 << 20
+
+// Limits bound the memory a load takes. They are checked as the input is read, before the memory
+// is allocated, so input that would exhaust the machine fails with a message instead of the
+// kernel's OOM killer or Go's fatal "out of memory".
+type Limits struct {
+	// MaxLineBytes bounds one line (one CSV record, including a quoted field's line breaks);
+	// 0 means DefaultMaxLineBytes.
+	MaxLineBytes int
+	// MaxMatrixBytes bounds the dense matrix of this rank's rows, rows x features x 4 bytes;
+	// 0 means no bound. A LibSVM file is dense once loaded: one stray large feature index makes
+	// every row that wide.
+	MaxMatrixBytes int64
+}
+
+func (l Limits) maxLine() int {
+	if l.MaxLineBytes <= 0 {
+		return DefaultMaxLineBytes
+	}
+	return l.MaxLineBytes
+}
+
+// matrixFits reports whether rows x cols float32 values stay within the bound.
+func (l Limits) matrixFits(rows, cols int) bool {
+	return l.MaxMatrixBytes <= 0 || int64(rows)*int64(cols)*4 <= l.MaxMatrixBytes
+}
+
+// errLineTooLong is a line longer than Limits.MaxLineBytes; the loaders turn it into a DataError
+// with the line number.
+var errLineTooLong = errors.New("line too long")
+
+func lineTooLongError(file string, line, max int) *DataError {
+	return &DataError{File: file, Line: line, Msg: fmt.Sprintf(
+		"the line is longer than %d bytes (--max-line-bytes): the file is not line-oriented CSV or LibSVM text, or, if its lines really are this long, raise --max-line-bytes",
+		max)}
+}
+
+func matrixTooLargeError(file string, s Shard, rows, cols int, l Limits, why string) *DataError {
+	need := uint64(rows) * uint64(cols) * 4
+	return &DataError{File: file, Msg: fmt.Sprintf(
+		"rank %d's rows need a dense matrix of at least %d rows x %d features x 4 bytes = %s, more than --max-matrix-bytes %s%s; "+
+			"train on more ranks (each keeps 1/world of the rows), use fewer features, or raise --max-matrix-bytes if the memory is there",
+		s.Rank, rows, cols, sysmem.FormatBytes(need), sysmem.FormatBytes(uint64(l.MaxMatrixBytes)), why)}
 }
 
 // Load reads the data set spec names and keeps shard s's rows.
@@ -83,7 +136,7 @@ func Load(spec Spec, s Shard) (*Matrix, error) {
 		if spec.Label != "" && spec.Label != irisLabel {
 			return nil, fmt.Errorf("built-in data set iris: label %q: the label column is %q", spec.Label, irisLabel)
 		}
-		return loadCSVReader(strings.NewReader(irisCSV), "iris.csv", csvOptions{label: irisLabel, features: spec.Features, classes: spec.Classes}, s)
+		return loadCSVReader(strings.NewReader(irisCSV), "iris.csv", csvOptions{label: irisLabel, features: spec.Features, classes: spec.Classes, limits: spec.Limits}, s)
 	case spec.Path == "":
 		return nil, fmt.Errorf("data set: no path and no built-in data set given")
 	}
@@ -99,12 +152,12 @@ func Load(spec Spec, s Shard) (*Matrix, error) {
 		if spec.Label == "" {
 			return nil, &DataError{File: spec.Path, Msg: "no label column given (CSV needs the label column's name)"}
 		}
-		return loadCSVFile(spec.Path, csvOptions{label: spec.Label, features: spec.Features, classes: spec.Classes}, s)
+		return loadCSVFile(spec.Path, csvOptions{label: spec.Label, features: spec.Features, classes: spec.Classes, limits: spec.Limits}, s)
 	case "libsvm":
 		if len(spec.Features) > 0 {
 			return nil, &DataError{File: spec.Path, Msg: "feature columns cannot be chosen by name in LibSVM data"}
 		}
-		return loadLibSVMFile(spec.Path, spec.NumFeatures, s)
+		return loadLibSVMFile(spec.Path, spec.NumFeatures, spec.Limits, s)
 	default:
 		return nil, fmt.Errorf("data format %q: want csv or libsvm", spec.Format)
 	}

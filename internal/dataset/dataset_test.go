@@ -469,7 +469,7 @@ func FuzzLoadLibSVM(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, rank, world int) {
 		world = 1 + abs(world)%4
 		rank = abs(rank) % world
-		m, err := loadLibSVMReader(bytes.NewReader(data), "fuzz.libsvm", 0, Shard{rank, world})
+		m, err := loadLibSVMReader(bytes.NewReader(data), "fuzz.libsvm", 0, Limits{}, Shard{rank, world})
 		if err != nil {
 			return
 		}

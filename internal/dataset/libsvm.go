@@ -21,19 +21,19 @@ const maxLibSVMIndex = 1<<24 - 1
 // on every rank. Features absent from a row are missing (NaN), as XGBoost treats sparse entries.
 // A name ending in .gz is read through gzip.
 func LoadLibSVM(path string, s Shard) (*Matrix, error) {
-	return loadLibSVMFile(path, 0, s)
+	return loadLibSVMFile(path, 0, Limits{}, s)
 }
 
-func loadLibSVMFile(path string, numFeatures int, s Shard) (*Matrix, error) {
+func loadLibSVMFile(path string, numFeatures int, limits Limits, s Shard) (*Matrix, error) {
 	f, err := openData(path)
 	if err != nil {
 		return nil, fmt.Errorf("open data: %w", err)
 	}
 	defer f.Close()
-	return loadLibSVMReader(f, path, numFeatures, s)
+	return loadLibSVMReader(f, path, numFeatures, limits, s)
 }
 
-func loadLibSVMReader(r io.Reader, file string, numFeatures int, s Shard) (*Matrix, error) {
+func loadLibSVMReader(r io.Reader, file string, numFeatures int, limits Limits, s Shard) (*Matrix, error) {
 	s, err := s.normalize()
 	if err != nil {
 		return nil, err
@@ -57,7 +57,10 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, s Shard) (*Matr
 		labelMax = math.Inf(-1)
 	)
 	for {
-		line, err := readLine(br, &long)
+		line, err := readLine(br, &long, limits.maxLine())
+		if errors.Is(err, errLineTooLong) {
+			return nil, lineTooLongError(file, lineNo+1, limits.maxLine())
+		}
 		if len(line) == 0 && errors.Is(err, io.EOF) {
 			break
 		}
@@ -75,7 +78,7 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, s Shard) (*Matr
 		label32, perr := parseFloat32(bytesString(tok))
 		label := float64(label32)
 		if perr != nil || math.IsNaN(label) || math.IsInf(label, 0) {
-			return nil, &DataError{File: file, Line: lineNo, Msg: fmt.Sprintf("token 1 %q: the label is not a number", tok)}
+			return nil, &DataError{File: file, Line: lineNo, Msg: fmt.Sprintf("token 1 %s: the label is not a number", quoteClip(bytesString(tok)))}
 		}
 		labelMin, labelMax = min(labelMin, label), max(labelMax, label)
 		own := s.owns(row)
@@ -87,7 +90,7 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, s Shard) (*Matr
 			}
 			colon := bytes.IndexByte(tok, ':')
 			if colon < 0 {
-				return nil, &DataError{File: file, Line: lineNo, Msg: fmt.Sprintf("token %d %q: want index:value", k, tok)}
+				return nil, &DataError{File: file, Line: lineNo, Msg: fmt.Sprintf("token %d %s: want index:value", k, quoteClip(bytesString(tok)))}
 			}
 			if k == 2 && string(tok[:colon]) == "qid" {
 				continue // ranking group id; groups are not used for training here
@@ -103,7 +106,7 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, s Shard) (*Matr
 			}
 			v, bad := parseCell(bytesString(tok[colon+1:]))
 			if bad != "" {
-				return nil, &DataError{File: file, Line: lineNo, Msg: fmt.Sprintf("token %d %q: value %q %s", k, tok, tok[colon+1:], bad)}
+				return nil, &DataError{File: file, Line: lineNo, Msg: fmt.Sprintf("token %d %s: value %s %s", k, quoteClip(bytesString(tok)), quoteClip(bytesString(tok[colon+1:])), bad)}
 			}
 			maxIndex = max(maxIndex, idx)
 			lineIdx = append(lineIdx, int32(idx))
@@ -115,6 +118,11 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, s Shard) (*Matr
 		if own {
 			labels.append(float32(label))
 			rowEnds.append(indices.n)
+			// The rows are sparse until the end, but become dense: fail now, not at the allocation.
+			if cols := max(maxIndex+1, numFeatures); !limits.matrixFits(labels.n, cols) {
+				return nil, matrixTooLargeError(file, s, labels.n, cols, limits, fmt.Sprintf(
+					" (reached at line %d; features are indexed from 0 and the largest index so far is %d)", lineNo, maxIndex))
+			}
 		}
 		// Checked on every line, not only this rank's, so that every rank rejects the same file.
 		if dup := duplicateIndex(lineIdx); dup >= 0 {
@@ -134,6 +142,11 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, s Shard) (*Matr
 	}
 	if cols == 0 {
 		return nil, &DataError{File: file, Msg: "no line has any feature"}
+	}
+	if !limits.matrixFits(labels.n, cols) {
+		// A large index on another rank's line widens this rank's rows too.
+		return nil, matrixTooLargeError(file, s, labels.n, cols, limits, fmt.Sprintf(
+			" (features are indexed from 0 and the largest index is %d)", maxIndex))
 	}
 	m := &Matrix{Rows: labels.n, Cols: cols, Labels: labels.flatten(), LabelName: "label", TotalRows: row,
 		LabelMin: float32(labelMin), LabelMax: float32(labelMax)}
@@ -160,12 +173,16 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, s Shard) (*Matr
 }
 
 // readLine returns the next line without its line ending. Lines longer than the reader's buffer
-// are assembled in *long.
-func readLine(br *bufio.Reader, long *[]byte) ([]byte, error) {
+// are assembled in *long; a line longer than maxLine is errLineTooLong, found before more than
+// maxLine bytes (plus one buffer) are held.
+func readLine(br *bufio.Reader, long *[]byte, maxLine int) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		*long = append((*long)[:0], line...)
 		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(*long) > maxLine {
+				return nil, errLineTooLong
+			}
 			line, err = br.ReadSlice('\n')
 			*long = append(*long, line...)
 		}
@@ -173,6 +190,9 @@ func readLine(br *bufio.Reader, long *[]byte) ([]byte, error) {
 	}
 	line = bytes.TrimSuffix(line, []byte{'\n'})
 	line = bytes.TrimSuffix(line, []byte{'\r'})
+	if len(line) > maxLine {
+		return nil, errLineTooLong
+	}
 	return line, err
 }
 

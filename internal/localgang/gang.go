@@ -122,10 +122,12 @@ func (g *gang) abortStart() int {
 }
 
 // wait waits for every replica to end, stopping the rest GracePeriod after the first failure or
-// at once when ctx ends, and returns the first failure.
+// at once when ctx ends, and returns the failure that caused the others: the first one that is
+// not a replica reporting a lost peer, or else the first one.
 func (g *gang) wait(ctx context.Context) error {
 	var (
-		first     *ReplicaError
+		first     *ReplicaError // starts the grace period
+		cause     *ReplicaError // the first failure that is not a report of a lost peer
 		canceled  error
 		graceEnd  <-chan time.Time
 		killAt    <-chan time.Time
@@ -156,7 +158,17 @@ func (g *gang) wait(ctx context.Context) error {
 		case e := <-g.exits:
 			remaining--
 			rerr := g.record(e, false)
-			if rerr != nil && first == nil && canceled == nil && !g.res.Replicas[e.rank].Killed {
+			if rerr == nil || canceled != nil || g.res.Replicas[e.rank].Killed {
+				continue
+			}
+			if cause == nil && !g.reportsLostPeer(rerr) {
+				cause = rerr
+				if first != nil {
+					// A survivor saw this replica go before the launcher reaped it.
+					g.logs.printf("gang %s: %v (the failure %s reported)", g.job.Name, rerr, first.Replica)
+				}
+			}
+			if first == nil {
 				first = rerr
 				if remaining > 0 {
 					if g.job.GracePeriod < 0 {
@@ -185,12 +197,19 @@ func (g *gang) wait(ctx context.Context) error {
 	}
 	g.drainLogs()
 	switch {
+	case cause != nil:
+		return fmt.Errorf("gang %s failed: %w", g.job.Name, cause)
 	case first != nil:
 		return fmt.Errorf("gang %s failed: %w", g.job.Name, first)
 	case canceled != nil:
 		return fmt.Errorf("gang %s canceled: %w", g.job.Name, canceled)
 	}
 	return nil
+}
+
+// reportsLostPeer reports whether a replica's failure is its report that another replica was lost.
+func (g *gang) reportsLostPeer(e *ReplicaError) bool {
+	return g.job.PeerLostExitCode != 0 && e.Signal == 0 && e.ExitCode == g.job.PeerLostExitCode
 }
 
 // record notes a replica's end; it returns the failure, if it failed.

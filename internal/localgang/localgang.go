@@ -81,6 +81,11 @@ type Job struct {
 	// TerminationGracePeriod is the time between SIGTERM and SIGKILL when replicas are stopped,
 	// as terminationGracePeriodSeconds is for a pod; 0 means DefaultTerminationGracePeriod.
 	TerminationGracePeriod time.Duration
+	// PeerLostExitCode, when not 0, is the exit code by which a replica says that another replica
+	// was lost (gangboost-train's 3). Such a failure is a consequence: Run's error names the
+	// replica that failed for its own reason (killed, or another exit code) when there is one,
+	// even if a survivor noticed the loss and exited before the lost replica was reaped.
+	PeerLostExitCode int
 }
 
 // Result is what happened to a gang's replicas.
@@ -139,7 +144,8 @@ func ReplicaName(rank int) string {
 }
 
 // Run starts the gang once all Workers+1 slots are free, streams its logs and waits for every
-// replica to end. The error names the first replica that failed (a *ReplicaError, wrapped), or
+// replica to end. The error names the first replica that failed (a *ReplicaError, wrapped; see
+// Job.PeerLostExitCode for which failure counts as first), or
 // says why the gang did not start; the Result is non-nil whenever processes ran. Canceling ctx
 // stops every replica (SIGTERM, then SIGKILL after TerminationGracePeriod).
 func (l *Launcher) Run(ctx context.Context, j Job) (*Result, error) {

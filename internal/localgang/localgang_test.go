@@ -80,6 +80,27 @@ func helper(args []string) int {
 			return 1
 		}
 		return forever()
+	case "lost": // lost DIR REPORTER VICTIM: once every rank has started, REPORTER exits 3 as if it
+		// had seen VICTIM go; VICTIM then dies by SIGKILL, after the launcher reaped REPORTER.
+		mark(args[1], "start")
+		waitForMarks(args[1], "start", os.Getenv("WORLD_SIZE"))
+		switch rank {
+		case args[2]:
+			os.WriteFile(filepath.Join(args[1], "failing.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644)
+			return 3
+		case args[3]:
+			for {
+				raw, err := os.ReadFile(filepath.Join(args[1], "failing.pid"))
+				pid, _ := strconv.Atoi(string(raw))
+				if err == nil && pid > 0 && syscall.Kill(pid, 0) != nil {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond)
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		return forever()
 	case "run": // run DIR: mark start, run until stopped
 		mark(args[1], "start")
 		return forever()
@@ -317,6 +338,31 @@ func TestFirstFailureStopsTheGang(t *testing.T) {
 		if !strings.Contains(out, line+"\n") {
 			t.Errorf("log lacks %q:\n%s", line, out)
 		}
+	}
+}
+
+// A replica that reports a lost peer (exit PeerLostExitCode) may be reaped before the peer it saw
+// go: the error still names the lost one.
+func TestErrorNamesTheLostReplicaNotTheReporter(t *testing.T) {
+	cases := []struct {
+		name     string
+		lostCode int
+		want     string
+	}{
+		{"lost exit code known", 3, "gang lostjob failed: worker-1 (rank 2) was killed by SIGKILL"},
+		{"lost exit code unknown", 0, "gang lostjob failed: worker-0 (rank 1) exited with code 3"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			logs := &syncBuffer{}
+			j := helperJob("lostjob", 2, logs, "lost", t.TempDir(), "1", "2")
+			j.GracePeriod = 5 * time.Second
+			j.PeerLostExitCode = c.lostCode
+			_, err := (&Launcher{Slots: 3}).Run(context.Background(), j)
+			if err == nil || err.Error() != c.want {
+				t.Fatalf("error %v, want %q\n%s", err, c.want, logs.String())
+			}
+		})
 	}
 }
 

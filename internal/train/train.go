@@ -13,12 +13,14 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/gangboost/gangboost/internal/dataset"
 	"github.com/gangboost/gangboost/internal/gangwatch"
+	"github.com/gangboost/gangboost/internal/modeldir"
 	"github.com/gangboost/gangboost/internal/tracker"
 	"github.com/gangboost/gangboost/internal/xgb"
 )
@@ -40,6 +42,28 @@ type Job struct {
 	Log       *slog.Logger
 }
 
+// DefaultGangStartTimeout is how long the ranks wait for the whole gang to join when
+// Job.Watch.StartTimeout is 0.
+const DefaultGangStartTimeout = 5 * time.Minute
+
+// Validate checks the job's settings before any data is read or any rank started, naming the
+// setting and the valid values.
+func (job Job) Validate() error {
+	if err := job.Params.Validate(); err != nil {
+		return err
+	}
+	switch job.ModelFormat {
+	case "", modeldir.FormatJSON, modeldir.FormatUBJ:
+	default:
+		return fmt.Errorf("model format %q: want json or ubj", job.ModelFormat)
+	}
+	// Written as a negation so that NaN fails too.
+	if !(job.EvalFraction >= 0 && job.EvalFraction < 1) {
+		return fmt.Errorf("eval fraction %g: want 0 <= fraction < 1 (0: no evaluation split)", job.EvalFraction)
+	}
+	return nil
+}
+
 // Result is what a rank knows when training ends.
 type Result struct {
 	Rounds        int
@@ -59,14 +83,14 @@ func Run(ctx context.Context, job Job, cl Cluster) (*Result, error) {
 	}
 	trackerLog := log.With("component", "tracker")
 	log = log.With("rank", cl.Rank)
-	if err := job.Params.Validate(); err != nil {
+	if err := job.Validate(); err != nil {
 		return nil, err
 	}
 	if job.ModelFormat == "" {
-		job.ModelFormat = "json"
+		job.ModelFormat = modeldir.FormatJSON
 	}
-	if job.ModelFormat != "json" && job.ModelFormat != "ubj" {
-		return nil, fmt.Errorf("model format %q: want json or ubj", job.ModelFormat)
+	if job.Watch.StartTimeout <= 0 {
+		job.Watch.StartTimeout = DefaultGangStartTimeout
 	}
 	if job.LogEvery <= 0 {
 		job.LogEvery = 1
@@ -146,10 +170,10 @@ func Run(ctx context.Context, job Job, cl Cluster) (*Result, error) {
 		}
 	}
 	if cl.Rank == 0 && job.ModelDir != "" {
-		if err := writeModel(job.ModelDir, out.model, out.md); err != nil {
+		if err := modeldir.Publish(job.ModelDir, out.md.ModelFile, out.model, out.md); err != nil {
 			return nil, err
 		}
-		out.res.ModelPath = job.ModelDir + "/" + out.md.ModelFile
+		out.res.ModelPath = filepath.Join(job.ModelDir, out.md.ModelFile)
 		log.Info("model written", "path", out.res.ModelPath, "sha256", out.md.ModelSHA256)
 	}
 	return out.res, nil
@@ -158,7 +182,7 @@ func Run(ctx context.Context, job Job, cl Cluster) (*Result, error) {
 type outcome struct {
 	res   *Result
 	model []byte
-	md    *Metadata
+	md    *modeldir.Metadata
 	err   error
 }
 
@@ -177,7 +201,7 @@ func rowsOf(m *dataset.Matrix) int {
 }
 
 // boost runs on one locked OS thread: join the collective, build the matrices, boost, serialise.
-func boost(job Job, cl Cluster, trainM, evalM *dataset.Matrix, log *slog.Logger) (*Result, []byte, *Metadata, error) {
+func boost(job Job, cl Cluster, trainM, evalM *dataset.Matrix, log *slog.Logger) (*Result, []byte, *modeldir.Metadata, error) {
 	if cl.Distributed() {
 		cfg := map[string]any{
 			// Upper-case keys: libxgboost 1.7 ignores lower-case ones and each rank trains alone.
@@ -288,8 +312,8 @@ func boost(job Job, cl Cluster, trainM, evalM *dataset.Matrix, log *slog.Logger)
 	}
 	sum := sha256.Sum256(model)
 	res := &Result{Rounds: rounds, BestIteration: best, Metrics: metrics, ModelSHA256: hex.EncodeToString(sum[:])}
-	md := &Metadata{
-		ModelFile: ModelFileName(job.ModelFormat), Objective: params.Objective, NumFeatures: nfeat,
+	md := &modeldir.Metadata{
+		ModelFile: modeldir.ModelFileName(job.ModelFormat), Objective: params.Objective, NumFeatures: nfeat,
 		FeatureNames: trainM.FeatureNames, Label: trainM.LabelName, Classes: trainM.Classes,
 		NumClass: params.NumClass, Rounds: rounds, BestIteration: best, BestScore: bestScore,
 		Metrics: metrics, Params: params.Map(), XGBoostVersion: xgb.Version(), WorldSize: cl.WorldSize,
@@ -359,7 +383,10 @@ func joinGang(ctx context.Context, job Job, cl Cluster, log, trackerLog *slog.Lo
 		}
 		return memberGang{m}, nil
 	}
-	tr, err := tracker.Start(ctx, net.JoinHostPort("", strconv.Itoa(cl.TrackerPort)), cl.WorldSize, tracker.WithLogger(trackerLog))
+	// The tracker and the gang watch wait equally long for the gang: the tracker's own default
+	// would otherwise fail a gang the user allowed more time.
+	tr, err := tracker.Start(ctx, net.JoinHostPort("", strconv.Itoa(cl.TrackerPort)), cl.WorldSize,
+		tracker.WithLogger(trackerLog), tracker.WithStartTimeout(job.Watch.StartTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("start tracker: %w", err)
 	}

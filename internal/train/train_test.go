@@ -1,9 +1,14 @@
 package train
 
 import (
-	"os"
-	"path/filepath"
+	"context"
+	"log/slog"
+	"math"
+	"net"
 	"strings"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/gangwatch"
 	"testing"
 )
 
@@ -88,30 +93,6 @@ func TestEarlyStopping(t *testing.T) {
 	}
 }
 
-func TestWriteModelIsAtomicAndComplete(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "models", "m", "1")
-	md := &Metadata{ModelFile: ModelFileName("json"), Objective: "binary:logistic", NumFeatures: 2}
-	if err := writeModel(dir, []byte(`{"learner":{}}`), md); err != nil {
-		t.Fatal(err)
-	}
-	entries, _ := os.ReadDir(dir)
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	if strings.Join(names, ",") != "metadata.json,model.json" {
-		t.Fatalf("model folder holds %v, want exactly metadata.json and model.json", names)
-	}
-	got, err := ReadMetadata(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// sha256sum of the bytes written above
-	if got.ModelSHA256 != "79251836eb5e128c395aa60a2ef7f16d6b44112aaad94674706d6be868f8386e" {
-		t.Fatalf("sha256 = %q", got.ModelSHA256)
-	}
-}
-
 func TestParamsValidate(t *testing.T) {
 	p := DefaultParams()
 	if err := p.Validate(); err != nil {
@@ -134,5 +115,59 @@ func TestParamsValidate(t *testing.T) {
 	kv := p.booster()
 	if kv[len(kv)-2] != [2]string{"eval_metric", "auc"} || kv[len(kv)-1] != [2]string{"eval_metric", "logloss"} {
 		t.Fatalf("eval metrics not last and in order: %v", kv)
+	}
+}
+
+// --gang-start-timeout bounds the tracker's wait as well as the gang watch's: a rank that never
+// joins fails the tracker after that time, not after the tracker's own default.
+func TestTrackerUsesTheGangStartTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	job := Job{Watch: gangwatch.Options{StartTimeout: 300 * time.Millisecond}, WatchPort: 0}
+	cl := Cluster{Rank: 0, WorldSize: 2, TrackerHost: "127.0.0.1", TrackerPort: port}
+	quiet := slog.New(slog.DiscardHandler)
+	g, err := joinGang(ctx, job, cl, quiet, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.close()
+	// Rank 1 never comes: the tracker must give up with the gang's start timeout.
+	err = g.(*serverGang).tr.Wait(ctx)
+	if err == nil || !strings.Contains(err.Error(), "did not join within 300ms") {
+		t.Fatalf("tracker ended with %v, want it to give up on rank 1 after the 300ms start timeout", err)
+	}
+}
+
+func TestJobValidate(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*Job)
+		want string // "" for valid
+	}{
+		{"defaults", func(*Job) {}, ""},
+		{"ubj", func(j *Job) { j.ModelFormat = "ubj" }, ""},
+		{"eval fraction 0.99", func(j *Job) { j.EvalFraction = 0.99 }, ""},
+		{"no rounds", func(j *Job) { j.Params.NumRound = 0 }, "num_round 0"},
+		{"pickle", func(j *Job) { j.ModelFormat = "pickle" }, `model format "pickle": want json or ubj`},
+		{"eval fraction 1", func(j *Job) { j.EvalFraction = 1 }, "eval fraction 1: want 0 <= fraction < 1"},
+		{"eval fraction 1.5", func(j *Job) { j.EvalFraction = 1.5 }, "eval fraction 1.5"},
+		{"eval fraction negative", func(j *Job) { j.EvalFraction = -0.1 }, "eval fraction -0.1"},
+		{"eval fraction NaN", func(j *Job) { j.EvalFraction = math.NaN() }, "eval fraction NaN"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			j := Job{Params: DefaultParams()}
+			c.edit(&j)
+			err := j.Validate()
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Fatalf("Validate() = %v, want %q", err, c.want)
+			}
+		})
 	}
 }

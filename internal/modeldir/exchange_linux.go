@@ -1,0 +1,20 @@
+package modeldir
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
+
+// errExchangeUnsupported says that the filesystem (or kernel) cannot exchange two names.
+var errExchangeUnsupported = errors.New("atomic exchange not supported")
+
+// exchange swaps the names a and b in one step (renameat2 RENAME_EXCHANGE, Linux 3.15+; not every
+// filesystem implements it, e.g. some network filesystems answer EINVAL).
+func exchange(a, b string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+		return errExchangeUnsupported
+	}
+	return err
+}

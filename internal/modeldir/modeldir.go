@@ -1,0 +1,202 @@
+// Package modeldir is the model folder contract: what a folder such as <pvc>/models/<model>/<version>
+// holds (the model file, model.json or model.ubj, and metadata.json), how the trainer publishes
+// one so that a reader sees the whole folder or none of it, and how readers read its metadata.
+package modeldir
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// MetadataFile is the name of the metadata file in a model folder.
+const MetadataFile = "metadata.json"
+
+// Model formats as XGBoost's save_model writes them.
+const (
+	FormatJSON = "json"
+	FormatUBJ  = "ubj"
+)
+
+// ModelFileNames are the model file names a folder may hold, in the order a reader looks for them.
+var ModelFileNames = []string{ModelFileName(FormatJSON), ModelFileName(FormatUBJ)}
+
+// ModelFileName is the model's file name in a model folder for a format ("json" or "ubj").
+func ModelFileName(format string) string { return "model." + format }
+
+// Metadata describes a trained model; it is written next to the model file as metadata.json and
+// read by the runtime and the pipeline components. The JSON names are the contract: never rename
+// one.
+type Metadata struct {
+	ModelFile      string               `json:"model_file"`
+	ModelSHA256    string               `json:"model_sha256"`
+	Objective      string               `json:"objective"`
+	NumFeatures    int                  `json:"num_features"`
+	FeatureNames   []string             `json:"feature_names,omitempty"`
+	Label          string               `json:"label,omitempty"`
+	Classes        []string             `json:"classes,omitempty"`
+	NumClass       int                  `json:"num_class,omitempty"`
+	Rounds         int                  `json:"rounds"`
+	BestIteration  int                  `json:"best_iteration"`
+	BestScore      *float64             `json:"best_score,omitempty"`
+	Metrics        map[string][]float64 `json:"metrics"`
+	Params         map[string]string    `json:"params"`
+	XGBoostVersion string               `json:"xgboost_version"`
+	WorldSize      int                  `json:"world_size"`
+	TrainRows      int                  `json:"train_rows"`
+}
+
+// ReadMetadata reads a model folder's metadata.json.
+func ReadMetadata(dir string) (*Metadata, error) {
+	path := filepath.Join(dir, MetadataFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var md Metadata
+	if err := json.Unmarshal(b, &md); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return &md, nil
+}
+
+// writeFile writes one file of a folder being published; tests replace it to fail a write the
+// way a full disk does.
+var writeFile = writeSynced
+
+// exchangeNames swaps two names atomically; tests replace it to take the path of filesystems
+// without RENAME_EXCHANGE.
+var exchangeNames = exchange
+
+// Publish makes dir hold exactly the model (as modelFile, e.g. "model.json") and md, whose
+// ModelFile and ModelSHA256 it sets. The files are written into a temporary folder beside dir
+// (same parent, so same filesystem), synced, and the folder is renamed into place: a reader, or a
+// crash at any moment, sees the old folder or the new one whole, never a model without its
+// metadata. An existing dir (a re-run of a version) is swapped for the new one in one step
+// (renameat2 RENAME_EXCHANGE) where the filesystem supports it, and then removed.
+func Publish(dir, modelFile string, model []byte, md *Metadata) (err error) {
+	if modelFile == "" || modelFile != filepath.Base(modelFile) || modelFile == MetadataFile {
+		return fmt.Errorf("publish model folder %s: model file name %q: want a plain name such as model.json", dir, modelFile)
+	}
+	dir = filepath.Clean(dir)
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("publish model folder %s: %w", dir, err)
+	}
+	if st, err := os.Lstat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("publish model folder %s: it exists and is not a folder", dir)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("publish model folder %s: %w", dir, err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+
+	sum := sha256.Sum256(model)
+	md.ModelFile, md.ModelSHA256 = modelFile, hex.EncodeToString(sum[:])
+	js, err := json.MarshalIndent(md, "", "  ")
+	if err != nil {
+		return fmt.Errorf("publish model folder %s: %w", dir, err)
+	}
+	if err := writeFile(filepath.Join(tmp, modelFile), model); err != nil {
+		return fmt.Errorf("publish model folder %s: %w", dir, err)
+	}
+	if err := writeFile(filepath.Join(tmp, MetadataFile), append(js, '\n')); err != nil {
+		return fmt.Errorf("publish model folder %s: %w", dir, err)
+	}
+	// MkdirTemp makes the folder private (0700); the runtime may run as another user.
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("publish model folder %s: %w", dir, err)
+	}
+	if err := syncDir(tmp); err != nil {
+		return fmt.Errorf("publish model folder %s: %w", dir, err)
+	}
+	if err := swapIn(tmp, dir); err != nil {
+		return fmt.Errorf("publish model folder %s: %w", dir, err)
+	}
+	// The rename is durable only once the parent folder's entry is.
+	if err := syncDir(parent); err != nil {
+		return fmt.Errorf("publish model folder %s: %w", dir, err)
+	}
+	return nil
+}
+
+// swapIn moves the complete folder tmp to dir. When dir exists, the two are exchanged atomically
+// where the filesystem can (Linux renameat2 RENAME_EXCHANGE); elsewhere the old folder is renamed
+// aside first, which leaves a moment without dir but never a partial one. The old folder is then
+// removed.
+func swapIn(tmp, dir string) error {
+	err := os.Rename(tmp, dir)
+	if err == nil {
+		return nil
+	}
+	if _, serr := os.Lstat(dir); serr != nil {
+		return err // dir does not exist: the rename failed for another reason
+	}
+	old := tmp // after an exchange, tmp holds the old folder
+	if xerr := exchangeNames(tmp, dir); xerr != nil {
+		if !errors.Is(xerr, errExchangeUnsupported) {
+			return xerr
+		}
+		aside, aerr := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".old-")
+		if aerr != nil {
+			return aerr
+		}
+		// MkdirTemp picked an unused name; os.Rename will not replace even an empty folder.
+		os.Remove(aside)
+		if err := os.Rename(dir, aside); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, dir); err != nil {
+			// Put the old folder back rather than leave no folder at all.
+			if rerr := os.Rename(aside, dir); rerr != nil {
+				return fmt.Errorf("%w (and restoring the previous folder from %s failed: %v)", err, aside, rerr)
+			}
+			return err
+		}
+		old = aside
+	}
+	// The new folder is in place; a failure to remove the old one is not the publisher's failure.
+	_ = os.RemoveAll(old)
+	return nil
+}
+
+// writeSynced writes data to path (a new file) and syncs it to disk.
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
