@@ -5,8 +5,11 @@
 package registry
 
 import (
-	"encoding/json"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,21 +18,10 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/forest"
+	"github.com/gangboost/gangboost/internal/modeldir"
 	"github.com/gangboost/gangboost/runtime/infer"
 	v2 "github.com/gangboost/gangboost/runtime/v2"
 )
-
-// modelFiles are the file names a model folder may hold, in order of preference: XGBoost's own
-// save_model formats. Pickles and the legacy binary format are never loaded.
-var modelFiles = []string{"model.json", "model.ubj"}
-
-// Metadata is the part of the trainer's metadata.json the runtime uses.
-type Metadata struct {
-	Objective    string   `json:"objective"`
-	FeatureNames []string `json:"feature_names"`
-	Classes      []string `json:"classes"`
-	ModelSHA256  string   `json:"model_sha256"`
-}
 
 // Options say how loaded models are served and observed.
 type Options struct {
@@ -45,7 +37,7 @@ type Options struct {
 type Loaded struct {
 	Forest    *forest.Model
 	Predictor infer.Predictor
-	Meta      *Metadata // nil when the folder has no metadata.json
+	Meta      *modeldir.Metadata // nil when the folder has no metadata.json
 	File      string
 	LoadedAt  time.Time
 
@@ -185,32 +177,39 @@ func (m *Model) unload() {
 	}
 }
 
-func readModelDir(dir string) (*forest.Model, string, *Metadata, error) {
-	var file string
-	for _, name := range modelFiles {
-		p := filepath.Join(dir, name)
-		if _, err := os.Stat(p); err == nil {
-			file = p
-			break
-		}
+// readModelDir loads the one model file of a folder, by its content (JSON, UBJSON or XGBoost's
+// legacy binary format), with the trainer's metadata.json when there is one. A model file whose
+// sha256 differs from the one metadata.json records is refused: the folder is half-replaced or
+// damaged.
+func readModelDir(dir string) (*forest.Model, string, *modeldir.Metadata, error) {
+	file, err := modeldir.FindModelFile(dir)
+	if err != nil {
+		return nil, "", nil, err
 	}
-	if file == "" {
-		return nil, "", nil, fmt.Errorf("no model file in %s: want one of %v (XGBoost save_model JSON or UBJSON)", dir, modelFiles)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, file, nil, fmt.Errorf("load model %s: %w", file, err)
 	}
-	f, err := forest.Load(file)
+	f, err := forest.Parse(data)
+	if err != nil {
+		return nil, file, nil, fmt.Errorf("load model %s: %w", file, err)
+	}
+	mdPath := filepath.Join(dir, modeldir.MetadataFile)
+	meta, err := modeldir.ReadMetadata(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return f, file, nil, nil
+	}
 	if err != nil {
 		return nil, file, nil, err
 	}
-	var meta *Metadata
-	mdPath := filepath.Join(dir, "metadata.json")
-	if b, err := os.ReadFile(mdPath); err == nil {
-		meta = &Metadata{}
-		if err := json.Unmarshal(b, meta); err != nil {
-			return nil, file, nil, fmt.Errorf("read %s: %w", mdPath, err)
+	if meta.ModelSHA256 != "" && meta.ModelFile == filepath.Base(file) {
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != meta.ModelSHA256 {
+			return nil, file, nil, fmt.Errorf("%s has sha256 %s but %s records %s: the model folder is damaged or half-replaced",
+				file, hex.EncodeToString(sum[:]), mdPath, meta.ModelSHA256)
 		}
-		if len(meta.Classes) > 0 && f.NumGroups() > 1 && len(meta.Classes) != f.NumGroups() {
-			return nil, file, nil, fmt.Errorf("%s lists %d classes but %s has %d output groups", mdPath, len(meta.Classes), file, f.NumGroups())
-		}
+	}
+	if len(meta.Classes) > 0 && f.NumGroups() > 1 && len(meta.Classes) != f.NumGroups() {
+		return nil, file, nil, fmt.Errorf("%s lists %d classes but %s has %d output groups", mdPath, len(meta.Classes), file, f.NumGroups())
 	}
 	return f, file, meta, nil
 }
@@ -242,7 +241,7 @@ func Discover(dir, name, version string, opts Options) (*Registry, error) {
 	add := func(name, version, dir string) {
 		r.models[name] = &Model{Name: name, Version: version, Dir: dir, opts: &r.opts}
 	}
-	if hasModelFile(dir) || !isDir(dir) {
+	if modeldir.HoldsModel(dir) || !isDir(dir) {
 		add(name, version, dir)
 		return r, nil
 	}
@@ -252,7 +251,7 @@ func Discover(dir, name, version string, opts Options) (*Registry, error) {
 	}
 	for _, e := range entries {
 		sub := filepath.Join(dir, e.Name())
-		if e.IsDir() && hasModelFile(sub) {
+		if e.IsDir() && modeldir.HoldsModel(sub) {
 			add(e.Name(), "", sub)
 		}
 	}
@@ -278,15 +277,6 @@ func (r *Registry) LoadAll() {
 		go func() { defer wg.Done(); _ = m.load() }()
 	}
 	wg.Wait()
-}
-
-func hasModelFile(dir string) bool {
-	for _, name := range modelFiles {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			return true
-		}
-	}
-	return false
 }
 
 func isDir(p string) bool {
