@@ -156,7 +156,7 @@ func schemaDifference(a schema, ra int, b schema, rb int) string {
 	}
 	if !maps.Equal(a.Params, b.Params) {
 		for _, k := range slices.Sorted(maps.Keys(mergeKeys(a.Params, b.Params))) {
-			if a.Params[k] != b.Params[k] {
+			if a.Params[k] != b.Params[k] && k != "num_class" { // named above
 				add("parameter "+k, fmt.Sprintf("%q", a.Params[k]), fmt.Sprintf("%q", b.Params[k]))
 			}
 		}
