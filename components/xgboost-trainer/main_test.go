@@ -119,10 +119,17 @@ func (s *syncBuffer) String() string {
 
 func startGang(t *testing.T, world int, args ...string) []*rank {
 	t.Helper()
+	return startGangEach(t, world, func(int) []string { return args })
+}
+
+// startGangEach starts a gang whose ranks get their own arguments, as pods that mount different
+// files would read them.
+func startGangEach(t *testing.T, world int, argsOf func(rank int) []string) []*rank {
+	t.Helper()
 	port := freePort(t)
 	var ranks []*rank
 	for r := 0; r < world; r++ {
-		cmd := exec.Command(trainerBin, args...)
+		cmd := exec.Command(trainerBin, argsOf(r)...)
 		cmd.Env = append(os.Environ(),
 			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port),
 			"WORLD_SIZE="+strconv.Itoa(world), "RANK="+strconv.Itoa(r))
@@ -461,6 +468,73 @@ func TestMemoryBounds(t *testing.T) {
 			}
 			if rss > rssBound {
 				t.Fatalf("peak RSS %d MiB, want under %d MiB", rss>>20, rssBound>>20)
+			}
+		})
+	}
+}
+
+// Ranks that read different data must not reach libxgboost's collective with different shapes
+// (it blocks for ever there while heartbeats go on): each fails, naming how the ranks differ.
+func TestRanksThatDisagreeFail(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	abc := write("abc.csv", "a,b,y\n1,2,a\n3,4,b\n5,6,c\n7,8,a\n2,2,b\n1,1,c\n")
+	ab := write("ab.csv", "a,b,y\n1,2,a\n3,4,b\n5,6,a\n7,8,b\n2,2,a\n1,1,b\n")
+	abx := write("abx.csv", "a,x,y\n1,2,a\n3,4,b\n5,6,a\n7,8,b\n2,2,a\n1,1,b\n")
+	cases := []struct {
+		name  string
+		files [2]string
+		extra [2][]string
+		want  string
+	}{
+		{"string classes", [2]string{ab, abc}, [2][]string{}, "rank 1 has classes [a b c], rank 0 has [a b]; rank 1 has num_class 3, rank 0 has 2"},
+		{"feature names", [2]string{ab, abx}, [2][]string{}, "rank 1 has feature names [a x], rank 0 has [a b]"},
+		{"settings", [2]string{ab, ab}, [2][]string{nil, {"--max-depth", "3"}}, `rank 1 has parameter max_depth \"3\", rank 0 has \"6\"`}, // quotes escaped in the log line
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			modelDir := filepath.Join(dir, "m-"+strings.ReplaceAll(c.name, " ", "-"))
+			began := time.Now()
+			ranks := startGangEach(t, 2, func(r int) []string {
+				return append([]string{"--train", c.files[r], "--label", "y", "--objective", "multi:softprob", "--num-round", "5",
+					"--nthread", "1", "--gang-timeout", "5s", "--model-dir", modelDir}, c.extra[r]...)
+			})
+			codes := waitAll(t, ranks, time.Minute)
+			t.Logf("both ranks ended %s after the start", time.Since(began).Round(time.Millisecond))
+			for i, r := range ranks {
+				if out := r.out.String(); codes[i] != 1 || !strings.Contains(out, "the ranks disagree: "+c.want) {
+					t.Fatalf("rank %d: exit %d, want 1 naming the difference %q:\n%s", i, codes[i], c.want, out)
+				}
+			}
+			if _, err := os.Stat(modelDir); !os.IsNotExist(err) {
+				t.Fatalf("a model folder appeared (stat: %v)", err)
+			}
+		})
+	}
+}
+
+// --eval-fraction that leaves a rank without training or evaluation rows fails on every rank.
+func TestEvalFractionLeavingNoRows(t *testing.T) {
+	for _, c := range []struct {
+		fraction, want string
+	}{
+		{"0.01", "--eval-fraction 0.01 leaves rank 0 with 0 evaluation rows (and 75 training rows)"},
+		{"0.99", "--eval-fraction 0.99 leaves rank 0 with 0 training rows (and 75 evaluation rows)"},
+	} {
+		t.Run(c.fraction, func(t *testing.T) {
+			ranks := startGang(t, 2, "--dataset", "iris", "--objective", "multi:softprob", "--num-round", "2",
+				"--nthread", "1", "--eval-fraction", c.fraction, "--gang-timeout", "5s")
+			codes := waitAll(t, ranks, time.Minute)
+			for i, r := range ranks {
+				if out := r.out.String(); codes[i] != 1 || !strings.Contains(out, c.want) {
+					t.Fatalf("rank %d: exit %d, want 1 with %q:\n%s", i, codes[i], c.want, out)
+				}
 			}
 		})
 	}

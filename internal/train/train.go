@@ -156,6 +156,14 @@ func Run(ctx context.Context, job Job, cl Cluster) (*Result, error) {
 		return nil, ctx.Err()
 	}
 	if out.err != nil {
+		var ge *gangError
+		if g != nil && errors.As(out.err, &ge) {
+			// Every rank failed the same check: say done like a finished rank, so that no rank
+			// reports the others' exits as lost ranks (exit 3) instead of this error.
+			wctx, cancel := context.WithTimeout(ctx, job.Watch.StartTimeout+time.Minute)
+			_ = g.done(wctx)
+			cancel()
+		}
 		return nil, out.err
 	}
 	log.Info("training finished", "rounds", out.res.Rounds, "model_sha256", out.res.ModelSHA256)
@@ -225,6 +233,17 @@ func boost(job Job, cl Cluster, trainM, evalM *dataset.Matrix, log *slog.Logger)
 			return nil, nil, nil, err
 		}
 		params.NumClass = n
+	}
+
+	// Before the first collective call that assumes equal shapes on every rank: ranks that differ
+	// fail here, all with the same message, instead of blocking inside libxgboost.
+	fraction := job.EvalFraction
+	if job.Eval != nil {
+		fraction = 0
+	}
+	if err := agree(xgbCollective{}, cl.Rank, max(cl.WorldSize, 1), newSchema(params, trainM, evalM),
+		trainM.Rows, rowsOf(evalM), fraction); err != nil {
+		return nil, nil, nil, err
 	}
 
 	// Every rank builds the same matrices in the same order: libxgboost synchronises column

@@ -135,6 +135,9 @@ static char* gb_comm_allreduce(void* buf, size_t n, int dtype, int op) {
 	return gb_error(XGCommunicatorAllreduce(buf, n, dtype, op));
 }
 static char* gb_comm_print(const char* msg) { return gb_error(XGCommunicatorPrint(msg)); }
+static char* gb_comm_broadcast(void* buf, size_t n, int root) {
+	return gb_error(XGCommunicatorBroadcast(buf, n, root));
+}
 */
 import "C"
 
@@ -651,5 +654,22 @@ func allreduceFloat64(v []float64, op int) error {
 		return fmt.Errorf("allreduce: %w", err)
 	}
 	copy(v, cv)
+	return nil
+}
+
+// Broadcast copies root's buf into every other rank's buf, in place. Every rank calls it with a
+// buf of the same length.
+func Broadcast(buf []byte, root int) error {
+	if len(buf) == 0 {
+		return nil
+	}
+	cbuf := C.malloc(C.size_t(len(buf)))
+	defer C.free(cbuf)
+	cv := unsafe.Slice((*byte)(cbuf), len(buf))
+	copy(cv, buf)
+	if err := check(C.gb_comm_broadcast(cbuf, C.size_t(len(buf)), C.int(root))); err != nil {
+		return fmt.Errorf("broadcast from rank %d: %w", root, err)
+	}
+	copy(buf, cv)
 	return nil
 }
