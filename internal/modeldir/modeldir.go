@@ -1,5 +1,6 @@
 // Package modeldir is the model folder contract: what a folder such as <pvc>/models/<model>/<version>
-// holds (the model file, model.json or model.ubj, and metadata.json), how the trainer publishes
+// holds (one model file, model.json or model.ubj as the trainer writes it or any XGBoost model
+// file a user brings, and metadata.json), how readers find the model file, how the trainer publishes
 // one so that a reader sees the whole folder or none of it, and how readers read its metadata.
 package modeldir
 

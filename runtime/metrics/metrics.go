@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,7 +63,45 @@ func (m *Metrics) ObserveLoad(model string, err error) {
 // ObserveBatch records the rows of one evaluation.
 func (m *Metrics) ObserveBatch(rows int) { m.batchRows.Observe(float64(rows)) }
 
-// Handler serves the metrics in Prometheus' text format.
+// classicText is the content type of Prometheus' text format as scrapers have always known it.
+const classicText = "text/plain; version=0.0.4; charset=utf-8"
+
+// Handler serves the metrics: OpenMetrics or an escaping scheme when the scraper's Accept asks
+// for them, else the classic text format. client_golang labels even the classic answer with
+// "escaping=underscores", which older scrapers and proxies do not parse; every metric name here
+// is a legacy one, so the classic type describes the same bytes.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		accept := r.Header.Get("Accept")
+		if strings.Contains(accept, "openmetrics") || strings.Contains(accept, "escaping=") {
+			h.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(&classicWriter{ResponseWriter: w}, r)
+	})
+}
+
+// classicWriter answers with the classic text content type.
+type classicWriter struct {
+	http.ResponseWriter
+	wroteHeader bool
+}
+
+func (c *classicWriter) WriteHeader(code int) {
+	if c.wroteHeader {
+		return
+	}
+	c.wroteHeader = true
+	if strings.HasPrefix(c.Header().Get("Content-Type"), "text/plain") {
+		c.Header().Set("Content-Type", classicText)
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *classicWriter) Write(b []byte) (int, error) {
+	if !c.wroteHeader {
+		c.WriteHeader(http.StatusOK)
+	}
+	return c.ResponseWriter.Write(b)
 }
