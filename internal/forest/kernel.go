@@ -183,12 +183,13 @@ func (m *Model) blockMargins(out, rows []float32, nrows int) {
 	nf, ng := m.numFeature, m.numGroup
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
-	s.keys = growKeys(s.keys, blockRows*2*nf)
+	br := blockRowsFor(2 * nf)
+	s.keys = growKeys(s.keys, br*2*nf)
 	nodes := unsafe.Pointer(&m.fast[0])
 	trees := m.trees
 	stride := uintptr(2*nf) * 4
-	for b := 0; b < nrows; b += blockRows {
-		e := min(b+blockRows, nrows)
+	for b := 0; b < nrows; b += br {
+		e := min(b+br, nrows)
 		for r := b; r < e; r++ {
 			rowKeys(s.keys[(r-b)*2*nf:], rows[r*nf:(r+1)*nf])
 		}

@@ -3,6 +3,7 @@ package forest
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 )
@@ -11,6 +12,17 @@ import (
 // XGBoost's blocked CPU predictor: the tree's nodes stay in L1 cache for the whole
 // block, and the block's margins stay in cache across trees.
 const blockRows = 64
+
+// scratchBudget bounds, in 4-byte values, the per-call buffers whose size grows with
+// the rows of a block: a block holds fewer rows when rows are wide, down to one, so a
+// call's scratch stays within max(scratchBudget, one row's worth) whatever the model
+// declares (within the bounds build enforces).
+const scratchBudget = 1 << 16
+
+// blockRowsFor is how many rows a block holds when each needs perRow scratch values.
+func blockRowsFor(perRow int) int {
+	return max(1, min(blockRows, scratchBudget/max(perRow, 1)))
+}
 
 // scratch holds per-call buffers; pooled so Predict allocates nothing in steady state.
 type scratch struct {
@@ -48,6 +60,9 @@ func (m *Model) PredictContext(ctx context.Context, dst []float32, rows []float3
 	}
 	if nrows < 0 {
 		return dst, fmt.Errorf("predict: nrows %d is negative", nrows)
+	}
+	if width > 0 && nrows > math.MaxInt/width {
+		return dst, fmt.Errorf("predict: %d rows of %d values overflow", nrows, width)
 	}
 	if want := nrows * m.numFeature; len(rows) != want || (m.numFeature != 0 && want/m.numFeature != nrows) {
 		return dst, fmt.Errorf("predict: rows has %d values, want nrows*num_feature = %d*%d = %d", len(rows), nrows, m.numFeature, want)
@@ -144,11 +159,12 @@ func b2f(b bool) float32 {
 func (m *Model) viaScratch(out, rows []float32, nrows, width int, emit func(dst, margins []float32)) {
 	s := scratchPool.Get().(*scratch)
 	ng, nf := m.numGroup, m.numFeature
-	if cap(s.margins) < blockRows*ng {
-		s.margins = make([]float32, blockRows*ng)
+	br := blockRowsFor(ng)
+	if cap(s.margins) < br*ng {
+		s.margins = make([]float32, br*ng)
 	}
-	for b := 0; b < nrows; b += blockRows {
-		e := min(b+blockRows, nrows)
+	for b := 0; b < nrows; b += br {
+		e := min(b+br, nrows)
 		mg := s.margins[:(e-b)*ng]
 		m.margins(mg, rows[b*nf:e*nf], e-b)
 		for r := b; r < e; r++ {
