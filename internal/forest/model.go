@@ -135,6 +135,8 @@ type Model struct {
 	hasCat  bool
 	shap    *shapData // TreeSHAP statistics; nil when contributions are unavailable
 	shapErr string    // why shap is nil
+	// shapChunk is how many rows of contributions take about a millisecond.
+	shapChunk int
 
 	// gblinear: weights[f*numGroup+g], bias at weights[numFeature*numGroup+g].
 	linW []float32
@@ -308,6 +310,7 @@ func build(raw *rawModel) (*Model, error) {
 	default:
 		return nil, fmt.Errorf("learner.gradient_booster.name: unsupported booster %q (want gbtree, dart or gblinear)", raw.booster)
 	}
+	m.shapChunk = m.contribsChunk()
 	return m, nil
 }
 
@@ -429,6 +432,7 @@ func (m *Model) buildTrees(raw *rawModel) error {
 		m.shapErr = fmt.Sprintf("(num_feature+1)*groups = %d values per row, contributions support up to %d", m.contribsWidth(), maxContribsWidth)
 	default:
 		m.shap = newShapData(m, raw, weights)
+		m.shap.path = newPathShap(m)
 	}
 	if !m.hasCat {
 		m.buildFast()

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // blockRows is how many rows walk one tree before the next tree is taken, as in
@@ -35,24 +37,37 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // Predict evaluates nrows row-major rows of NumFeatures() float32 values (NaN marks a
 // missing value) and appends nrows*Width(kind) values to dst, returning the extended
-// slice. It is safe for concurrent use and allocates nothing when dst has capacity.
+// slice. It is safe for concurrent use and allocates nothing when dst has capacity,
+// except for batches large enough to be split across cores (a few small objects per
+// call).
 func (m *Model) Predict(dst []float32, rows []float32, nrows int, kind OutputKind) ([]float32, error) {
 	return m.PredictContext(context.Background(), dst, rows, nrows, kind)
 }
 
 // chunkRows is how many rows are evaluated between two looks at the context: about a
-// millisecond of work for margins, and for SHAP values, which cost trees x depth^2 per
-// row, a handful of rows.
+// millisecond of work (see shapRowCost for contributions, whose cost per row depends
+// on the trees' shapes).
 func (m *Model) chunkRows(kind OutputKind) int {
 	if kind == OutputContribs {
-		return 8
+		return m.shapChunk
 	}
 	return 1024
 }
 
+// minRowsPerWorker is how many rows make it worth handing work to another core:
+// starting a goroutine and waking a core cost a few microseconds, about 64 rows of
+// margins. Contributions cost far more per row.
+func (m *Model) minRowsPerWorker(kind OutputKind) int {
+	if kind == OutputContribs {
+		return max(1, m.shapChunk/8)
+	}
+	return 128
+}
+
 // PredictContext is Predict that stops between blocks of rows once ctx is done and
 // returns ctx's error with dst unchanged: evaluation a client no longer waits for (it
-// hung up, its deadline passed) stops costing CPU.
+// hung up, its deadline passed) stops costing CPU. Batches large enough to pay for it
+// are split across GOMAXPROCS cores; each core looks at ctx between its blocks.
 func (m *Model) PredictContext(ctx context.Context, dst []float32, rows []float32, nrows int, kind OutputKind) ([]float32, error) {
 	width, err := m.Width(kind)
 	if err != nil {
@@ -71,6 +86,12 @@ func (m *Model) PredictContext(ctx context.Context, dst []float32, rows []float3
 	dst = slices.Grow(dst, nrows*width)[:start+nrows*width]
 	out := dst[start:]
 	nf, chunk := m.numFeature, m.chunkRows(kind)
+	if workers := min(runtime.GOMAXPROCS(0), nrows/m.minRowsPerWorker(kind)); workers > 1 {
+		if done, err := m.predictParallel(ctx, out, rows, nrows, width, kind, workers); err != nil {
+			return dst[:start], fmt.Errorf("predict: stopped after %d of %d rows: %w", done, nrows, err)
+		}
+		return dst, nil
+	}
 	for b := 0; b < nrows; b += chunk {
 		if err := ctx.Err(); err != nil {
 			return dst[:start], fmt.Errorf("predict: stopped after %d of %d rows: %w", b, nrows, err)
@@ -79,6 +100,47 @@ func (m *Model) PredictContext(ctx context.Context, dst []float32, rows []float3
 		m.predictBlock(out[b*width:e*width], rows[b*nf:e*nf], e-b, width, kind)
 	}
 	return dst, nil
+}
+
+// predictParallel evaluates rows on workers cores: the calling goroutine and
+// workers-1 others take chunks of rows from a shared counter until none are left, so
+// a core slowed by other work takes fewer. Chunks are a quarter of a core's share,
+// at most chunkRows, and each worker looks at ctx before each of its chunks. It
+// returns how many rows were done and ctx's error if ctx ended first.
+func (m *Model) predictParallel(ctx context.Context, out, rows []float32, nrows, width int, kind OutputKind, workers int) (int, error) {
+	nf := m.numFeature
+	chunk := min(m.chunkRows(kind), max(1, nrows/(4*workers)))
+	if kind != OutputContribs {
+		// Whole kernel blocks: a block's rows share the walk of each tree.
+		chunk = max(blockRows, chunk/blockRows*blockRows)
+	}
+	var next, done atomic.Int64
+	var stopped atomic.Bool
+	work := func() {
+		for !stopped.Load() {
+			b := int(next.Add(int64(chunk))) - chunk
+			if b >= nrows {
+				return
+			}
+			if ctx.Err() != nil {
+				stopped.Store(true)
+				return
+			}
+			e := min(b+chunk, nrows)
+			m.predictBlock(out[b*width:e*width], rows[b*nf:e*nf], e-b, width, kind)
+			done.Add(int64(e - b))
+		}
+	}
+	var wg sync.WaitGroup
+	for w := 1; w < workers; w++ {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	if stopped.Load() {
+		return int(done.Load()), ctx.Err()
+	}
+	return nrows, nil
 }
 
 // predictBlock writes nrows*width values of kind into out.
