@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"math/rand"
+	"runtime"
 	"testing"
 )
 
 // TestPredictContextStopsWhenDone: a done context stops evaluation between blocks and
-// leaves dst as it was; a live one gives exactly what Predict gives, across block edges.
+// leaves dst as it was; a live one gives exactly what Predict gives on one core, across
+// block edges and split across cores.
 func TestPredictContextStopsWhenDone(t *testing.T) {
 	m, err := Load("testdata/seed_dart_multi.json")
 	if err != nil {
@@ -21,8 +23,15 @@ func TestPredictContextStopsWhenDone(t *testing.T) {
 	for i := range rows {
 		rows[i] = rng.Float32()*4 - 2
 	}
+	// Batches this large are split across cores; the serial result is the reference.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	for _, kind := range []OutputKind{OutputDefault, OutputMargin, OutputLeaf, OutputContribs} {
+		if nrows/m.minRowsPerWorker(kind) < 2 {
+			t.Fatalf("%v: %d rows are not split across cores", kind, nrows)
+		}
+		runtime.GOMAXPROCS(1)
 		want, err := m.Predict(nil, rows, nrows, kind)
+		runtime.GOMAXPROCS(2)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -126,8 +126,9 @@ type Model struct {
 
 	// Tree ensembles.
 	nodes   []node
-	flags   []uint8    // per node: flagMissRight, flagCat; 0 for leaves
-	fast    []fastNode // nodes for the margin kernels (kernel.go); nil with categorical splits
+	flags   []uint8   // per node: flagMissRight, flagCat; 0 for leaves
+	fast    fastTrees // nodes for the margin kernels (kernel.go); empty with categorical splits
+	lanes   int       // rows whose keys interleave in the margin kernels (kernel.go)
 	trees   []treeMeta
 	nodeID  []int32  // XGBoost node id per flat node (pred_leaf output)
 	catSet  []int32  // per flat node: offset into catVals of its set, for flagCat nodes
@@ -390,8 +391,9 @@ func (m *Model) buildTrees(raw *rawModel) error {
 	for i := range raw.trees {
 		total += len(raw.trees[i].left)
 	}
-	// The kernels address nodes by 32-bit byte offsets.
-	if maxNodes := math.MaxUint32 / int(fastNodeSize); total >= maxNodes {
+	// Flat node indices are 32-bit, and kept small enough that byte offsets of
+	// 16-byte nodes are too.
+	if maxNodes := math.MaxUint32 / 16; total >= maxNodes {
 		return fmt.Errorf("%s.trees: %d nodes in total, at most %d supported", where, total, maxNodes-1)
 	}
 	m.nodes = make([]node, 0, total)

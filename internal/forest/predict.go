@@ -86,11 +86,15 @@ func (m *Model) PredictContext(ctx context.Context, dst []float32, rows []float3
 	dst = slices.Grow(dst, nrows*width)[:start+nrows*width]
 	out := dst[start:]
 	nf, chunk := m.numFeature, m.chunkRows(kind)
-	if workers := min(runtime.GOMAXPROCS(0), nrows/m.minRowsPerWorker(kind)); workers > 1 {
-		if done, err := m.predictParallel(ctx, out, rows, nrows, width, kind, workers); err != nil {
-			return dst[:start], fmt.Errorf("predict: stopped after %d of %d rows: %w", done, nrows, err)
+	// runtime.GOMAXPROCS takes the scheduler's lock: ask only when a batch could be
+	// split at all.
+	if per := m.minRowsPerWorker(kind); nrows >= 2*per {
+		if workers := min(runtime.GOMAXPROCS(0), nrows/per); workers > 1 {
+			if done, err := m.predictParallel(ctx, out, rows, nrows, width, kind, workers); err != nil {
+				return dst[:start], fmt.Errorf("predict: stopped after %d of %d rows: %w", done, nrows, err)
+			}
+			return dst, nil
 		}
-		return dst, nil
 	}
 	for b := 0; b < nrows; b += chunk {
 		if err := ctx.Err(); err != nil {
