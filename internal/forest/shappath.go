@@ -30,6 +30,9 @@ const (
 	maxPathFeatures = 12
 	// maxPathEntries caps the table entries of a whole model (32 MiB).
 	maxPathEntries = 1 << 23
+	// maxPathTreeNodes caps the nodes of a tabled tree: a row's sweep keeps a word
+	// per node (256 KiB of scratch per call at the cap).
+	maxPathTreeNodes = 1 << 16
 )
 
 // pathLeaf is one leaf of a tabled tree.
@@ -98,7 +101,11 @@ func newPathShap(m *Model) *pathShap {
 			continue
 		}
 		pt.tabled = true
+		// Leaves with as many path features follow each other, so the loops over a
+		// leaf's features run the same number of times leaf after leaf and their
+		// exits are predicted.
 		pt.leaves = slices.Clone(b.leaves)
+		slices.SortStableFunc(pt.leaves, func(x, y pathLeaf) int { return int(x.n) - int(y.n) })
 		ps.maxNodes = max(ps.maxNodes, int(pt.nodes))
 		ps.rowCost += int(pt.nodes)
 		for _, l := range pt.leaves {
@@ -128,6 +135,9 @@ func (b *pathBuilder) pathTo(root, leaf uint32) {
 
 // build tables tree [root, end); false, with nothing added, if it exceeds the caps.
 func (b *pathBuilder) build(m *Model, ps *pathShap, root, end uint32, weight float64) bool {
+	if end-root > maxPathTreeNodes {
+		return false
+	}
 	b.parent = growU32(b.parent, int(end-root))
 	for i := root; i < end; i++ {
 		if !m.isLeaf(i) {
