@@ -45,7 +45,7 @@ func (m *Model) Predict(dst []float32, rows []float32, nrows int, kind OutputKin
 }
 
 // chunkRows is how many rows are evaluated between two looks at the context: about a
-// millisecond of work (see shapRowCost for contributions, whose cost per row depends
+// millisecond of work (see contribsChunk for contributions, whose cost per row depends
 // on the trees' shapes).
 func (m *Model) chunkRows(kind OutputKind) int {
 	if kind == OutputContribs {
@@ -55,8 +55,9 @@ func (m *Model) chunkRows(kind OutputKind) int {
 }
 
 // minRowsPerWorker is how many rows make it worth handing work to another core:
-// starting a goroutine and waking a core cost a few microseconds, about 64 rows of
-// margins. Contributions cost far more per row.
+// starting a goroutine and waking a core cost a few microseconds, the time of some 64
+// rows of margins; a core gets at least twice that. Contributions cost far more per
+// row: an eighth of a millisecond's worth.
 func (m *Model) minRowsPerWorker(kind OutputKind) int {
 	if kind == OutputContribs {
 		return max(1, m.shapChunk/8)

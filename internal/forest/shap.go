@@ -112,7 +112,6 @@ func (m *Model) contribs(out, rows []float32, nrows int) {
 	sh := &s.shap
 	ps := m.shap.path
 	br := max(1, min(shapBlockRows, scratchBudget/(2*ng*ncol))) // float64: two values
-
 	sh.phi = growF64(sh.phi, br*ng*ncol)
 	sh.cold = growU32(sh.cold, ps.maxNodes)
 	for b := 0; b < nrows; b += br {
