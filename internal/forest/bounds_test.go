@@ -154,6 +154,9 @@ func TestOutputBounds(t *testing.T) {
 // block of rows: a wide model (many features or many classes) does not make a call
 // allocate blockRows times a row.
 func TestScratchBoundedByRow(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers")
+	}
 	const nrows = 64
 	tests := []struct {
 		name  string
