@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand"
 	"runtime"
+	"sync"
 	"testing"
 )
 
@@ -59,4 +60,39 @@ func TestPredictContextStopsWhenDone(t *testing.T) {
 			t.Fatalf("%v: cancelled context changed dst to %d values", kind, len(got))
 		}
 	}
+}
+
+// TestConcurrentSplitBatches: calls split across cores at the same time (sharing the
+// scratch and job pools) each get the one-core result.
+func TestConcurrentSplitBatches(t *testing.T) {
+	m, err := Load("testdata/seed_dart_multi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nf := m.NumFeatures()
+	const nrows = 2000
+	rng := rand.New(rand.NewSource(2))
+	rows := make([]float32, nrows*nf)
+	for i := range rows {
+		rows[i] = rng.Float32()*4 - 2
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	want, _ := m.Predict(nil, rows, nrows, OutputMargin)
+	runtime.GOMAXPROCS(4)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Go(func() {
+			var dst []float32
+			for i := 0; i < 20; i++ {
+				dst, _ = m.Predict(dst[:0], rows, nrows, OutputMargin)
+				for k := range want {
+					if dst[k] != want[k] {
+						t.Errorf("value %d: %v, one core gives %v", k, dst[k], want[k])
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

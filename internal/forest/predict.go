@@ -113,39 +113,59 @@ func (m *Model) PredictContext(ctx context.Context, dst []float32, rows []float3
 // at most chunkRows, and each worker looks at ctx before each of its chunks. It
 // returns how many rows were done and ctx's error if ctx ended first.
 func (m *Model) predictParallel(ctx context.Context, out, rows []float32, nrows, width int, kind OutputKind, workers int) (int, error) {
-	nf := m.numFeature
 	chunk := min(m.chunkRows(kind), max(1, nrows/(4*workers)))
 	if kind != OutputContribs {
 		// Whole kernel blocks: a block's rows share the walk of each tree.
 		chunk = max(blockRows, chunk/blockRows*blockRows)
 	}
-	var next, done atomic.Int64
-	var stopped atomic.Bool
-	work := func() {
-		for !stopped.Load() {
-			b := int(next.Add(int64(chunk))) - chunk
-			if b >= nrows {
-				return
-			}
-			if ctx.Err() != nil {
-				stopped.Store(true)
-				return
-			}
-			e := min(b+chunk, nrows)
-			m.predictBlock(out[b*width:e*width], rows[b*nf:e*nf], e-b, width, kind)
-			done.Add(int64(e - b))
-		}
-	}
-	var wg sync.WaitGroup
+	j := jobPool.Get().(*parallelJob)
+	*j = parallelJob{m: m, ctx: ctx, out: out, rows: rows, nrows: nrows, width: width, chunk: chunk, kind: kind}
 	for w := 1; w < workers; w++ {
-		wg.Go(work)
+		j.wg.Go(j.work)
 	}
-	work()
-	wg.Wait()
-	if stopped.Load() {
-		return int(done.Load()), ctx.Err()
+	j.work()
+	j.wg.Wait()
+	done, stopped := int(j.done.Load()), j.stopped.Load()
+	// Every worker has returned: nothing holds j any more.
+	*j = parallelJob{}
+	jobPool.Put(j)
+	if stopped {
+		return done, ctx.Err()
 	}
 	return nrows, nil
+}
+
+// parallelJob is one call's work shared by its workers; pooled, so a split call
+// allocates only its goroutines.
+type parallelJob struct {
+	m                   *Model
+	ctx                 context.Context
+	out, rows           []float32
+	nrows, width, chunk int
+	kind                OutputKind
+	next, done          atomic.Int64
+	stopped             atomic.Bool
+	wg                  sync.WaitGroup
+}
+
+var jobPool = sync.Pool{New: func() any { return new(parallelJob) }}
+
+// work takes chunks of rows until none are left or the context is done.
+func (j *parallelJob) work() {
+	nf := j.m.numFeature
+	for !j.stopped.Load() {
+		b := int(j.next.Add(int64(j.chunk))) - j.chunk
+		if b >= j.nrows {
+			return
+		}
+		if j.ctx.Err() != nil {
+			j.stopped.Store(true)
+			return
+		}
+		e := min(b+j.chunk, j.nrows)
+		j.m.predictBlock(j.out[b*j.width:e*j.width], j.rows[b*nf:e*nf], e-b, j.width, j.kind)
+		j.done.Add(int64(e - b))
+	}
 }
 
 // predictBlock writes nrows*width values of kind into out.
