@@ -81,25 +81,38 @@ func newPathShap(m *Model) *pathShap {
 		}
 		ps.bias[g] += m.baseMargin[g]
 	}
+	// First the sizes, so that the tables are allocated once: trees are tabled in
+	// order while they fit the caps.
 	var b pathBuilder
+	fits := make([]bool, len(m.trees))
+	entries, feats := 0, 0
+	for t := range m.trees {
+		root, end := m.treeNodes(t)
+		e, f, ok := b.count(m, root, end)
+		if ok && entries+e <= maxPathEntries {
+			fits[t] = true
+			entries += e
+			feats += f
+		}
+	}
+	ps.table = make([]float32, 0, entries)
+	ps.feats = make([]int32, 0, feats)
+	ps.zero = make([]float32, 0, feats)
 	for t := range m.trees {
 		tr := &m.trees[t]
-		end := uint32(len(m.nodes))
-		if t+1 < len(m.trees) {
-			end = m.trees[t+1].root
-		}
+		root, end := m.treeNodes(t)
 		pt := &ps.trees[t]
-		pt.nodes = end - tr.root
-		w := float64(1)
-		if sd.weight != nil {
-			w = float64(sd.weight[t])
-		}
-		if !b.build(m, ps, tr.root, end, w) {
-			pt.tabled = false
+		pt.nodes = end - root
+		if !fits[t] {
 			d := int(tr.depth)
 			ps.rowCost += int(pt.nodes) * (d*d + d)
 			continue
 		}
+		w := float64(1)
+		if sd.weight != nil {
+			w = float64(sd.weight[t])
+		}
+		b.build(m, ps, root, end, w)
 		pt.tabled = true
 		// Leaves with as many path features follow each other, so the loops over a
 		// leaf's features run the same number of times leaf after leaf and their
@@ -113,6 +126,15 @@ func newPathShap(m *Model) *pathShap {
 		}
 	}
 	return ps
+}
+
+// treeNodes is the flat node range [root, end) of tree t.
+func (m *Model) treeNodes(t int) (root, end uint32) {
+	root, end = m.trees[t].root, uint32(len(m.nodes))
+	if t+1 < len(m.trees) {
+		end = m.trees[t+1].root
+	}
+	return root, end
 }
 
 // pathBuilder holds scratch reused across trees while tables are built.
@@ -133,11 +155,8 @@ func (b *pathBuilder) pathTo(root, leaf uint32) {
 	}
 }
 
-// build tables tree [root, end); false, with nothing added, if it exceeds the caps.
-func (b *pathBuilder) build(m *Model, ps *pathShap, root, end uint32, weight float64) bool {
-	if end-root > maxPathTreeNodes {
-		return false
-	}
+// parents fills b.parent for the tree [root, end).
+func (b *pathBuilder) parents(m *Model, root, end uint32) {
 	b.parent = growU32(b.parent, int(end-root))
 	for i := root; i < end; i++ {
 		if !m.isLeaf(i) {
@@ -146,7 +165,15 @@ func (b *pathBuilder) build(m *Model, ps *pathShap, root, end uint32, weight flo
 			b.parent[l+1-root] = i
 		}
 	}
-	entries := 0
+}
+
+// count returns the table entries and path features the tree [root, end) needs, and
+// whether it fits the per-tree caps.
+func (b *pathBuilder) count(m *Model, root, end uint32) (entries, feats int, ok bool) {
+	if end-root > maxPathTreeNodes {
+		return 0, 0, false
+	}
+	b.parents(m, root, end)
 	for i := root; i < end; i++ {
 		if !m.isLeaf(i) {
 			continue
@@ -159,13 +186,18 @@ func (b *pathBuilder) build(m *Model, ps *pathShap, root, end uint32, weight flo
 			}
 		}
 		if len(b.feats) > maxPathFeatures {
-			return false
+			return 0, 0, false
 		}
 		entries += 1 << len(b.feats)
+		feats += len(b.feats)
 	}
-	if len(ps.table)+entries > maxPathEntries {
-		return false
-	}
+	return entries, feats, true
+}
+
+// build appends the tables of the tree [root, end), which count found to fit, and
+// leaves its leaves in b.leaves.
+func (b *pathBuilder) build(m *Model, ps *pathShap, root, end uint32, weight float64) {
+	b.parents(m, root, end)
 	b.leaves = b.leaves[:0]
 	hess := m.shap.hess
 	for i := root; i < end; i++ {
@@ -200,7 +232,6 @@ func (b *pathBuilder) build(m *Model, ps *pathShap, root, end uint32, weight flo
 		b.fill(ps.table[pl.tab:pl.tab+1<<n], n)
 		b.leaves = append(b.leaves, pl)
 	}
-	return true
 }
 
 func growU32(s []uint32, n int) []uint32 {
@@ -240,25 +271,29 @@ func (b *pathBuilder) fill(tab []float32, n int) {
 		var g float64
 		// G(U) = sum over s = |S| of w(s) * e_{|U|-s}(z_U).
 		for s := 0; s <= k && s < n; s++ {
-			g += shapleyWeight(s, n) * cur[k-s]
+			g += shapleyWeights[n][s] * cur[k-s]
 		}
 		tab[u] = float32(g)
 	}
 }
 
-// shapleyWeight is s! (n-s-1)! / n!; factorials up to maxPathFeatures are exact in
-// float64.
-func shapleyWeight(s, n int) float64 {
-	return factorial(s) * factorial(n-s-1) / factorial(n)
-}
-
-func factorial(n int) float64 {
-	f := 1.0
-	for i := 2; i <= n; i++ {
-		f *= float64(i)
+// shapleyWeights[n][s] is s! (n-s-1)! / n!, for paths of n distinct features;
+// factorials up to maxPathFeatures are exact in float64.
+var shapleyWeights = func() (w [maxPathFeatures + 1][]float64) {
+	fact := func(n int) float64 {
+		f := 1.0
+		for i := 2; i <= n; i++ {
+			f *= float64(i)
+		}
+		return f
 	}
-	return f
-}
+	for n := 1; n <= maxPathFeatures; n++ {
+		for s := 0; s < n; s++ {
+			w[n] = append(w[n], fact(s)*fact(n-s-1)/fact(n))
+		}
+	}
+	return w
+}()
 
 func lowBit(x int) int {
 	n := 0
