@@ -33,7 +33,7 @@ type shapScratch struct {
 const shapBlockRows = 32
 
 // contribsChunk is how many rows of contributions cost about a millisecond, counting
-// a nanosecond per operation of shapRowCost.
+// a nanosecond per operation of pathShap.rowCost.
 func (m *Model) contribsChunk() int {
 	if m.shap == nil {
 		return 1024
