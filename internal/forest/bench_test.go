@@ -27,6 +27,7 @@ const (
 	benchTrees    = 100
 	benchDepth    = 6
 	benchBatch    = 1000
+	benchContribs = 100 // rows of a contributions batch
 )
 
 type benchSetup struct {
@@ -184,6 +185,36 @@ func BenchmarkPredict(b *testing.B) {
 		}
 		perRow(b, benchBatch, cpu0)
 	})
+	// The same batch on one core: Predict splits large batches across GOMAXPROCS
+	// cores, so this is the per-core cost behind the figure above.
+	b.Run("forest-1core/batch1000", func(b *testing.B) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		cpu0 := cpuTime()
+		dst := make([]float32, 0, benchBatch)
+		b.ReportAllocs()
+		for b.Loop() {
+			dst, _ = s.model.Predict(dst[:0], s.rows, benchBatch, forest.OutputDefault)
+		}
+		perRow(b, benchBatch, cpu0)
+	})
+	for _, procs := range []int{0, 1} {
+		name := "forest"
+		if procs == 1 {
+			name = "forest-1core"
+		}
+		b.Run(name+"/contribs-batch100", func(b *testing.B) {
+			if procs > 0 {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			}
+			cpu0 := cpuTime()
+			dst := make([]float32, 0, benchContribs*(benchFeatures+1))
+			b.ReportAllocs()
+			for b.Loop() {
+				dst, _ = s.model.Predict(dst[:0], s.rows[:benchContribs*benchFeatures], benchContribs, forest.OutputContribs)
+			}
+			perRow(b, benchContribs, cpu0)
+		})
+	}
 	b.Run("forest/contribs-row", func(b *testing.B) {
 		cpu0 := cpuTime()
 		dst := make([]float32, 0, benchFeatures+1)
@@ -220,6 +251,20 @@ func BenchmarkPredict(b *testing.B) {
 				d.Free()
 			}
 			perRow(b, 1, cpu0)
+		})
+		b.Run(c.name+"/contribs-batch100", func(b *testing.B) {
+			cpu0 := cpuTime()
+			for b.Loop() {
+				d, err := xgb.NewDMatrixDense(s.rows[:benchContribs*benchFeatures], benchContribs, benchFeatures, nan)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, _, err := c.bst.Predict(d, xgb.PredictOptions{Type: xgb.PredictContribs}); err != nil {
+					b.Fatal(err)
+				}
+				d.Free()
+			}
+			perRow(b, benchContribs, cpu0)
 		})
 		b.Run(c.name+"/batch1000", func(b *testing.B) {
 			cpu0 := cpuTime()

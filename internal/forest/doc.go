@@ -21,9 +21,18 @@
 //
 // Predictions are float32 computations in XGBoost's order (base margin, then each
 // tree's leaf value in tree order), so they agree with libxgboost's to float32
-// rounding: the parity tests find them bit-identical on margins and contributions.
+// rounding: the parity tests find margins bit-identical. Contributions come from
+// per-leaf tables precomputed at load (path-based TreeSHAP, shappath.go), exact SHAP
+// values like libxgboost's, equal to them within float32 rounding (about half
+// bit-identical on the parity zoo); trees too large for tables use exact TreeSHAP as
+// XGBoost computes it.
 //
-// Trees are flattened into 16-byte nodes, right child next to the left, and evaluated
-// by branch-free kernels that walk several trees (one row) or several rows (a block)
-// at once; see kernel.go.
+// Trees are flattened into arrays, right child next to the left, and evaluated by
+// branch-free kernels that walk eight trees (one row) or eight rows (a block) at
+// once; see kernel.go. Batches large enough to pay for it are split across
+// GOMAXPROCS cores.
+//
+// Sizes a model declares are bounded at load (classes, features, trees, nodes; see
+// model.go), so what a call allocates stays proportional to one row, whatever the
+// file says.
 package forest

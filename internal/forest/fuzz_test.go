@@ -58,7 +58,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("%v: %d values, want %d", kind, len(out), n*w)
 			}
 		}
-		if m.fast == nil {
+		if m.fast.cl == nil {
 			return
 		}
 		for _, nrows := range []int{1, n} {

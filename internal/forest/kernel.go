@@ -14,30 +14,51 @@ import (
 //
 //	right = keys[feat] >= thr
 //
-// with no missing-value test and no branch. Leaves have thr = 0xFFFFFFFF and read the
-// first copy, where no key reaches it, so they map to themselves.
+// with no missing-value test and no branch. A node stores not thr but c = 2^32 - thr
+// next to its left child's index, so one 64-bit addition does the comparison and the
+// choice of child: k + c carries into the child index exactly when k >= thr,
+//
+//	child = (k + (left<<32 | c)) >> 32
+//
+// Leaves have c = 0, which no key carries: they map to themselves.
+//
+// Keys are laid out for lanes rows at once: key (copy c, feature f) of the row in
+// lane j sits at index (c*nf+f)*lanes + j. The batch kernel walks a tree for lanes
+// rows together, all their keys addressed from one base pointer plus the node's
+// offset plus a constant per lane: that keeps the eight walks (chains of dependent
+// loads the core overlaps) in registers. A single row uses lane 0. Models with rows
+// so wide that a lane group's keys would exceed scratchBudget use one lane (m.lanes),
+// and rows walk one by one.
 //
 // The kernels also skip bounds checks (about a third of a step's instructions); every
 // access stays in bounds because of what build and Predict establish:
 //   - flattenTree only creates child indices of nodes it appended, so every offset a
 //     walk can reach (root, left, left+1 of an internal node, a leaf itself) lies
-//     inside m.fast;
+//     inside m.fast's arrays;
 //   - flattenTree rejects split_indices outside [0, num_feature), so feature offsets
-//     lie inside the 2*num_feature keys of a row;
+//     lie inside the 2*num_feature*lanes keys of a lane group;
 //   - Predict checks len(rows) == nrows*numFeature before any kernel runs, and the key
 //     buffers are sized from it.
 // Models with categorical splits never reach these kernels (see margins).
 
-// fastNode is node for the key kernels; offsets are in bytes so a step needs no
-// multiplication.
-type fastNode struct {
-	thr   uint32  // key of the threshold; 0xFFFFFFFF for leaves
-	feat  uint32  // byte offset of the feature's key in a row's keys
-	left  uint32  // byte offset of the left child in Model.fast; leaves: their own
-	value float32 // leaf value (times the dart weight)
+// fastTrees holds the nodes for the key kernels as parallel arrays indexed by flat
+// node index, so a step addresses both with the index scaled by the CPU's addressing
+// (4 and 8 bytes) and needs no multiplication of its own.
+type fastTrees struct {
+	// Byte offset of the node's feature's lane-0 key in a lane group's keys: in
+	// feat16 when every offset fits 16 bits (up to 1024 features), else in feat32.
+	// The walks' critical path runs through this load; 2 bytes a node keep more of
+	// the model in L1.
+	feat16 []uint16
+	feat32 []uint32
+	// left<<32 | c: the index of the left child (leaves: their own) and 2^32 - the key
+	// of the threshold (leaves: 0).
+	cl    []uint64
+	value []float32 // leaf value (times the dart weight)
 }
 
-const fastNodeSize = uint32(unsafe.Sizeof(fastNode{}))
+// lanes is how many rows walk a tree together in the batch kernel.
+const lanes = 8
 
 // floatKey maps a non-NaN float32 to a uint32 with the same order; -0 and +0 share a
 // key because they compare equal.
@@ -51,118 +72,136 @@ func floatKey(v float32) uint32 {
 
 // buildFast derives the key kernels' nodes from m.nodes.
 func (m *Model) buildFast() {
-	m.fast = make([]fastNode, len(m.nodes))
+	m.lanes = lanes
+	if 2*m.numFeature*lanes > scratchBudget {
+		m.lanes = 1
+	}
+	f := fastTrees{
+		cl:    make([]uint64, len(m.nodes)),
+		value: make([]float32, len(m.nodes)),
+	}
 	nf := uint32(m.numFeature)
+	feat := make([]uint32, len(m.nodes))
 	for i, n := range m.nodes {
-		f := &m.fast[i]
-		f.left = n.left * fastNodeSize
-		f.value = n.value
+		f.value[i] = n.value
+		f.cl[i] = uint64(n.left) << 32
 		if n.left == uint32(i) {
-			f.thr = math.MaxUint32
 			continue
 		}
-		switch {
-		case n.split != n.split:
-			// x < NaN is false for every x: non-missing values go right.
-			f.thr = 1
-		default:
-			f.thr = floatKey(n.split)
+		// Thresholds are keys of non-NaN values, at least key(-Inf) > 0, so c fits.
+		thr := uint32(1) // x < NaN is false for every x: non-missing values go right
+		if n.split == n.split {
+			thr = floatKey(n.split)
 		}
-		f.feat = n.feat * 4
+		f.cl[i] |= 1<<32 - uint64(thr)
+		feat[i] = n.feat * uint32(m.lanes) * 4
 		if m.flags[i]&flagMissRight != 0 {
-			f.feat = (n.feat + nf) * 4
+			feat[i] = (n.feat + nf) * uint32(m.lanes) * 4
 		}
 	}
+	if 2*m.numFeature*m.lanes*4 <= 1<<16 {
+		f.feat16 = make([]uint16, len(feat))
+		for i, v := range feat {
+			f.feat16[i] = uint16(v)
+		}
+	} else {
+		f.feat32 = feat
+	}
+	m.fast = f
 }
 
-// rowKeys writes the 2*len(row) keys of a row.
-func rowKeys(keys []uint32, row []float32) {
+// rowKeys writes the keys of a row into lane of a group of n lanes' keys.
+func rowKeys(keys []uint32, row []float32, lane, n int) {
 	nf := len(row)
-	keys = keys[:2*nf]
+	keys = keys[:2*nf*n]
 	for f, v := range row {
-		if v != v {
-			keys[f] = 0
-			keys[nf+f] = math.MaxUint32
-			continue
+		lo, hi := uint32(0), uint32(math.MaxUint32)
+		if v == v {
+			lo = floatKey(v)
+			hi = lo
 		}
-		k := floatKey(v)
-		keys[f] = k
-		keys[nf+f] = k
+		keys[f*n+lane] = lo
+		keys[(nf+f)*n+lane] = hi
 	}
 }
 
-func step(nodes, keys unsafe.Pointer, off uint32) uint32 {
-	n := (*fastNode)(unsafe.Add(nodes, uintptr(off)))
-	k := *(*uint32)(unsafe.Add(keys, uintptr(n.feat)))
-	// Written so the compiler emits SETcc, not a branch: the direction is a coin flip
-	// a branch predictor cannot learn.
-	r := uint32(0)
-	if k >= n.thr {
-		r = 1
-	}
-	return n.left + r*fastNodeSize
-}
-
-func leafAt(nodes unsafe.Pointer, off uint32) float32 {
-	return (*fastNode)(unsafe.Add(nodes, uintptr(off))).value
+// step takes one step down a tree for the row in lane, from node i to the child it
+// returns. No branch (the direction is a coin flip a branch predictor cannot learn)
+// and no compare: the compiler schedules flag-setting compares late, after the loads
+// of all eight walks, and runs out of registers.
+func step[F featOffset](feat, cl, keys unsafe.Pointer, i uintptr, lane uintptr) uintptr {
+	f := *(*F)(unsafe.Add(feat, i*unsafe.Sizeof(F(0))))
+	k := uint64(*(*uint32)(unsafe.Add(keys, uintptr(f)+lane*4)))
+	return uintptr((k + *(*uint64)(unsafe.Add(cl, i*8))) >> 32)
 }
 
 // stackKeys is how many keys a row may need for rowMargins to keep them on the stack.
-const stackKeys = 128
+const stackKeys = 1024
 
 // rowMargins evaluates one row, walking eight trees at once: one walk is a chain of
 // dependent loads, and independent chains keep the core busy while each waits. Leaf
 // values are still added in tree order, as XGBoost adds them.
 func (m *Model) rowMargins(out, row []float32) {
-	if len(m.fast) == 0 {
+	if m.fast.feat16 != nil {
+		rowMarginsF[uint16](m, out, row, unsafe.Pointer(unsafe.SliceData(m.fast.feat16)))
+	} else {
+		rowMarginsF[uint32](m, out, row, unsafe.Pointer(unsafe.SliceData(m.fast.feat32)))
+	}
+}
+
+// featOffset is the type of the feature offsets a model's nodes hold.
+type featOffset interface{ uint16 | uint32 }
+
+func rowMarginsF[F featOffset](m *Model, out, row []float32, fp unsafe.Pointer) {
+	if len(m.fast.cl) == 0 {
 		return
 	}
 	var buf [stackKeys]uint32
 	var keys []uint32
-	if 2*len(row) <= stackKeys {
-		keys = buf[:2*len(row)]
+	if n := 2 * len(row) * m.lanes; n <= stackKeys {
+		keys = buf[:n]
 	} else {
 		s := scratchPool.Get().(*scratch)
 		defer scratchPool.Put(s)
-		s.keys = growKeys(s.keys, 2*len(row))
+		s.keys = growKeys(s.keys, n)
 		keys = s.keys
 	}
-	rowKeys(keys, row)
-	nodes := unsafe.Pointer(&m.fast[0])
+	rowKeys(keys, row, 0, m.lanes)
+	cp, val := unsafe.Pointer(&m.fast.cl[0]), m.fast.value
 	kp := unsafe.Pointer(&keys[0])
 	trees := m.trees
 	t := 0
 	for ; t+8 <= len(trees); t += 8 {
 		ts := trees[t : t+8 : t+8]
-		i0, i1, i2, i3 := ts[0].root*fastNodeSize, ts[1].root*fastNodeSize, ts[2].root*fastNodeSize, ts[3].root*fastNodeSize
-		i4, i5, i6, i7 := ts[4].root*fastNodeSize, ts[5].root*fastNodeSize, ts[6].root*fastNodeSize, ts[7].root*fastNodeSize
+		i0, i1, i2, i3 := uintptr(ts[0].root), uintptr(ts[1].root), uintptr(ts[2].root), uintptr(ts[3].root)
+		i4, i5, i6, i7 := uintptr(ts[4].root), uintptr(ts[5].root), uintptr(ts[6].root), uintptr(ts[7].root)
 		d := max(ts[0].depth, ts[1].depth, ts[2].depth, ts[3].depth, ts[4].depth, ts[5].depth, ts[6].depth, ts[7].depth)
 		for ; d > 0; d-- {
-			i0 = step(nodes, kp, i0)
-			i1 = step(nodes, kp, i1)
-			i2 = step(nodes, kp, i2)
-			i3 = step(nodes, kp, i3)
-			i4 = step(nodes, kp, i4)
-			i5 = step(nodes, kp, i5)
-			i6 = step(nodes, kp, i6)
-			i7 = step(nodes, kp, i7)
+			i0 = step[F](fp, cp, kp, i0, 0)
+			i1 = step[F](fp, cp, kp, i1, 0)
+			i2 = step[F](fp, cp, kp, i2, 0)
+			i3 = step[F](fp, cp, kp, i3, 0)
+			i4 = step[F](fp, cp, kp, i4, 0)
+			i5 = step[F](fp, cp, kp, i5, 0)
+			i6 = step[F](fp, cp, kp, i6, 0)
+			i7 = step[F](fp, cp, kp, i7, 0)
 		}
-		out[ts[0].group] += leafAt(nodes, i0)
-		out[ts[1].group] += leafAt(nodes, i1)
-		out[ts[2].group] += leafAt(nodes, i2)
-		out[ts[3].group] += leafAt(nodes, i3)
-		out[ts[4].group] += leafAt(nodes, i4)
-		out[ts[5].group] += leafAt(nodes, i5)
-		out[ts[6].group] += leafAt(nodes, i6)
-		out[ts[7].group] += leafAt(nodes, i7)
+		out[ts[0].group] += val[i0]
+		out[ts[1].group] += val[i1]
+		out[ts[2].group] += val[i2]
+		out[ts[3].group] += val[i3]
+		out[ts[4].group] += val[i4]
+		out[ts[5].group] += val[i5]
+		out[ts[6].group] += val[i6]
+		out[ts[7].group] += val[i7]
 	}
 	for ; t < len(trees); t++ {
 		tr := &trees[t]
-		i := tr.root * fastNodeSize
+		i := uintptr(tr.root)
 		for d := tr.depth; d > 0; d-- {
-			i = step(nodes, kp, i)
+			i = step[F](fp, cp, kp, i, 0)
 		}
-		out[tr.group] += leafAt(nodes, i)
+		out[tr.group] += val[i]
 	}
 }
 
@@ -173,82 +212,94 @@ func growKeys(k []uint32, n int) []uint32 {
 	return k[:n]
 }
 
-// blockMargins evaluates rows block by block: blockRows rows walk a pair of trees
-// before the next pair is taken, so the pair's nodes and the block's keys stay in L1.
-// Within a block two trees walk four rows at once (eight independent walks).
+// blockMargins evaluates rows block by block: the block's rows walk one tree before
+// the next tree is taken, so the tree's nodes and the block's keys stay in L1. Within
+// a block, eight rows (one lane group) walk the tree at once.
 func (m *Model) blockMargins(out, rows []float32, nrows int) {
-	if len(m.fast) == 0 {
+	if m.fast.feat16 != nil {
+		blockMarginsF[uint16](m, out, rows, nrows, unsafe.Pointer(unsafe.SliceData(m.fast.feat16)))
+	} else {
+		blockMarginsF[uint32](m, out, rows, nrows, unsafe.Pointer(unsafe.SliceData(m.fast.feat32)))
+	}
+}
+
+func blockMarginsF[F featOffset](m *Model, out, rows []float32, nrows int, fp unsafe.Pointer) {
+	if len(m.fast.cl) == 0 {
 		return
 	}
 	nf, ng := m.numFeature, m.numGroup
+	if m.lanes != lanes {
+		for r := 0; r < nrows; r++ {
+			m.rowMargins(out[r*ng:(r+1)*ng], rows[r*nf:(r+1)*nf])
+		}
+		return
+	}
 	s := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(s)
-	s.keys = growKeys(s.keys, blockRows*2*nf)
-	nodes := unsafe.Pointer(&m.fast[0])
+	group := 2 * nf * lanes // keys of a lane group
+	br := max(lanes, blockRowsFor(2*nf)/lanes*lanes)
+	s.keys = growKeys(s.keys, br/lanes*group)
+	cp, val := unsafe.Pointer(&m.fast.cl[0]), m.fast.value
 	trees := m.trees
-	stride := uintptr(2*nf) * 4
-	for b := 0; b < nrows; b += blockRows {
-		e := min(b+blockRows, nrows)
-		for r := b; r < e; r++ {
-			rowKeys(s.keys[(r-b)*2*nf:], rows[r*nf:(r+1)*nf])
-		}
-		kb := unsafe.Pointer(&s.keys[0])
-		t := 0
-		for ; t+2 <= len(trees); t += 2 {
-			ta, tb := &trees[t], &trees[t+1]
-			ga, gb := int(ta.group), int(tb.group)
-			ra, rb := ta.root*fastNodeSize, tb.root*fastNodeSize
-			d := max(ta.depth, tb.depth)
-			r := b
-			for ; r+4 <= e; r += 4 {
-				k0 := unsafe.Add(kb, uintptr(r-b)*stride)
-				k1 := unsafe.Add(k0, stride)
-				k2 := unsafe.Add(k1, stride)
-				k3 := unsafe.Add(k2, stride)
-				a0, a1, a2, a3 := ra, ra, ra, ra
-				b0, b1, b2, b3 := rb, rb, rb, rb
-				for k := d; k > 0; k-- {
-					a0 = step(nodes, k0, a0)
-					a1 = step(nodes, k1, a1)
-					a2 = step(nodes, k2, a2)
-					a3 = step(nodes, k3, a3)
-					b0 = step(nodes, k0, b0)
-					b1 = step(nodes, k1, b1)
-					b2 = step(nodes, k2, b2)
-					b3 = step(nodes, k3, b3)
-				}
-				o := out[r*ng : (r+4)*ng : (r+4)*ng]
-				o[ga] += leafAt(nodes, a0)
-				o[gb] += leafAt(nodes, b0)
-				o[ng+ga] += leafAt(nodes, a1)
-				o[ng+gb] += leafAt(nodes, b1)
-				o[2*ng+ga] += leafAt(nodes, a2)
-				o[2*ng+gb] += leafAt(nodes, b2)
-				o[3*ng+ga] += leafAt(nodes, a3)
-				o[3*ng+gb] += leafAt(nodes, b3)
-			}
-			for ; r < e; r++ {
-				kp := unsafe.Add(kb, uintptr(r-b)*stride)
-				a, c := ra, rb
-				for k := d; k > 0; k-- {
-					a = step(nodes, kp, a)
-					c = step(nodes, kp, c)
-				}
-				out[r*ng+ga] += leafAt(nodes, a)
-				out[r*ng+gb] += leafAt(nodes, c)
+	for b := 0; b < nrows; b += br {
+		e := min(b+br, nrows)
+		ngroups := (e - b + lanes - 1) / lanes
+		keys := s.keys[:ngroups*group]
+		for r := b; r < b+ngroups*lanes; r++ {
+			g := keys[(r-b)/lanes*group:]
+			if r < e {
+				rowKeys(g, rows[r*nf:(r+1)*nf], (r-b)%lanes, lanes)
+			} else {
+				// Lanes past the last row walk like lane 0 and are not added.
+				rowKeys(g, rows[b*nf:(b+1)*nf], (r-b)%lanes, lanes)
 			}
 		}
-		for ; t < len(trees); t++ {
+		kb := unsafe.Pointer(&keys[0])
+		for t := range trees {
 			tr := &trees[t]
-			g := int(tr.group)
-			for r := b; r < e; r++ {
-				kp := unsafe.Add(kb, uintptr(r-b)*stride)
-				i := tr.root * fastNodeSize
-				for k := tr.depth; k > 0; k-- {
-					i = step(nodes, kp, i)
+			gi := int(tr.group)
+			root := uintptr(tr.root)
+			for q := 0; q < ngroups; q++ {
+				kp := unsafe.Add(kb, uintptr(q*group)*4)
+				i0, i1, i2, i3, i4, i5, i6, i7 := walkLanes[F](fp, cp, kp, root, tr.depth)
+				r := b + q*lanes
+				if r+lanes <= e {
+					o := out[r*ng : (r+lanes)*ng : (r+lanes)*ng]
+					o[gi] += val[i0]
+					o[ng+gi] += val[i1]
+					o[2*ng+gi] += val[i2]
+					o[3*ng+gi] += val[i3]
+					o[4*ng+gi] += val[i4]
+					o[5*ng+gi] += val[i5]
+					o[6*ng+gi] += val[i6]
+					o[7*ng+gi] += val[i7]
+					continue
 				}
-				out[r*ng+g] += leafAt(nodes, i)
+				leaves := [lanes]uintptr{i0, i1, i2, i3, i4, i5, i6, i7}
+				for j := 0; r+j < e; j++ {
+					out[(r+j)*ng+gi] += val[leaves[j]]
+				}
 			}
 		}
 	}
+}
+
+// walkLanes walks a tree from root for the eight rows of a lane group and returns the
+// leaves they reach. It is a function of its own so that the eight walks have the
+// registers to themselves: inlined into blockMargins' loops, they spill.
+//
+//go:noinline
+func walkLanes[F featOffset](fp, cp, kp unsafe.Pointer, root uintptr, depth int32) (i0, i1, i2, i3, i4, i5, i6, i7 uintptr) {
+	i0, i1, i2, i3, i4, i5, i6, i7 = root, root, root, root, root, root, root, root
+	for d := depth; d > 0; d-- {
+		i0 = step[F](fp, cp, kp, i0, 0)
+		i1 = step[F](fp, cp, kp, i1, 1)
+		i2 = step[F](fp, cp, kp, i2, 2)
+		i3 = step[F](fp, cp, kp, i3, 3)
+		i4 = step[F](fp, cp, kp, i4, 4)
+		i5 = step[F](fp, cp, kp, i5, 5)
+		i6 = step[F](fp, cp, kp, i6, 6)
+		i7 = step[F](fp, cp, kp, i7, 7)
+	}
+	return
 }

@@ -70,8 +70,35 @@ type node struct {
 	value float32 // leaf value (times the dart weight); 0 for internal nodes
 }
 
-// maxShapDepth bounds the tree depth for which contributions are computed.
-const maxShapDepth = 1024
+// Bounds on what a model may declare. A file passes the format checks with any sizes;
+// these keep what one Predict call allocates, and what a row costs, proportional to a
+// model someone could have trained, so a hostile or corrupt file is refused at load
+// with a message instead of exhausting memory at the first request.
+const (
+	// maxGroups bounds num_class / num_target. Every boosting round adds one tree per
+	// group, so 65536 classes is far beyond what XGBoost can train; per-call scratch
+	// holds at most one row block of margins (see marginBlockRows).
+	maxGroups = 1 << 16
+	// maxFeatures bounds num_feature: 16M columns covers hashed sparse feature spaces
+	// (2^20..2^24). A row's keys take 8 bytes per feature in the margin kernels.
+	maxFeatures = 1 << 24
+	// maxTrees bounds the number of trees: 10,000 rounds of 100 classes. pred_leaf
+	// returns one value per tree per row.
+	maxTrees = 1 << 20
+	// maxTreeNodes bounds the nodes of one tree, more than a full tree of depth 23;
+	// flattening a tree allocates a few words per node.
+	maxTreeNodes = 1 << 24
+	// maxContribsWidth bounds (num_feature+1)*groups, the values one row's SHAP output
+	// and its scratch take (256 MiB as float32 here): enough for one group of
+	// maxFeatures, or 1000 features of 32k classes. Larger models load, but have no
+	// contributions.
+	maxContribsWidth = 1 << 26
+	// maxShapDepth bounds the tree depth for which contributions are computed: exact
+	// TreeSHAP keeps a path of O(depth^2) entries and costs O(leaves*depth^2) per tree
+	// and row. XGBoost's default max_depth is 6; lossguide trees of a few hundred
+	// leaves stay well below.
+	maxShapDepth = 256
+)
 
 // Model.flags bits per node.
 const (
@@ -99,8 +126,9 @@ type Model struct {
 
 	// Tree ensembles.
 	nodes   []node
-	flags   []uint8    // per node: flagMissRight, flagCat; 0 for leaves
-	fast    []fastNode // nodes for the margin kernels (kernel.go); nil with categorical splits
+	flags   []uint8   // per node: flagMissRight, flagCat; 0 for leaves
+	fast    fastTrees // nodes for the margin kernels (kernel.go); empty with categorical splits
+	lanes   int       // rows whose keys interleave in the margin kernels (kernel.go)
 	trees   []treeMeta
 	nodeID  []int32  // XGBoost node id per flat node (pred_leaf output)
 	catSet  []int32  // per flat node: offset into catVals of its set, for flagCat nodes
@@ -108,6 +136,8 @@ type Model struct {
 	hasCat  bool
 	shap    *shapData // TreeSHAP statistics; nil when contributions are unavailable
 	shapErr string    // why shap is nil
+	// shapChunk is how many rows of contributions take about a millisecond.
+	shapChunk int
 
 	// gblinear: weights[f*numGroup+g], bias at weights[numFeature*numGroup+g].
 	linW []float32
@@ -179,13 +209,18 @@ func (m *Model) Width(kind OutputKind) (int, error) {
 		}
 		return len(m.trees), nil
 	case OutputContribs:
+		if w := m.contribsWidth(); w > maxContribsWidth {
+			return 0, fmt.Errorf("output %s: (num_feature+1)*groups = %d values per row, contributions support up to %d", kind, w, maxContribsWidth)
+		}
 		if m.booster != boosterLinear && m.shap == nil {
 			return 0, fmt.Errorf("output %s: %s", kind, m.shapErr)
 		}
-		return (m.numFeature + 1) * m.numGroup, nil
+		return m.contribsWidth(), nil
 	}
 	return 0, fmt.Errorf("unknown output kind %d", int(kind))
 }
+
+func (m *Model) contribsWidth() int { return (m.numFeature + 1) * m.numGroup }
 
 // build validates the raw document and flattens it into a Model.
 func build(raw *rawModel) (*Model, error) {
@@ -206,13 +241,18 @@ func build(raw *rawModel) (*Model, error) {
 		obj.margin = mLogit
 	}
 	m := &Model{objName: raw.objective, obj: obj, version: raw.version}
-	if raw.numFeature <= 0 || raw.numFeature > 1<<28 {
-		return nil, fmt.Errorf("learner.learner_model_param.num_feature: expected 1..%d, got %d", 1<<28, raw.numFeature)
+	if raw.numFeature <= 0 || raw.numFeature > maxFeatures {
+		return nil, fmt.Errorf("learner.learner_model_param.num_feature: expected 1..%d, got %d", maxFeatures, raw.numFeature)
 	}
 	m.numFeature = int(raw.numFeature)
 	m.numGroup = 1
-	if raw.numClass < 0 || raw.numTarget < 0 || raw.numClass > 1<<20 || raw.numTarget > 1<<20 {
-		return nil, fmt.Errorf("learner.learner_model_param: num_class %d / num_target %d out of range", raw.numClass, raw.numTarget)
+	for _, p := range []struct {
+		name string
+		v    int64
+	}{{"num_class", raw.numClass}, {"num_target", raw.numTarget}} {
+		if p.v < 0 || p.v > maxGroups {
+			return nil, fmt.Errorf("learner.learner_model_param.%s: expected 0..%d, got %d", p.name, maxGroups, p.v)
+		}
 	}
 	if raw.numClass > 1 {
 		m.numGroup = int(raw.numClass)
@@ -271,6 +311,7 @@ func build(raw *rawModel) (*Model, error) {
 	default:
 		return nil, fmt.Errorf("learner.gradient_booster.name: unsupported booster %q (want gbtree, dart or gblinear)", raw.booster)
 	}
+	m.shapChunk = m.contribsChunk()
 	return m, nil
 }
 
@@ -316,7 +357,7 @@ func parseBaseScore(s string, groups int) ([]float32, error) {
 	case groups:
 		copy(out, vals)
 	default:
-		return nil, fmt.Errorf("%d values for %d output groups", len(vals), groups)
+		return nil, fmt.Errorf("expected 1 value or one per output group (%d), got %d values", groups, len(vals))
 	}
 	return out, nil
 }
@@ -327,6 +368,12 @@ func (m *Model) buildTrees(raw *rawModel) error {
 		return fmt.Errorf("%s: no trees (gbtree_model_param, tree_info, trees missing)", where)
 	}
 	nt := len(raw.trees)
+	if raw.numTreesSet && (raw.numTrees < 0 || raw.numTrees > maxTrees) {
+		return fmt.Errorf("%s.gbtree_model_param.num_trees: expected 0..%d, got %d", where, maxTrees, raw.numTrees)
+	}
+	if nt > maxTrees {
+		return fmt.Errorf("%s.trees: expected at most %d trees, got %d", where, maxTrees, nt)
+	}
 	if raw.numTreesSet && raw.numTrees != int64(nt) {
 		return fmt.Errorf("%s.gbtree_model_param.num_trees: says %d, file has %d trees", where, raw.numTrees, nt)
 	}
@@ -344,8 +391,9 @@ func (m *Model) buildTrees(raw *rawModel) error {
 	for i := range raw.trees {
 		total += len(raw.trees[i].left)
 	}
-	// The kernels address nodes by 32-bit byte offsets.
-	if maxNodes := math.MaxUint32 / int(fastNodeSize); total >= maxNodes {
+	// Flat node indices are 32-bit, and kept small enough that byte offsets of
+	// 16-byte nodes are too.
+	if maxNodes := math.MaxUint32 / 16; total >= maxNodes {
 		return fmt.Errorf("%s.trees: %d nodes in total, at most %d supported", where, total, maxNodes-1)
 	}
 	m.nodes = make([]node, 0, total)
@@ -381,10 +429,12 @@ func (m *Model) buildTrees(raw *rawModel) error {
 	case !hasHess:
 		m.shapErr = "the model file has no sum_hessian statistics"
 	case maxDepth > maxShapDepth:
-		// TreeSHAP keeps a path of O(depth^2) entries per row.
 		m.shapErr = fmt.Sprintf("a tree is %d levels deep, contributions support up to %d", maxDepth, maxShapDepth)
+	case m.contribsWidth() > maxContribsWidth:
+		m.shapErr = fmt.Sprintf("(num_feature+1)*groups = %d values per row, contributions support up to %d", m.contribsWidth(), maxContribsWidth)
 	default:
 		m.shap = newShapData(m, raw, weights)
+		m.shap.path = newPathShap(m)
 	}
 	if !m.hasCat {
 		m.buildFast()
@@ -401,6 +451,12 @@ func (m *Model) flattenTree(tr *rawTree, weight float32) (treeMeta, error) {
 	n := len(tr.left)
 	if n == 0 {
 		return treeMeta{}, fmt.Errorf("left_children: empty tree")
+	}
+	if tr.numNodesSet && (tr.numNodes < 0 || tr.numNodes > maxTreeNodes) {
+		return treeMeta{}, fmt.Errorf("tree_param.num_nodes: expected 1..%d, got %d", maxTreeNodes, tr.numNodes)
+	}
+	if n > maxTreeNodes {
+		return treeMeta{}, fmt.Errorf("left_children: expected at most %d nodes, got %d", maxTreeNodes, n)
 	}
 	if tr.numNodesSet && tr.numNodes != int64(n) {
 		return treeMeta{}, fmt.Errorf("tree_param.num_nodes: says %d, left_children has %d", tr.numNodes, n)

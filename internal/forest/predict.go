@@ -3,14 +3,28 @@ package forest
 import (
 	"context"
 	"fmt"
+	"math"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // blockRows is how many rows walk one tree before the next tree is taken, as in
 // XGBoost's blocked CPU predictor: the tree's nodes stay in L1 cache for the whole
 // block, and the block's margins stay in cache across trees.
 const blockRows = 64
+
+// scratchBudget bounds, in 4-byte values, the per-call buffers whose size grows with
+// the rows of a block: a block holds fewer rows when rows are wide, down to one, so a
+// call's scratch stays within max(scratchBudget, one row's worth) whatever the model
+// declares (within the bounds build enforces).
+const scratchBudget = 1 << 16
+
+// blockRowsFor is how many rows a block holds when each needs perRow scratch values.
+func blockRowsFor(perRow int) int {
+	return max(1, min(blockRows, scratchBudget/max(perRow, 1)))
+}
 
 // scratch holds per-call buffers; pooled so Predict allocates nothing in steady state.
 type scratch struct {
@@ -23,24 +37,38 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
 // Predict evaluates nrows row-major rows of NumFeatures() float32 values (NaN marks a
 // missing value) and appends nrows*Width(kind) values to dst, returning the extended
-// slice. It is safe for concurrent use and allocates nothing when dst has capacity.
+// slice. It is safe for concurrent use and allocates nothing when dst has capacity,
+// except for batches large enough to be split across cores (a few small objects per
+// call).
 func (m *Model) Predict(dst []float32, rows []float32, nrows int, kind OutputKind) ([]float32, error) {
 	return m.PredictContext(context.Background(), dst, rows, nrows, kind)
 }
 
 // chunkRows is how many rows are evaluated between two looks at the context: about a
-// millisecond of work for margins, and for SHAP values, which cost trees x depth^2 per
-// row, a handful of rows.
+// millisecond of work (see contribsChunk for contributions, whose cost per row depends
+// on the trees' shapes).
 func (m *Model) chunkRows(kind OutputKind) int {
 	if kind == OutputContribs {
-		return 8
+		return m.shapChunk
 	}
 	return 1024
 }
 
+// minRowsPerWorker is how many rows make it worth handing work to another core:
+// starting a goroutine and waking a core cost a few microseconds, the time of some 64
+// rows of margins; a core gets at least twice that. Contributions cost far more per
+// row: an eighth of a millisecond's worth.
+func (m *Model) minRowsPerWorker(kind OutputKind) int {
+	if kind == OutputContribs {
+		return max(1, m.shapChunk/8)
+	}
+	return 128
+}
+
 // PredictContext is Predict that stops between blocks of rows once ctx is done and
 // returns ctx's error with dst unchanged: evaluation a client no longer waits for (it
-// hung up, its deadline passed) stops costing CPU.
+// hung up, its deadline passed) stops costing CPU. Batches large enough to pay for it
+// are split across GOMAXPROCS cores; each core looks at ctx between its blocks.
 func (m *Model) PredictContext(ctx context.Context, dst []float32, rows []float32, nrows int, kind OutputKind) ([]float32, error) {
 	width, err := m.Width(kind)
 	if err != nil {
@@ -49,6 +77,9 @@ func (m *Model) PredictContext(ctx context.Context, dst []float32, rows []float3
 	if nrows < 0 {
 		return dst, fmt.Errorf("predict: nrows %d is negative", nrows)
 	}
+	if width > 0 && nrows > math.MaxInt/width {
+		return dst, fmt.Errorf("predict: %d rows of %d values overflow", nrows, width)
+	}
 	if want := nrows * m.numFeature; len(rows) != want || (m.numFeature != 0 && want/m.numFeature != nrows) {
 		return dst, fmt.Errorf("predict: rows has %d values, want nrows*num_feature = %d*%d = %d", len(rows), nrows, m.numFeature, want)
 	}
@@ -56,6 +87,16 @@ func (m *Model) PredictContext(ctx context.Context, dst []float32, rows []float3
 	dst = slices.Grow(dst, nrows*width)[:start+nrows*width]
 	out := dst[start:]
 	nf, chunk := m.numFeature, m.chunkRows(kind)
+	// runtime.GOMAXPROCS takes the scheduler's lock: ask only when a batch could be
+	// split at all.
+	if per := m.minRowsPerWorker(kind); nrows >= 2*per {
+		if workers := min(runtime.GOMAXPROCS(0), nrows/per); workers > 1 {
+			if done, err := m.predictParallel(ctx, out, rows, nrows, width, kind, workers); err != nil {
+				return dst[:start], fmt.Errorf("predict: stopped after %d of %d rows: %w", done, nrows, err)
+			}
+			return dst, nil
+		}
+	}
 	for b := 0; b < nrows; b += chunk {
 		if err := ctx.Err(); err != nil {
 			return dst[:start], fmt.Errorf("predict: stopped after %d of %d rows: %w", b, nrows, err)
@@ -64,6 +105,67 @@ func (m *Model) PredictContext(ctx context.Context, dst []float32, rows []float3
 		m.predictBlock(out[b*width:e*width], rows[b*nf:e*nf], e-b, width, kind)
 	}
 	return dst, nil
+}
+
+// predictParallel evaluates rows on workers cores: the calling goroutine and
+// workers-1 others take chunks of rows from a shared counter until none are left, so
+// a core slowed by other work takes fewer. Chunks are a quarter of a core's share,
+// at most chunkRows, and each worker looks at ctx before each of its chunks. It
+// returns how many rows were done and ctx's error if ctx ended first.
+func (m *Model) predictParallel(ctx context.Context, out, rows []float32, nrows, width int, kind OutputKind, workers int) (int, error) {
+	chunk := min(m.chunkRows(kind), max(1, nrows/(4*workers)))
+	if kind != OutputContribs {
+		// Whole kernel blocks: a block's rows share the walk of each tree.
+		chunk = max(blockRows, chunk/blockRows*blockRows)
+	}
+	j := jobPool.Get().(*parallelJob)
+	*j = parallelJob{m: m, ctx: ctx, out: out, rows: rows, nrows: nrows, width: width, chunk: chunk, kind: kind}
+	for w := 1; w < workers; w++ {
+		j.wg.Go(j.work)
+	}
+	j.work()
+	j.wg.Wait()
+	done, stopped := int(j.done.Load()), j.stopped.Load()
+	// Every worker has returned: nothing holds j any more.
+	*j = parallelJob{}
+	jobPool.Put(j)
+	if stopped {
+		return done, ctx.Err()
+	}
+	return nrows, nil
+}
+
+// parallelJob is one call's work shared by its workers; pooled, so a split call
+// allocates only its goroutines.
+type parallelJob struct {
+	m                   *Model
+	ctx                 context.Context
+	out, rows           []float32
+	nrows, width, chunk int
+	kind                OutputKind
+	next, done          atomic.Int64
+	stopped             atomic.Bool
+	wg                  sync.WaitGroup
+}
+
+var jobPool = sync.Pool{New: func() any { return new(parallelJob) }}
+
+// work takes chunks of rows until none are left or the context is done.
+func (j *parallelJob) work() {
+	nf := j.m.numFeature
+	for !j.stopped.Load() {
+		b := int(j.next.Add(int64(j.chunk))) - j.chunk
+		if b >= j.nrows {
+			return
+		}
+		if j.ctx.Err() != nil {
+			j.stopped.Store(true)
+			return
+		}
+		e := min(b+j.chunk, j.nrows)
+		j.m.predictBlock(j.out[b*j.width:e*j.width], j.rows[b*nf:e*nf], e-b, j.width, j.kind)
+		j.done.Add(int64(e - b))
+	}
 }
 
 // predictBlock writes nrows*width values of kind into out.
@@ -144,11 +246,12 @@ func b2f(b bool) float32 {
 func (m *Model) viaScratch(out, rows []float32, nrows, width int, emit func(dst, margins []float32)) {
 	s := scratchPool.Get().(*scratch)
 	ng, nf := m.numGroup, m.numFeature
-	if cap(s.margins) < blockRows*ng {
-		s.margins = make([]float32, blockRows*ng)
+	br := blockRowsFor(ng)
+	if cap(s.margins) < br*ng {
+		s.margins = make([]float32, br*ng)
 	}
-	for b := 0; b < nrows; b += blockRows {
-		e := min(b+blockRows, nrows)
+	for b := 0; b < nrows; b += br {
+		e := min(b+br, nrows)
 		mg := s.margins[:(e-b)*ng]
 		m.margins(mg, rows[b*nf:e*nf], e-b)
 		for r := b; r < e; r++ {

@@ -1,8 +1,9 @@
 package forest
 
-// Exact TreeSHAP (Lundberg et al. 2018, Algorithm 2) as XGBoost implements it for
-// pred_contribs (RegTree::CalculateContributions). Every operation is float32 in the
-// same order as XGBoost's, so contributions agree to float rounding.
+// SHAP contributions (pred_contribs). Trees whose leaf tables fit (shappath.go) use
+// them; the others use exact TreeSHAP (Lundberg et al. 2018, Algorithm 2) as XGBoost
+// implements it (RegTree::CalculateContributions), every operation float32 in the
+// same order as XGBoost's. Both agree with XGBoost to float rounding.
 
 type shapData struct {
 	hess     []float32 // sum_hessian per flat node
@@ -10,6 +11,7 @@ type shapData struct {
 	leaf     []float32 // leaf value per flat node, without the dart weight
 	weight   []float32 // per tree; nil means 1
 	maxDepth int
+	path     *pathShap // leaf tables (shappath.go)
 }
 
 type pathElem struct {
@@ -22,6 +24,21 @@ type pathElem struct {
 type shapScratch struct {
 	path []pathElem
 	tree []float32
+	phi  []float64 // a block of rows' contributions
+	cold []uint32  // per node of a tree: the path positions a row does not follow
+}
+
+// shapBlockRows is how many rows take each tree in turn, so a tree's tables stay in
+// cache across the block.
+const shapBlockRows = 32
+
+// contribsChunk is how many rows of contributions cost about a millisecond, counting
+// a nanosecond per operation of pathShap.rowCost.
+func (m *Model) contribsChunk() int {
+	if m.shap == nil {
+		return 1024
+	}
+	return max(1, min(1024, 1_000_000/max(1, m.shap.path.rowCost)))
 }
 
 func newShapData(m *Model, raw *rawModel, weights []float32) *shapData {
@@ -91,7 +108,96 @@ func (m *Model) contribs(out, rows []float32, nrows int) {
 		return
 	}
 	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
 	sh := &s.shap
+	ps := m.shap.path
+	br := max(1, min(shapBlockRows, scratchBudget/(2*ng*ncol))) // float64: two values
+	sh.phi = growF64(sh.phi, br*ng*ncol)
+	sh.cold = growU32(sh.cold, ps.maxNodes)
+	for b := 0; b < nrows; b += br {
+		e := min(b+br, nrows)
+		phi := sh.phi[:(e-b)*ng*ncol]
+		for i := range phi {
+			phi[i] = 0
+		}
+		for t := range m.trees {
+			tr := &m.trees[t]
+			pt := &ps.trees[t]
+			for r := b; r < e; r++ {
+				row := rows[r*nf : (r+1)*nf]
+				p := phi[((r-b)*ng+int(tr.group))*ncol:][:ncol]
+				if pt.tabled {
+					m.pathTreeShap(row, p, tr.root, pt, sh.cold)
+				} else {
+					m.recursiveTreeShap(row, p, t, sh)
+				}
+			}
+		}
+		for r := b; r < e; r++ {
+			for g := 0; g < ng; g++ {
+				o := out[(r*ng+g)*ncol : (r*ng+g+1)*ncol]
+				p := phi[((r-b)*ng+g)*ncol:][:ncol]
+				for c := 0; c < nf; c++ {
+					o[c] = float32(p[c])
+				}
+				o[nf] = ps.bias[g]
+			}
+		}
+	}
+}
+
+// pathTreeShap adds one tabled tree's contributions for row to phi.
+func (m *Model) pathTreeShap(row []float32, phi []float64, root uint32, pt *pathTree, cold []uint32) {
+	ps := m.shap.path
+	cold = cold[:pt.nodes]
+	cold[0] = 0
+	// Parents precede children: one forward sweep gives every node the set of path
+	// positions (features) whose edges the row leaves on the way to it.
+	for k := range cold {
+		i := root + uint32(k)
+		n := &m.nodes[i]
+		if n.left == i {
+			continue
+		}
+		var hot uint32
+		if m.hasCat {
+			hot = m.nextCat(row, i)
+		} else {
+			hot = next(m.nodes, m.flags, row, i)
+		}
+		c := cold[k]
+		l := n.left - root
+		off := c | 1<<ps.bit[i]
+		cold[l] = off
+		cold[l+1] = off
+		cold[hot-root] = c
+	}
+	for _, lf := range pt.leaves {
+		n := lf.n
+		u := (uint32(1)<<n - 1) &^ cold[lf.node]
+		tab := ps.table[lf.tab : lf.tab+1<<n]
+		feats := ps.feats[lf.off : lf.off+n]
+		zero := ps.zero[lf.off : lf.off+n]
+		// Whether the row follows feature j is a coin flip a branch predictor cannot
+		// learn: select by arithmetic (in is 1 or 0), not by branches.
+		a := lf.v // v * Zout(U)
+		for j, z := range zero {
+			in := float64(u >> j & 1)
+			a *= in + (1-in)*float64(z)
+		}
+		neg := a * float64(tab[u])
+		for j, f := range feats {
+			in := float64(u >> j & 1)
+			pos := a * (1 - float64(zero[j])) * float64(tab[u^1<<j])
+			phi[f] += in*(pos+neg) - neg
+		}
+	}
+}
+
+// recursiveTreeShap adds tree t's contributions for row to phi by exact TreeSHAP,
+// for trees too large for tables. The bias column is left out: pathShap.bias has it.
+func (m *Model) recursiveTreeShap(row []float32, phi []float64, t int, sh *shapScratch) {
+	ncol := len(phi)
 	maxd := m.shap.maxDepth + 2
 	if need := maxd * (maxd + 1) / 2; len(sh.path) < need {
 		sh.path = make([]pathElem, need)
@@ -100,32 +206,24 @@ func (m *Model) contribs(out, rows []float32, nrows int) {
 		sh.tree = make([]float32, ncol)
 	}
 	tmp := sh.tree[:ncol]
-	for r := 0; r < nrows; r++ {
-		row := rows[r*nf : (r+1)*nf]
-		for g := 0; g < ng; g++ {
-			p := out[(r*ng+g)*ncol : (r*ng+g+1)*ncol]
-			for t := range m.trees {
-				if int(m.trees[t].group) != g {
-					continue
-				}
-				for i := range tmp {
-					tmp[i] = 0
-				}
-				root := m.trees[t].root
-				tmp[nf] += m.shap.mean[root]
-				m.treeShap(row, tmp, root, 0, sh.path, 1, 1, -1)
-				w := float32(1)
-				if m.shap.weight != nil {
-					w = m.shap.weight[t]
-				}
-				for c := range p {
-					p[c] += tmp[c] * w
-				}
-			}
-			p[nf] += m.baseMargin[g]
-		}
+	for i := range tmp {
+		tmp[i] = 0
 	}
-	scratchPool.Put(s)
+	m.treeShap(row, tmp, m.trees[t].root, 0, sh.path, 1, 1, -1)
+	w := float32(1)
+	if m.shap.weight != nil {
+		w = m.shap.weight[t]
+	}
+	for c := range phi[:ncol-1] {
+		phi[c] += float64(tmp[c] * w)
+	}
+}
+
+func growF64(s []float64, n int) []float64 {
+	if cap(s) < n {
+		return make([]float64, n)
+	}
+	return s[:n]
 }
 
 func extendPath(path []pathElem, d int, zero, one float32, feature int32) {

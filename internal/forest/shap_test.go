@@ -1,0 +1,183 @@
+package forest
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// randomTreesModel writes a binary:logistic model of full trees of the given depth
+// whose splits draw from nfeat features, so paths repeat features (the case where
+// TreeSHAP unwinds), with hessians that add up as XGBoost's do.
+func randomTreesModel(rng *rand.Rand, ntrees, depth, nfeat int) string {
+	var trees []string
+	for t := 0; t < ntrees; t++ {
+		n := 1<<(depth+1) - 1
+		left, right, feat, def := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		cond, hess := make([]string, n), make([]float64, n)
+		for i := n - 1; i >= 0; i-- {
+			if l := 2*i + 1; l < n {
+				left[i], right[i] = fmt.Sprint(l), fmt.Sprint(l+1)
+				feat[i] = fmt.Sprint(rng.Intn(nfeat))
+				cond[i] = fmt.Sprint(float32(rng.NormFloat64()))
+				hess[i] = hess[l] + hess[l+1]
+			} else {
+				left[i], right[i], feat[i] = "-1", "-1", "0"
+				cond[i] = fmt.Sprint(float32(rng.NormFloat64()))
+				hess[i] = float64(1 + rng.Intn(20))
+			}
+			def[i] = fmt.Sprint(rng.Intn(2))
+		}
+		hs := make([]string, n)
+		for i, h := range hess {
+			hs[i] = fmt.Sprint(h)
+		}
+		j := func(s []string) string { return "[" + strings.Join(s, ",") + "]" }
+		trees = append(trees, `{"left_children":`+j(left)+`,"right_children":`+j(right)+`,"split_indices":`+j(feat)+
+			`,"split_conditions":`+j(cond)+`,"default_left":`+j(def)+`,"sum_hessian":`+j(hs)+`}`)
+	}
+	info := strings.TrimSuffix(strings.Repeat("0,", ntrees), ",")
+	return fmt.Sprintf(`{"learner":{"gradient_booster":{"model":{"gbtree_model_param":{"num_trees":"%d"},"tree_info":[%s],"trees":[%s]},"name":"gbtree"},`+
+		`"learner_model_param":{"base_score":"0.5","num_class":"0","num_feature":"%d"},"objective":{"name":"binary:logistic"}}}`,
+		ntrees, info, strings.Join(trees, ","), nfeat)
+}
+
+// recursiveOnly is m with every tree's contributions computed by exact TreeSHAP.
+func recursiveOnly(m *Model) *Model {
+	c := *m
+	sd := *m.shap
+	ps := *sd.path
+	ps.trees = make([]pathTree, len(m.trees))
+	sd.path = &ps
+	c.shap = &sd
+	return &c
+}
+
+// TestPathShapMatchesRecursive: contributions from the leaf tables equal exact
+// TreeSHAP's (which parity_test.go holds to libxgboost's) on models with repeated
+// features along paths, dart weights, several groups, categorical splits and paths
+// too long for tables.
+func TestPathShapMatchesRecursive(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	models := map[string]string{
+		"repeated features":   randomTreesModel(rng, 6, 7, 3),
+		"distinct features":   randomTreesModel(rng, 4, 6, 40),
+		"beyond the path cap": randomTreesModel(rng, 1, maxPathFeatures+1, 200),
+	}
+	for _, f := range []string{"seed_binary.json", "seed_dart_multi.json", "categorical.json"} {
+		models[f] = "testdata/" + f
+	}
+	for name, doc := range models {
+		t.Run(name, func(t *testing.T) {
+			var m *Model
+			var err error
+			if strings.HasPrefix(doc, "testdata/") {
+				m, err = Load(doc)
+			} else {
+				m, err = Parse([]byte(doc))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tabled := 0
+			for _, pt := range m.shap.path.trees {
+				if pt.tabled {
+					tabled++
+				}
+			}
+			if wantTabled := name != "beyond the path cap"; (tabled > 0) != wantTabled {
+				t.Fatalf("%d of %d trees use tables, want tables: %v", tabled, len(m.trees), wantTabled)
+			}
+			nf := m.NumFeatures()
+			nrows := 300
+			if tabled == 0 {
+				nrows = 3 // 16k leaves of depth 13 cost exact TreeSHAP about 10 ms a row
+			}
+			rows := make([]float32, nrows*nf)
+			for i := range rows {
+				switch {
+				case rng.Float64() < 0.1:
+					rows[i] = float32(math.NaN())
+				case strings.HasPrefix(name, "categorical"):
+					rows[i] = float32(rng.Intn(8))
+				default:
+					rows[i] = float32(rng.NormFloat64())
+				}
+			}
+			got, err := m.Predict(nil, rows, nrows, OutputContribs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := recursiveOnly(m).Predict(nil, rows, nrows, OutputContribs)
+			bad := 0
+			for i := range want {
+				if d := math.Abs(float64(got[i] - want[i])); !(d <= 1e-5*math.Max(1, math.Abs(float64(want[i])))) {
+					if bad++; bad <= 5 {
+						t.Errorf("value %d: tables %v, recursive %v", i, got[i], want[i])
+					}
+				}
+			}
+			// Contributions add up to the margin.
+			margins, _ := m.Predict(nil, rows, nrows, OutputMargin)
+			ng, w := m.NumGroups(), nf+1
+			for r := 0; r < nrows*ng; r++ {
+				var sum float64
+				for _, v := range got[r*w : (r+1)*w] {
+					sum += float64(v)
+				}
+				if d := math.Abs(sum - float64(margins[r])); d > 1e-4*math.Max(1, math.Abs(sum)) {
+					t.Fatalf("row %d group %d: contributions add up to %v, margin %v", r/ng, r%ng, sum, margins[r])
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkContribs measures contributions of a block of rows per tree shape, tables
+// against exact TreeSHAP.
+func BenchmarkContribs(b *testing.B) {
+	rng := rand.New(rand.NewSource(1))
+	m, err := Parse([]byte(randomTreesModel(rng, 100, 6, 20)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const nrows = 64
+	rows := make([]float32, nrows*20)
+	for i := range rows {
+		rows[i] = float32(rng.NormFloat64())
+	}
+	dst := make([]float32, 0, nrows*21)
+	for _, c := range []struct {
+		name string
+		m    *Model
+	}{{"tables", m}, {"recursive", recursiveOnly(m)}} {
+		b.Run(c.name, func(b *testing.B) {
+			cpu0 := processCPU()
+			b.ReportAllocs()
+			for b.Loop() {
+				dst, _ = c.m.contribsInto(dst[:0], rows, nrows)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nrows), "ns/row")
+			b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N*nrows), "cpu-ns/row")
+		})
+	}
+}
+
+// processCPU is the process's CPU time: on shared cores, steadier than wall time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func (m *Model) contribsInto(dst, rows []float32, nrows int) ([]float32, error) {
+	dst = dst[:nrows*(m.numFeature+1)*m.numGroup]
+	m.contribs(dst, rows, nrows)
+	return dst, nil
+}
