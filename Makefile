@@ -7,8 +7,12 @@ export GONOSUMDB := github.com/kubeflow/pipelines
 export GANGBOOST_BIN_DIR := $(BIN)
 
 BINARIES := gangboost-train gangboost-runtime
+# The one version every image tag, manifest and component spec carries (a test checks).
+VERSION := $(shell cat VERSION)
+REGISTRY ?= ghcr.io/gangboost
+export VERSION REGISTRY
 
-.PHONY: all deps build cluster-tools test test-e2e bench fuzz load-test proto clean
+.PHONY: all deps build images push cluster-tools test test-e2e bench fuzz load-test proto clean
 
 all: build
 
@@ -19,6 +23,18 @@ build: deps
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/gangboost-train ./components/xgboost-trainer
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
+
+# Container images without a Docker daemon or a base image pull: gangboost-runtime (FROM scratch)
+# and gangboost (trainer + components on a root of Debian packages), as OCI archives in dist/.
+images: build
+	scripts/build-images.sh
+
+# Push the images to REGISTRY (make push REGISTRY=registry.example.com/ml).
+push: images
+	@for name in gangboost-runtime gangboost; do \
+	  echo "buildah push $(REGISTRY)/$$name:$(VERSION)"; \
+	  buildah push $(REGISTRY)/$$name:$(VERSION) docker://$(REGISTRY)/$$name:$(VERSION) || exit 1; \
+	done
 
 # The test control plane's binaries (kube-apiserver, controller-manager, KWOK, Volcano
 # scheduler, training operator), built from the module proxy into a cache keyed by version:
@@ -59,4 +75,4 @@ proto:
 	scripts/gen-proto.sh
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

@@ -17,6 +17,9 @@ packages=(
   python3-httptools
   wrk                   # load tests
   hey
+  buildah               # images built without a Docker daemon, from scratch
+  podman                # and run in the image tests
+  runc
 )
 [ "$#" -gt 0 ] && packages=("$@")
 

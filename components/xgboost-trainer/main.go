@@ -114,6 +114,9 @@ func run(args []string) int {
 	fs.DurationVar(&watchTimeout, "gang-timeout", 10*time.Second, "a rank silent this long counts as lost")
 	fs.DurationVar(&startTimeout, "gang-start-timeout", train.DefaultGangStartTimeout, "how long ranks wait for the whole gang to join")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // --help asked for the usage; it is not a mistake
+		}
 		return exitUsage
 	}
 	if err := envDefaults(fs); err != nil {

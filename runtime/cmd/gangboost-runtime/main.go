@@ -36,6 +36,9 @@ const writeGrace = 5 * time.Second
 
 func main() {
 	if err := run(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // --help printed the usage
+		}
 		fmt.Fprintln(os.Stderr, "gangboost-runtime:", err)
 		os.Exit(1)
 	}

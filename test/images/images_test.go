@@ -1,0 +1,375 @@
+package images
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gangboost/gangboost/internal/modeldir"
+)
+
+// store is a container storage of this test run only, so every run builds from scratch and
+// reuses nothing an earlier run left.
+var (
+	store    string
+	binDir   string
+	version  string
+	registry = "ghcr.io/gangboost"
+	built    string // build-images.sh's report: sizes and build times
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	version = readVersion()
+	if !hasTools() {
+		if os.Getenv("CI") == "true" {
+			fmt.Fprintln(os.Stderr, "images: buildah, podman and runc are required in CI (scripts/deps.sh installs them)")
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "images: skipping image tests: buildah, podman or runc missing (apt-get install -y buildah podman runc)")
+		return m.Run() // the version checks still run
+	}
+	binDir = os.Getenv("GANGBOOST_BIN_DIR")
+	if binDir == "" {
+		binDir = filepath.Join(repoRoot(), "bin")
+	}
+	for _, b := range []string{"gangboost-runtime", "gangboost-train"} {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			fmt.Fprintf(os.Stderr, "images: %s missing in %s: run make build\n", b, binDir)
+			return 1
+		}
+	}
+	dir, err := os.MkdirTemp("", "gangboost-images-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	store = dir
+	defer func() {
+		// Containers' layers belong to root with odd modes; podman's own reset removes them.
+		_ = exec.Command("podman", append(storageFlags(), "system", "reset", "--force")...).Run()
+		os.RemoveAll(dir)
+	}()
+	if err := os.WriteFile(filepath.Join(dir, "containers.conf"), []byte(containersConf), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	cmd := exec.Command(filepath.Join(repoRoot(), "scripts", "build-images.sh"))
+	cmd.Env = append(os.Environ(), "BUILDAH_STORAGE="+strings.Join(storageFlags(), " "),
+		"DIST="+filepath.Join(dir, "dist"), "GANGBOOST_BIN_DIR="+binDir, "VERSION="+version, "REGISTRY="+registry)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "images: build-images.sh: %v\n%s", err, out)
+		return 1
+	}
+	built = string(out)
+	return m.Run()
+}
+
+// containersConf is what podman needs on these hosts: runc (crun fails on hybrid cgroups) and
+// ulimits within the hard limits.
+const containersConf = `[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=4096:4096"]
+[engine]
+runtime = "runc"
+`
+
+func hasTools() bool {
+	for _, t := range []string{"buildah", "podman", "runc"} {
+		if _, err := exec.LookPath(t); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+func storageFlags() []string {
+	return []string{"--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run")}
+}
+
+func repoRoot() string {
+	wd, _ := os.Getwd()
+	return filepath.Join(wd, "..", "..")
+}
+
+func readVersion() string {
+	b, err := os.ReadFile(filepath.Join(repoRoot(), "VERSION"))
+	if err != nil {
+		panic(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func image(name string) string { return registry + "/" + name + ":" + version }
+
+// podman runs podman on the test's storage, never pulling.
+func podman(ctx context.Context, args ...string) *exec.Cmd {
+	full := append(storageFlags(), args...)
+	if len(args) > 0 && args[0] == "run" {
+		full = append(append(storageFlags(), "run", "--pull=never"), args[1:]...)
+	}
+	cmd := exec.CommandContext(ctx, "podman", full...)
+	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+filepath.Join(store, "containers.conf"))
+	return cmd
+}
+
+func requireImages(t *testing.T) {
+	t.Helper()
+	if store == "" {
+		t.Skip("buildah, podman or runc missing")
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestImagesBuiltFromScratch(t *testing.T) {
+	requireImages(t)
+	t.Logf("build-images.sh:\n%s", built)
+	for _, name := range []string{"gangboost-runtime", "gangboost"} {
+		if !strings.Contains(built, "image "+image(name)+":") {
+			t.Errorf("no report of %s in:\n%s", image(name), built)
+		}
+		if _, err := os.Stat(filepath.Join(store, "dist", name+"-"+version+".tar")); err != nil {
+			t.Errorf("OCI archive of %s: %v", name, err)
+		}
+		out, err := podman(context.Background(), "image", "inspect", "--format", "{{json .Labels}} {{.Size}} {{.Config.User}}", image(name)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("inspect %s: %v\n%s", name, err, out)
+		}
+		t.Logf("%s: %s", name, out)
+		for _, want := range []string{`"org.opencontainers.image.version":"` + version + `"`, `"org.opencontainers.image.licenses":"Apache-2.0"`, `"org.opencontainers.image.source":`, " 65532:65532"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("%s: labels/user %s lack %s", name, out, want)
+			}
+		}
+	}
+}
+
+var idField = regexp.MustCompile(`"id":"[^"]*"`)
+
+// The runtime image, run as a Kubernetes pod would run it (nonroot, read-only root, no
+// capabilities, the model mounted read-only at /mnt/models), serves the iris model and answers
+// as the binary does.
+func TestRuntimeImageServes(t *testing.T) {
+	requireImages(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	models := filepath.Join(repoRoot(), "runtime", "testdata", "models", "iris")
+	body := []byte(`{"inputs":[{"name":"x","shape":[2,4],"datatype":"FP32","data":[5.1,3.5,1.4,0.2,6.7,3.0,5.2,2.3]}],"outputs":[{"name":"output-0"},{"name":"contribs"}]}`)
+
+	answer := func(url string) (int, []byte) {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			resp, err := http.Get(url + "/v2/health/ready")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s not ready after 60s (last: %v)", url, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		resp, err := http.Post(url+"/v2/models/iris/infer", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, idField.ReplaceAll(b, nil)
+	}
+
+	hp, gp := freePort(t), freePort(t)
+	name := "gangboost-runtime-test-" + strconv.Itoa(hp)
+	ctr := podman(ctx, "run", "--rm", "--name", name, "--network", "host", "--read-only", "--cap-drop", "ALL",
+		"--security-opt", "no-new-privileges", "-v", models+":/mnt/models:ro",
+		image("gangboost-runtime"), "--model_name", "iris", "--http_port", strconv.Itoa(hp), "--grpc_port", strconv.Itoa(gp))
+	var logs bytes.Buffer
+	ctr.Stdout, ctr.Stderr = &logs, &logs
+	if err := ctr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = podman(context.Background(), "stop", "-t", "2", name).Run()
+		_ = ctr.Wait()
+		if t.Failed() {
+			t.Logf("container log:\n%s", logs.String())
+		}
+	}()
+	code, got := answer("http://127.0.0.1:" + strconv.Itoa(hp))
+
+	bp := freePort(t)
+	host := exec.CommandContext(ctx, filepath.Join(binDir, "gangboost-runtime"), "--model_name", "iris", "--model_dir", models,
+		"--http_port", strconv.Itoa(bp), "--grpc_port", "0")
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = host.Process.Kill(); _ = host.Wait() }()
+	_, want := answer("http://127.0.0.1:" + strconv.Itoa(bp))
+	if code != 200 || !bytes.Equal(got, want) {
+		t.Fatalf("container answered %d %s\nthe binary %s", code, got, want)
+	}
+	out, err := podman(ctx, "inspect", "--format", "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}}", name).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "65532:65532 true" {
+		t.Fatalf("container user and read-only root: %q, %v; want 65532:65532 true", out, err)
+	}
+}
+
+// The trainer image trains as an XGBoostJob's pods do: three containers on the host network
+// with the env the Training Operator injects, the model folder on a mounted volume.
+func TestTrainerImageTrainsAsAGang(t *testing.T) {
+	requireImages(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pvc := t.TempDir()
+	// The containers run as nonroot (65532), as the image says; the volume must take its writes.
+	if err := os.Chmod(pvc, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	const world = 3
+	var wg sync.WaitGroup
+	outs := make([][]byte, world)
+	errs := make([]error, world)
+	for rank := 0; rank < world; rank++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[rank], errs[rank] = podman(ctx, "run", "--rm", "--network", "host", "--read-only", "--cap-drop", "ALL",
+				"-v", pvc+":/mnt/pvc",
+				"-e", "MASTER_ADDR=127.0.0.1", "-e", "MASTER_PORT="+strconv.Itoa(port),
+				"-e", "WORLD_SIZE="+strconv.Itoa(world), "-e", "RANK="+strconv.Itoa(rank),
+				image("gangboost"), "gangboost-train", "--dataset", "iris", "--label", "species",
+				"--objective", "multi:softprob", "--num-round", "10", "--nthread", "1",
+				"--model-dir", "/mnt/pvc/models/iris/v1").CombinedOutput()
+		}()
+	}
+	wg.Wait()
+	for rank := range world {
+		if errs[rank] != nil {
+			t.Fatalf("rank %d: %v\n%s", rank, errs[rank], outs[rank])
+		}
+	}
+	dir := filepath.Join(pvc, "models", "iris", "v1")
+	md, err := modeldir.ReadMetadata(dir)
+	if err != nil {
+		t.Fatalf("metadata: %v\nrank 0:\n%s", err, outs[0])
+	}
+	model, err := os.ReadFile(filepath.Join(dir, md.ModelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(model)
+	if hex.EncodeToString(sum[:]) != md.ModelSHA256 || md.WorldSize != world {
+		t.Fatalf("model sha256 %x, metadata says %s; world size %d", sum, md.ModelSHA256, md.WorldSize)
+	}
+	t.Logf("3 ranks trained %s (%d bytes, sha256 %s)", md.ModelFile, len(model), md.ModelSHA256[:12])
+}
+
+// Every binary in the gangboost image answers --help, and every component.yaml's command is
+// one of them.
+func TestImageBinariesAndComponentCommands(t *testing.T) {
+	requireImages(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	commands := map[string]bool{"gangboost-train": true}
+	specs, _ := filepath.Glob(filepath.Join(repoRoot(), "components", "*", "component.yaml"))
+	for _, spec := range specs {
+		cmd, img := componentCommand(t, spec)
+		if img != image("gangboost") {
+			t.Errorf("%s: image %s, want %s", spec, img, image("gangboost"))
+		}
+		commands[filepath.Base(cmd)] = true
+	}
+	for c := range commands {
+		out, err := podman(ctx, "run", "--rm", "--network", "none", "--read-only", image("gangboost"), c, "--help").CombinedOutput()
+		if err != nil {
+			t.Errorf("%s --help in the image: %v\n%s", c, err, out)
+		}
+	}
+}
+
+// componentCommand reads a component spec's first command word and image.
+func componentCommand(t *testing.T, path string) (command, image string) {
+	t.Helper()
+	var spec struct {
+		Implementation struct {
+			Container struct {
+				Image   string   `json:"image"`
+				Command []string `json:"command"`
+			} `json:"container"`
+		} `json:"implementation"`
+	}
+	if err := yamlToJSON(path, &spec); err != nil {
+		t.Fatal(err)
+	}
+	c := spec.Implementation.Container
+	if len(c.Command) == 0 {
+		t.Fatalf("%s: no implementation.container.command", path)
+	}
+	return c.Command[0], c.Image
+}
+
+// The SBOM file list names the Debian packages and Go modules the image was made from.
+func TestImageFileList(t *testing.T) {
+	requireImages(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := podman(ctx, "image", "mount", image("gangboost")).Output()
+	if err != nil {
+		t.Fatalf("podman image mount: %v", err)
+	}
+	defer podman(context.Background(), "image", "unmount", image("gangboost")).Run()
+	sbom, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "usr", "share", "gangboost", "sbom.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"libxgboost0 1.7", "libc6 ", "# gangboost-train", "github.com/gangboost/gangboost"} {
+		if !strings.Contains(string(sbom), want) {
+			t.Errorf("sbom.txt lacks %q:\n%s", want, sbom)
+		}
+	}
+}
+
+// yamlToJSON reads a YAML file into v through its JSON form.
+func yamlToJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	js, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return json.Unmarshal(js, v)
+}

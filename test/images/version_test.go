@@ -1,0 +1,44 @@
+package images
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/gangboost/gangboost/runtime/service"
+)
+
+// imageRef is a reference to one of gangboost's own images.
+// Container files state the version in a label too.
+var imageRef = regexp.MustCompile(`(?:ghcr\.io/gangboost/(?:gangboost(?:-runtime)?):|org\.opencontainers\.image\.version=)([A-Za-z0-9._-]+)`)
+
+// Every reference to gangboost's images in manifests, component specs and pipeline packages,
+// and the version the runtime reports, is the version in VERSION: one place to change.
+func TestImageReferencesCarryTheVersion(t *testing.T) {
+	root := repoRoot()
+	if service.Version != version {
+		t.Errorf("runtime/service.Version is %s, VERSION is %s", service.Version, version)
+	}
+	var files []string
+	for _, pattern := range []string{"manifests/*.yaml", "components/*/component.yaml", "pipelines/*.yaml", "runtime/Dockerfile", "components/Containerfile"} {
+		m, _ := filepath.Glob(filepath.Join(root, pattern))
+		files = append(files, m...)
+	}
+	refs := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range imageRef.FindAllStringSubmatch(string(b), -1) {
+			refs++
+			if m[1] != version {
+				t.Errorf("%s: %s has version %s; VERSION is %s", f, m[0], m[1], version)
+			}
+		}
+	}
+	if refs == 0 {
+		t.Fatal("no image references found; the patterns no longer match the repository")
+	}
+}
