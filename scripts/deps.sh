@@ -17,6 +17,10 @@ packages=(
   python3-httptools
   wrk                   # load tests
   hey
+  python3-nbclient      # notebooks executed in the tests
+  python3-nbformat
+  python3-ipykernel
+  python3-matplotlib
   buildah               # images built without a Docker daemon, from scratch
   podman                # and run in the image tests
   runc

@@ -1,0 +1,131 @@
+// Package notebooks executes the notebooks in this folder, as a data scientist would run them in
+// a Kubeflow notebook, against a gangboost-runtime the test starts: a failing cell fails the test.
+package notebooks
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// debianPython is Debian's interpreter, for which python3-nbclient, -ipykernel, -matplotlib,
+// -requests and -numpy are installed (scripts/deps.sh).
+const debianPython = "/usr/bin/python3"
+
+// execute runs a notebook with nbclient and writes the executed copy to out; a cell that raises
+// fails with its traceback.
+const execute = `
+import sys, nbformat
+from nbclient import NotebookClient
+nb = nbformat.read(sys.argv[1], as_version=4)
+NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": sys.argv[3]}}).execute()
+nbformat.write(nb, sys.argv[2])
+`
+
+func repoRoot() string {
+	wd, _ := os.Getwd()
+	return filepath.Dir(wd)
+}
+
+func requirePython(t *testing.T) {
+	t.Helper()
+	if err := exec.Command(debianPython, "-c", "import nbclient, nbformat, ipykernel, matplotlib, requests, numpy").Run(); err != nil {
+		t.Fatalf("%s cannot import nbclient, nbformat, ipykernel, matplotlib, requests and numpy (apt-get install python3-nbclient python3-ipykernel python3-matplotlib python3-requests python3-numpy): %v", debianPython, err)
+	}
+}
+
+// startRuntime serves the iris model on a free port and returns its base URL.
+func startRuntime(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("GANGBOOST_BIN_DIR")
+	if bin == "" {
+		bin = filepath.Join(repoRoot(), "bin")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(filepath.Join(bin, "gangboost-runtime"), "--model_name", "iris",
+		"--model_dir", filepath.Join(repoRoot(), "runtime", "testdata", "models", "iris"),
+		"--http_port", strconv.Itoa(port), "--grpc_port", "0")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start gangboost-runtime (make build): %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if r, err := http.Get(url + "/v2/health/ready"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == 200 {
+				return url
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("gangboost-runtime not ready after 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestPredictNotebook(t *testing.T) {
+	requirePython(t)
+	url := startRuntime(t)
+	out := filepath.Join(t.TempDir(), "predict.executed.ipynb")
+	if keep := os.Getenv("GANGBOOST_KEEP_NOTEBOOKS"); keep != "" {
+		out = filepath.Join(keep, "predict.executed.ipynb") // to look at what it shows
+	}
+	cmd := exec.Command(debianPython, "-c", execute, filepath.Join(repoRoot(), "notebooks", "predict.ipynb"), out, t.TempDir())
+	cmd.Env = append(os.Environ(), "GANGBOOST_ENDPOINT="+url, "GANGBOOST_MODEL=iris",
+		"GANGBOOST_MODEL_METADATA="+filepath.Join(repoRoot(), "runtime", "testdata", "models", "iris", "metadata.json"),
+		"MPLBACKEND=module://matplotlib_inline.backend_inline")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("notebook failed: %v\n%s", err, b)
+	}
+	executed, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"binary and JSON answers agree", "setosa", "image/png", "shape [1 5] has 5 features per row"} {
+		if !strings.Contains(string(executed), want) {
+			t.Errorf("executed notebook lacks %q", want)
+		}
+	}
+}
+
+// The committed notebooks carry no outputs: what they show comes from running them.
+func TestNotebooksAreStripped(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(repoRoot(), "notebooks", "*.ipynb"))
+	if len(files) == 0 {
+		t.Fatal("no notebooks")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nb struct {
+			Cells []struct {
+				Type    string            `json:"cell_type"`
+				Outputs []json.RawMessage `json:"outputs"`
+				Count   *int              `json:"execution_count"`
+			} `json:"cells"`
+		}
+		if err := json.Unmarshal(b, &nb); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for i, c := range nb.Cells {
+			if c.Type == "code" && (len(c.Outputs) > 0 || c.Count != nil) {
+				t.Errorf("%s: cell %d has outputs; strip them before committing", filepath.Base(f), i)
+			}
+		}
+	}
+}
