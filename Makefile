@@ -6,7 +6,7 @@ BIN := $(CURDIR)/bin
 export GONOSUMDB := github.com/kubeflow/pipelines
 export GANGBOOST_BIN_DIR := $(BIN)
 
-BINARIES := gangboost-train gangboost-runtime
+BINARIES := gangboost-train gangboost-runtime launch-xgboostjob
 
 .PHONY: all deps build cluster-tools test test-e2e bench fuzz load-test proto clean
 
@@ -19,6 +19,7 @@ build: deps
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/gangboost-train ./components/xgboost-trainer
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/launch-xgboostjob ./components/launch-xgboostjob
 
 # The test control plane's binaries (kube-apiserver, controller-manager, KWOK, Volcano
 # scheduler, training operator), built from the module proxy into a cache keyed by version:

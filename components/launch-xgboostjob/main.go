@@ -1,0 +1,89 @@
+// Command launch-xgboostjob is the KFP component that trains a model as a gang-scheduled
+// XGBoostJob: it reads its ExecutorInput ({{$}}), creates (or, on a retry, adopts) the job, prints
+// its progress and why its gang waits, and writes the Model and Metrics artifacts, model_uri and
+// job_name to its ExecutorOutput. See component.yaml for the inputs.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/launch"
+	"github.com/gangboost/gangboost/internal/launch/kube"
+)
+
+// imageTag is the gangboost image's tag: component.yaml runs gangboost:<imageTag>, and the trainer
+// pods default to the same image.
+const imageTag = "0.1.0"
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("launch-xgboostjob", flag.ContinueOnError)
+	executorInput := fs.String("executor-input", "", "the ExecutorInput as protojson (KFP's {{$}})")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, else the in-cluster service account")
+	image := fs.String("image", "gangboost:"+imageTag, "trainer image when the input image is not set")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *executorInput == "" {
+		fmt.Fprintln(os.Stderr, "launch-xgboostjob: --executor-input is required (component.yaml passes {{$}})")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := launchJob(ctx, *executorInput, *kubeconfig, *image); err != nil {
+		fmt.Fprintf(os.Stderr, "launch-xgboostjob: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func launchJob(ctx context.Context, executorInput, kubeconfig, image string) error {
+	exec, err := kfp.ParseExecutorInput([]byte(executorInput))
+	if err != nil {
+		return err
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("kubernetes config (set --kubeconfig or run in a pod with a service account): %w", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		ns = ""
+	}
+	job, localClaim, err := launch.JobFromExecutor(exec, launch.Defaults{Namespace: ns, Image: image})
+	if err != nil {
+		return err
+	}
+	backend, err := kube.New(cfg)
+	if err != nil {
+		return err
+	}
+	l := &launch.Launcher{Backend: backend, Log: os.Stdout}
+	res, err := l.Run(ctx, job)
+	if err != nil {
+		return err
+	}
+	if err := launch.WriteOutputs(exec, job, localClaim); err != nil {
+		return err
+	}
+	if res.Adopted {
+		fmt.Printf("job %s (adopted) succeeded: model %s\n", res.Job, job.ModelURI())
+	} else {
+		fmt.Printf("job %s succeeded: model %s\n", res.Job, job.ModelURI())
+	}
+	return nil
+}
