@@ -122,7 +122,7 @@ func TestRoundTrip(t *testing.T) {
 	want := &pipelinespec.ExecutorOutput{
 		ParameterValues: map[string]*structpb.Value{"model_uri": structpb.NewStringValue("pvc://claim/models/iris/v1")},
 		Artifacts: map[string]*pipelinespec.ArtifactList{
-			"model": {Artifacts: []*pipelinespec.RuntimeArtifact{{Uri: "pvc://claim/models/iris/v1", Metadata: mustStruct(t, map[string]any{"objective": "multi:softprob", "rounds": 20})}}},
+			"model":   {Artifacts: []*pipelinespec.RuntimeArtifact{{Uri: "pvc://claim/models/iris/v1", Metadata: mustStruct(t, map[string]any{"objective": "multi:softprob", "rounds": 20})}}},
 			"metrics": {Artifacts: []*pipelinespec.RuntimeArtifact{{Metadata: mustStruct(t, map[string]any{"eval-mlogloss": 0.25})}}},
 		},
 	}

@@ -7,6 +7,8 @@ import (
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/gangboost/gangboost/internal/launch"
 )
@@ -68,13 +70,38 @@ func TestXGBoostJob(t *testing.T) {
 	}
 }
 
-func TestWaitReasonPrefersPods(t *testing.T) {
-	why := waitReason(nil, false, nil, []string{"0/2 nodes are unavailable: 2 Insufficient nvidia.com/gpu"})
-	if why != "0/2 nodes are unavailable: 2 Insufficient nvidia.com/gpu" {
-		t.Errorf("waitReason = %q", why)
+func TestWaitReason(t *testing.T) {
+	nodes := "0/2 nodes are unavailable: 2 Insufficient nvidia.com/gpu"
+	gang := "1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 Unschedulable. Origin reason is x-master-0: " + nodes + "."
+	quota := corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "PodGroup"}, Reason: "Unschedulable", Message: "queue resource quota insufficient"}
+	pg := func(phase schedulingv1beta1.PodGroupPhase, msgs ...string) *schedulingv1beta1.PodGroup {
+		p := &schedulingv1beta1.PodGroup{Status: schedulingv1beta1.PodGroupStatus{Phase: phase}}
+		for i, m := range msgs {
+			p.Status.Conditions = append(p.Status.Conditions, schedulingv1beta1.PodGroupCondition{
+				Type: schedulingv1beta1.PodGroupUnschedulableType, Status: corev1.ConditionTrue, Message: m,
+				LastTransitionTime: metav1.NewTime(time.Unix(int64(100+i), 0))})
+		}
+		return p
 	}
-	ev := corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "PodGroup"}, Reason: "Unschedulable", Message: "queue resource quota insufficient"}
-	if why := waitReason(nil, false, []corev1.Event{ev}, nil); why != "queue resource quota insufficient" {
-		t.Errorf("waitReason from event = %q", why)
+	tests := []struct {
+		name   string
+		pg     *schedulingv1beta1.PodGroup
+		events []corev1.Event
+		pods   int
+		podWhy []string
+		want   string
+	}{
+		{"pods only", nil, nil, 1, []string{nodes}, nodes},
+		{"newest condition, pod message not repeated", pg(schedulingv1beta1.PodGroupInqueue, "1/0 tasks in gang unschedulable", gang), nil, 1, []string{nodes}, strings.TrimSuffix(gang, ".")},
+		{"queue quota event", pg(schedulingv1beta1.PodGroupPending), []corev1.Event{quota}, 0, nil, "queue resource quota insufficient"},
+		{"admitted, pods not created yet", pg(schedulingv1beta1.PodGroupInqueue, "2/0 tasks in gang unschedulable"), nil, 0, nil, ""},
+		{"event from before the pods", pg(schedulingv1beta1.PodGroupInqueue), []corev1.Event{{InvolvedObject: corev1.ObjectReference{Kind: "PodGroup"}, Reason: "Unschedulable", Message: "0/0 tasks in gang unschedulable: pod group is not ready, 1 minAvailable"}}, 1, nil, ""},
+		{"condition from before the pods", pg(schedulingv1beta1.PodGroupInqueue, "2/0 tasks in gang unschedulable: pod group is not ready, 2 minAvailable"), nil, 2, nil, ""},
+	}
+	for _, tc := range tests {
+		got := waitReason(tc.pg, tc.pg != nil, tc.events, tc.pods, tc.podWhy)
+		if got != tc.want {
+			t.Errorf("%s: waitReason = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -266,7 +267,7 @@ func (w *watcher) observe(ctx context.Context) (done bool, err error) {
 		w.emit(launch.Progress{Line: fmt.Sprintf("gang placed: %d/%d pods bound", bound, total), GangStarted: true})
 	}
 	if !w.started {
-		if why := waitReason(&pg, havePG, events.Items, podWhy); why != "" && why != w.lastWaiting {
+		if why := waitReason(&pg, havePG, events.Items, len(pods.Items), podWhy); why != "" && why != w.lastWaiting {
 			w.lastWaiting = why
 			w.emit(launch.Progress{Line: "gang waiting: " + why, Waiting: why})
 		}
@@ -291,36 +292,57 @@ func (w *watcher) observe(ctx context.Context) (done bool, err error) {
 	return false, nil
 }
 
-// waitReason says why a gang waits: the pods' scheduling messages (e.g. "0/2 nodes are
-// unavailable: 2 Insufficient nvidia.com/gpu."), else the newest Unschedulable event on the
-// PodGroup (e.g. "queue resource quota insufficient"), else its Unschedulable condition.
-func waitReason(pg *schedulingv1beta1.PodGroup, havePG bool, events []corev1.Event, podWhy []string) string {
+// waitReason says why a gang waits: the PodGroup's newest Unschedulable condition (Volcano's gang
+// plugin, e.g. "1/1 tasks in gang unschedulable: ... 0/2 nodes are unavailable: 2 Insufficient
+// nvidia.com/gpu."), else its newest Unschedulable event (e.g. enqueue's "queue resource quota
+// insufficient"), and the pods' scheduling messages it does not already hold. A condition written
+// before the operator created the pods counts none ("2/0 tasks in gang unschedulable: pod group is
+// not ready") and says nothing of the resources: it is skipped, and while the PodGroup is admitted
+// (Inqueue) but has no pods yet there is no reason to give.
+func waitReason(pg *schedulingv1beta1.PodGroup, havePG bool, events []corev1.Event, pods int, podWhy []string) string {
+	if havePG && pg.Status.Phase == schedulingv1beta1.PodGroupInqueue && pods == 0 {
+		return ""
+	}
 	var parts []string
 	if havePG {
-		for _, c := range pg.Status.Conditions {
-			if c.Type == schedulingv1beta1.PodGroupUnschedulableType && c.Status == corev1.ConditionTrue && c.Message != "" {
-				parts = append(parts, c.Message)
+		// Volcano may keep several Unschedulable conditions; the newest is the current one.
+		var newest *schedulingv1beta1.PodGroupCondition
+		for i := range pg.Status.Conditions {
+			c := &pg.Status.Conditions[i]
+			if c.Type == schedulingv1beta1.PodGroupUnschedulableType && c.Status == corev1.ConditionTrue && c.Message != "" && !noTasks.MatchString(c.Message) &&
+				(newest == nil || !c.LastTransitionTime.Before(&newest.LastTransitionTime)) {
+				newest = c
 			}
 		}
-	}
-	if len(podWhy) > 0 {
-		return strings.Join(appendUnique(parts, podWhy...), "; ")
-	}
-	var newest *corev1.Event
-	for i := range events {
-		ev := &events[i]
-		if ev.InvolvedObject.Kind != "PodGroup" || ev.Reason != string(schedulingv1beta1.PodGroupUnschedulableType) {
-			continue
-		}
-		if newest == nil || eventTime(ev).After(eventTime(newest)) {
-			newest = ev
+		if newest != nil {
+			parts = append(parts, strings.TrimSuffix(newest.Message, "."))
 		}
 	}
-	if newest != nil {
-		parts = appendUnique(parts, newest.Message)
+	if len(parts) == 0 {
+		var newest *corev1.Event
+		for i := range events {
+			ev := &events[i]
+			if ev.InvolvedObject.Kind != "PodGroup" || ev.Reason != string(schedulingv1beta1.PodGroupUnschedulableType) || noTasks.MatchString(ev.Message) {
+				continue
+			}
+			if newest == nil || eventTime(ev).After(eventTime(newest)) {
+				newest = ev
+			}
+		}
+		if newest != nil {
+			parts = append(parts, strings.TrimSuffix(newest.Message, "."))
+		}
+	}
+	for _, why := range podWhy {
+		if !strings.Contains(strings.Join(parts, "; "), why) {
+			parts = append(parts, why)
+		}
 	}
 	return strings.Join(parts, "; ")
 }
+
+// noTasks matches Volcano's gang message about a PodGroup without pods.
+var noTasks = regexp.MustCompile(`^\d+/0 tasks in gang unschedulable`)
 
 func eventTime(ev *corev1.Event) time.Time {
 	switch {
