@@ -56,17 +56,19 @@ func launchJob(ctx context.Context, executorInput, kubeconfig, image string) err
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-	cfg, err := cc.ClientConfig()
-	if err != nil {
-		return fmt.Errorf("kubernetes config (set --kubeconfig or run in a pod with a service account): %w", err)
-	}
+	// The step's own namespace (kubeconfig context, or the pod's service account) is the default.
 	ns, _, err := cc.Namespace()
 	if err != nil {
 		ns = ""
 	}
+	// Inputs are checked before the cluster is contacted.
 	job, localClaim, err := launch.JobFromExecutor(exec, launch.Defaults{Namespace: ns, Image: image})
 	if err != nil {
 		return err
+	}
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("kubernetes config (set --kubeconfig or run in a pod with a service account): %w", err)
 	}
 	backend, err := kube.New(cfg)
 	if err != nil {

@@ -137,6 +137,9 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 		return nil, "", fmt.Errorf("master_port = %d, want 1-65535", j.Port)
 	}
 	j.Name = JobName(j.Identity)
+	if err := j.Validate(); err != nil {
+		return nil, "", err
+	}
 	return j, local, nil
 }
 
