@@ -269,6 +269,9 @@ func (l *Launcher) Run(ctx context.Context, job *Job) (*Result, error) {
 	for {
 		select {
 		case err := <-errc:
+			if err != nil && ctx.Err() != nil {
+				return nil, fmt.Errorf("stopped while following job %s/%s; it keeps running and a retry of the step adopts it: %w", job.Namespace, job.Name, ctx.Err())
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -338,6 +339,13 @@ func (r *run) firstLine(subs ...string) (line, bool) {
 // the service account's credentials, a deadline.
 func (e *testEnv) runComponent(s *step, timeout time.Duration) *run {
 	e.t.Helper()
+	return e.runComponentUntil(s, timeout, "")
+}
+
+// runComponentUntil is runComponent that sends SIGTERM (as the kubelet does to a deleted pod) once
+// the component prints a line containing stopAt.
+func (e *testEnv) runComponentUntil(s *step, timeout time.Duration, stopAt string) *run {
+	e.t.Helper()
 	bin := componentBinary(e.t)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -352,10 +360,15 @@ func (e *testEnv) runComponent(s *step, timeout time.Duration) *run {
 		defer close(done)
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		stopped := false
 		for sc.Scan() {
 			mu.Lock()
 			r.lines = append(r.lines, line{at: time.Now(), text: sc.Text()})
 			mu.Unlock()
+			if stopAt != "" && !stopped && strings.Contains(sc.Text(), stopAt) && cmd.Process != nil {
+				stopped = true
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+			}
 		}
 	}()
 	err := cmd.Run()

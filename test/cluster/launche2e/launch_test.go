@@ -96,6 +96,48 @@ func TestLaunchTrainsAndAdopts(t *testing.T) {
 	}
 }
 
+// TestLaunchRestartAdoptsRunningJob: a step stopped while its job trains (its pod deleted, say)
+// leaves the job running; the restarted step adopts it, follows it to the end and outputs the model.
+func TestLaunchRestartAdoptsRunningJob(t *testing.T) {
+	requireTrainer(t)
+	e := newEnv(t, "restart")
+	runID := uuid.NewString()
+	s := e.newStep(runID, "train-iris", map[string]any{"model_name": "iris", "workers": 1, "num_round": 60})
+	wantJob := launch.JobName(launch.Identity{RunID: runID, TaskName: "train-iris"})
+
+	r := e.runComponentUntil(s, 2*time.Minute, "job Running")
+	if r.exitCode == 0 || r.output != nil {
+		t.Fatalf("stopped component: exit %d, output %v; want a failure without outputs", r.exitCode, r.output)
+	}
+	if _, ok := r.firstLine("keeps running and a retry of the step adopts it"); !ok {
+		t.Error("the stopped component did not say the job keeps running")
+	}
+	jobs := e.jobs()
+	if len(jobs) != 1 || jobs[0].DeletionTimestamp != nil {
+		t.Fatalf("after the stop: %d jobs, want the one running job", len(jobs))
+	}
+	uid := jobs[0].UID
+	for _, c := range jobs[0].Status.Conditions {
+		if c.Type == "Succeeded" && c.Status == corev1.ConditionTrue {
+			t.Fatal("the job finished before the step restarted: nothing running to adopt (raise num_round)")
+		}
+	}
+
+	r2 := e.runComponent(s, 4*time.Minute)
+	if r2.exitCode != 0 {
+		t.Fatalf("restarted component exited %d, want 0", r2.exitCode)
+	}
+	for _, want := range [][]string{{"adopted job", wantJob}, {"gang placed"}, {"job Succeeded"}} {
+		if _, ok := r2.firstLine(want...); !ok {
+			t.Errorf("restarted step: no progress line with %q", want)
+		}
+	}
+	checkOutputs(t, e, r2, wantJob)
+	if jobs := e.jobs(); len(jobs) != 1 || jobs[0].UID != uid {
+		t.Errorf("after the restart: %d jobs, want the one adopted", len(jobs))
+	}
+}
+
 // checkOutputs asserts the ExecutorOutput: the Model artifact at pvc://<claim>/models/iris/v1 with
 // the metadata of a real model folder, the final metrics, model_uri and job_name.
 func checkOutputs(t *testing.T, e *testEnv, r *run, wantJob string) {
