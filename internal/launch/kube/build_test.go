@@ -7,6 +7,7 @@ import (
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
@@ -94,6 +95,12 @@ func TestWaitReason(t *testing.T) {
 		{"pods only", nil, nil, 1, []string{nodes}, nodes},
 		{"newest condition, pod message not repeated", pg(schedulingv1beta1.PodGroupInqueue, "1/0 tasks in gang unschedulable", gang), nil, 1, []string{nodes}, strings.TrimSuffix(gang, ".")},
 		{"queue quota event", pg(schedulingv1beta1.PodGroupPending), []corev1.Event{quota}, 0, nil, "queue resource quota insufficient"},
+		{"queue quota event with the gang's needs", func() *schedulingv1beta1.PodGroup {
+			p := pg(schedulingv1beta1.PodGroupPending)
+			p.Spec = schedulingv1beta1.PodGroupSpec{MinMember: 3, Queue: "ml-training", MinResources: &corev1.ResourceList{
+				GPUResource: resource.MustParse("3"), corev1.ResourceCPU: resource.MustParse("3")}}
+			return p
+		}(), []corev1.Event{quota}, 0, nil, "queue resource quota insufficient (the gang of 3 needs cpu 3, nvidia.com/gpu 3 in queue ml-training)"},
 		{"admitted, pods not created yet", pg(schedulingv1beta1.PodGroupInqueue, "2/0 tasks in gang unschedulable"), nil, 0, nil, ""},
 		{"event from before the pods", pg(schedulingv1beta1.PodGroupInqueue), []corev1.Event{{InvolvedObject: corev1.ObjectReference{Kind: "PodGroup"}, Reason: "Unschedulable", Message: "0/0 tasks in gang unschedulable: pod group is not ready, 1 minAvailable"}}, 1, nil, ""},
 		{"condition from before the pods", pg(schedulingv1beta1.PodGroupInqueue, "2/0 tasks in gang unschedulable: pod group is not ready, 2 minAvailable"), nil, 2, nil, ""},

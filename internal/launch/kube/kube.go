@@ -74,9 +74,11 @@ func (b *Backend) Start(ctx context.Context, j *launch.Job) (launch.Started, err
 	if err != nil {
 		return launch.Started{}, fmt.Errorf("build XGBoostJob %s: %w", j.Name, err)
 	}
+	// creationTimestamp has whole seconds: a new job's deadline counts from the local clock.
+	before := time.Now()
 	err = b.client.Create(ctx, xj)
 	if err == nil {
-		return launch.Started{Created: xj.CreationTimestamp.Time}, nil
+		return launch.Started{Created: before}, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
 		return launch.Started{}, fmt.Errorf("create XGBoostJob %s/%s: %w", j.Namespace, j.Name, err)
@@ -330,7 +332,12 @@ func waitReason(pg *schedulingv1beta1.PodGroup, havePG bool, events []corev1.Eve
 			}
 		}
 		if newest != nil {
-			parts = append(parts, strings.TrimSuffix(newest.Message, "."))
+			msg := strings.TrimSuffix(newest.Message, ".")
+			// Enqueue judges the gang as a whole: say what the whole gang asks for.
+			if havePG && (pg.Status.Phase == schedulingv1beta1.PodGroupPending || pg.Status.Phase == "") && pg.Spec.MinResources != nil {
+				msg += " (the gang of " + fmt.Sprint(pg.Spec.MinMember) + " needs " + formatResources(*pg.Spec.MinResources) + " in queue " + pg.Spec.Queue + ")"
+			}
+			parts = append(parts, msg)
 		}
 	}
 	for _, why := range podWhy {
@@ -339,6 +346,20 @@ func waitReason(pg *schedulingv1beta1.PodGroup, havePG bool, events []corev1.Eve
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// formatResources lists resources by name: "cpu 3, memory 3Gi, nvidia.com/gpu 3".
+func formatResources(rl corev1.ResourceList) string {
+	names := make([]string, 0, len(rl))
+	for n := range rl {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		q := rl[corev1.ResourceName(n)]
+		names[i] = n + " " + q.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // noTasks matches Volcano's gang message about a PodGroup without pods.

@@ -237,8 +237,7 @@ func TestLaunchUnschedulable(t *testing.T) {
 	if !strings.Contains(last, "gang not scheduled within 20s") || !strings.Contains(last, "deleted") || !strings.Contains(last, "Insufficient nvidia.com/gpu") {
 		t.Errorf("last line %q, want the deadline, the reason and the deletion", last)
 	}
-	// The deadline counts from the job's creationTimestamp, which has whole seconds.
-	if d := r.ended.Sub(r.started); d < timeout-time.Second || d > timeout+15*time.Second {
+	if d := r.ended.Sub(r.started); d < timeout || d > timeout+15*time.Second {
 		t.Errorf("component failed after %s, want at its %s deadline", d, timeout)
 	}
 	var xj = e.jobs()
@@ -267,5 +266,41 @@ func TestLaunchTrainerFails(t *testing.T) {
 	all := r.text()
 	if !strings.Contains(all, "failed") || !strings.Contains(all, "exited 2 (Error)") || !strings.Contains(all, "-master-0") {
 		t.Errorf("failure does not name the failing pod's reason and exit code")
+	}
+}
+
+// TestLaunchGangLargerThanCluster: three replicas of one GPU each on two one-GPU nodes. Volcano's
+// enqueue keeps such a PodGroup Pending (its minResources exceed what the queue can get), so no pod
+// is ever created; the reason comes from the PodGroup's events and conditions, and the deadline
+// still deletes the job.
+func TestLaunchGangLargerThanCluster(t *testing.T) {
+	e := newEnv(t, "toolarge")
+	runID := uuid.NewString()
+	const timeout = 15 * time.Second
+	s := e.newStep(runID, "train", map[string]any{"model_name": "big", "workers": 2, "gpus": 1, "schedule_timeout_seconds": int(timeout.Seconds())})
+	job := launch.JobName(launch.Identity{RunID: runID, TaskName: "train"})
+	r := e.runComponent(s, 2*time.Minute)
+	if r.exitCode == 0 || r.output != nil {
+		t.Fatalf("component exit %d, output %v: want a failure without outputs", r.exitCode, r.output)
+	}
+	waiting, ok := r.firstLine("gang waiting:")
+	if !ok {
+		t.Fatal("the component never said why the gang waits")
+	}
+	t.Logf("reason given at +%.2fs: %s", waiting.at.Sub(r.started).Seconds(), waiting.text)
+	if !strings.Contains(waiting.text, "nvidia.com/gpu 3") {
+		t.Errorf("wait reason %q does not say the gang needs 3 GPUs", waiting.text)
+	}
+	last := r.lines[len(r.lines)-1].text
+	if !strings.Contains(last, "gang not scheduled within 15s") || !strings.Contains(last, "deleted") {
+		t.Errorf("last line %q, want the deadline and the deletion", last)
+	}
+	if d := r.ended.Sub(r.started); d < timeout || d > timeout+15*time.Second {
+		t.Errorf("component failed after %s, want at its %s deadline", d, timeout)
+	}
+	for _, j := range e.jobs() {
+		if j.Name == job && j.DeletionTimestamp == nil {
+			t.Errorf("XGBoostJob %s still there after the deadline", job)
+		}
 	}
 }
