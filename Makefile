@@ -6,7 +6,7 @@ BIN := $(CURDIR)/bin
 export GONOSUMDB := github.com/kubeflow/pipelines
 export GANGBOOST_BIN_DIR := $(BIN)
 
-BINARIES := gangboost-train gangboost-runtime
+BINARIES := gangboost-train gangboost-runtime launch-xgboostjob
 # The one version every image tag, manifest and component spec carries (a test checks).
 VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
@@ -23,6 +23,7 @@ build: deps
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/gangboost-train ./components/xgboost-trainer
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/launch-xgboostjob ./components/launch-xgboostjob
 
 # Container images without a Docker daemon or a base image pull: gangboost-runtime (FROM scratch)
 # and gangboost (trainer + components on a root of Debian packages), as OCI archives in dist/.

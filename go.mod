@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/Elvenson/xgboost-go v0.1.4
 	github.com/kserve/kserve v0.19.0
+	github.com/kubeflow/pipelines/api v0.0.0-20250102152816-873e9dedd766
 	github.com/kubeflow/training-operator v1.9.3
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/prometheus/client_golang v1.25.0

@@ -7,6 +7,7 @@ import (
 	"context"
 
 	"github.com/gangboost/gangboost/internal/forest"
+	"github.com/gangboost/gangboost/internal/version"
 	"github.com/gangboost/gangboost/runtime/batcher"
 	"github.com/gangboost/gangboost/runtime/infer"
 	"github.com/gangboost/gangboost/runtime/metrics"
@@ -16,7 +17,7 @@ import (
 // Name and Version are what GET /v2 reports.
 const (
 	Name    = "gangboost"
-	Version = "0.1.0"
+	Version = version.Version
 )
 
 // Extensions are the V2 protocol extensions this server implements.

@@ -319,25 +319,33 @@ func TestImageBinariesAndComponentCommands(t *testing.T) {
 	}
 }
 
-// componentCommand reads a component spec's first command word and image.
+// componentCommand reads the first command word and the image of a component spec, compiled
+// as KFP's IR (deploymentSpec.executors.<exec>.container).
 func componentCommand(t *testing.T, path string) (command, image string) {
 	t.Helper()
 	var spec struct {
-		Implementation struct {
-			Container struct {
-				Image   string   `json:"image"`
-				Command []string `json:"command"`
-			} `json:"container"`
-		} `json:"implementation"`
+		DeploymentSpec struct {
+			Executors map[string]struct {
+				Container struct {
+					Image   string   `json:"image"`
+					Command []string `json:"command"`
+				} `json:"container"`
+			} `json:"executors"`
+		} `json:"deploymentSpec"`
 	}
 	if err := yamlToJSON(path, &spec); err != nil {
 		t.Fatal(err)
 	}
-	c := spec.Implementation.Container
-	if len(c.Command) == 0 {
-		t.Fatalf("%s: no implementation.container.command", path)
+	if len(spec.DeploymentSpec.Executors) != 1 {
+		t.Fatalf("%s: %d executors, want 1", path, len(spec.DeploymentSpec.Executors))
 	}
-	return c.Command[0], c.Image
+	for _, e := range spec.DeploymentSpec.Executors {
+		if len(e.Container.Command) == 0 {
+			t.Fatalf("%s: executor has no container command", path)
+		}
+		command, image = e.Container.Command[0], e.Container.Image
+	}
+	return command, image
 }
 
 // The SBOM file list names the Debian packages and Go modules the image was made from.

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/gangboost/gangboost/runtime/service"
+	gbversion "github.com/gangboost/gangboost/internal/version"
 )
 
 // imageRef is a reference to one of gangboost's own images.
@@ -17,8 +17,9 @@ var imageRef = regexp.MustCompile(`(?:ghcr\.io/gangboost/(?:gangboost(?:-runtime
 // and the version the runtime reports, is the version in VERSION: one place to change.
 func TestImageReferencesCarryTheVersion(t *testing.T) {
 	root := repoRoot()
-	if service.Version != version {
-		t.Errorf("runtime/service.Version is %s, VERSION is %s", service.Version, version)
+	// runtime/service.Version is internal/version's.
+	if gbversion.Version != version || gbversion.Registry != registry {
+		t.Errorf("internal/version says %s at %s; VERSION is %s at %s", gbversion.Version, gbversion.Registry, version, registry)
 	}
 	var files []string
 	for _, pattern := range []string{"manifests/*.yaml", "components/*/component.yaml", "pipelines/*.yaml", "runtime/Dockerfile", "components/Containerfile"} {

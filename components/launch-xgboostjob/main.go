@@ -1,0 +1,91 @@
+// Command launch-xgboostjob is the KFP component that trains a model as a gang-scheduled
+// XGBoostJob: it reads its ExecutorInput ({{$}}), creates (or, on a retry, adopts) the job, prints
+// its progress and why its gang waits, and writes the Model and Metrics artifacts, model_uri and
+// job_name to its ExecutorOutput. See component.yaml for the inputs.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/launch"
+	"github.com/gangboost/gangboost/internal/launch/kube"
+	"github.com/gangboost/gangboost/internal/version"
+)
+
+// image is the gangboost image: component.yaml runs it, and the trainer pods default to it.
+var image = version.Image("gangboost")
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("launch-xgboostjob", flag.ContinueOnError)
+	executorInput := fs.String("executor-input", "", "the ExecutorInput as protojson (KFP's {{$}})")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, else the in-cluster service account")
+	trainerImage := fs.String("image", image, "trainer image when the input image is not set")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *executorInput == "" {
+		fmt.Fprintln(os.Stderr, "launch-xgboostjob: --executor-input is required (component.yaml passes {{$}})")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := launchJob(ctx, *executorInput, *kubeconfig, *trainerImage); err != nil {
+		fmt.Fprintf(os.Stderr, "launch-xgboostjob: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func launchJob(ctx context.Context, executorInput, kubeconfig, image string) error {
+	exec, err := kfp.ParseExecutorInput([]byte(executorInput))
+	if err != nil {
+		return err
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	// The step's own namespace (kubeconfig context, or the pod's service account) is the default.
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		ns = ""
+	}
+	// Inputs are checked before the cluster is contacted.
+	job, localClaim, err := launch.JobFromExecutor(exec, launch.Defaults{Namespace: ns, Image: image})
+	if err != nil {
+		return err
+	}
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("kubernetes config (set --kubeconfig or run in a pod with a service account): %w", err)
+	}
+	backend, err := kube.New(cfg)
+	if err != nil {
+		return err
+	}
+	l := &launch.Launcher{Backend: backend, Log: os.Stdout}
+	res, err := l.Run(ctx, job)
+	if err != nil {
+		return err
+	}
+	if err := launch.WriteOutputs(exec, job, localClaim); err != nil {
+		return err
+	}
+	if res.Adopted {
+		fmt.Printf("job %s (adopted) succeeded: model %s\n", res.Job, job.ModelURI())
+	} else {
+		fmt.Printf("job %s succeeded: model %s\n", res.Job, job.ModelURI())
+	}
+	return nil
+}

@@ -1,0 +1,307 @@
+// Package launch runs one training step of a pipeline: it starts (or adopts) a gang-scheduled
+// training job through a Backend, reports its progress and why its gang waits, gives up at the
+// gang's scheduling deadline, and turns the finished model folder into the step's outputs.
+//
+// The launcher knows the Backend interface, not Kubernetes or processes: the Kubernetes
+// (XGBoostJob) backend lives in package launch/kube; a local process gang can sit behind the same
+// interface.
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Identity is the pipeline step a job belongs to: KFP's run UUID ({{$.pipeline_job_uuid}}) and task
+// name ({{$.pipeline_task_name}}). A retried or restarted step has the same identity and adopts the
+// job instead of creating a second one.
+type Identity struct {
+	RunID    string
+	TaskName string
+}
+
+func (id Identity) String() string { return fmt.Sprintf("run %s task %s", id.RunID, id.TaskName) }
+
+// Resources are what each replica (the Master and every Worker) requests and is limited to.
+type Resources struct {
+	CPU    string // e.g. "1", "500m"
+	Memory string // e.g. "1Gi"
+	GPUs   int64  // nvidia.com/gpu
+}
+
+// Gang is the all-or-nothing scheduling policy of a job.
+type Gang struct {
+	// MinAvailable replicas must be placed together; 0 means every replica.
+	MinAvailable int32
+	// Queue is the Volcano queue; PriorityClass the PodGroup's (and the pods') priority class.
+	Queue, PriorityClass string
+	// ScheduleTimeout is how long the gang may wait to be placed; then the launcher deletes the job
+	// and fails with the reason it waited. 0 waits forever.
+	ScheduleTimeout time.Duration
+}
+
+// Data is the training input: paths relative to the claim's root, or a built-in data set.
+type Data struct {
+	Train, Eval string
+	Dataset     string // e.g. "iris"
+}
+
+// Job is one training job, independent of the backend that runs it.
+type Job struct {
+	Name      string
+	Namespace string
+	Identity  Identity
+	// Image of the trainer (gangboost-train).
+	Image string
+	// Workers besides the Master (rank 0).
+	Workers int32
+	Data    Data
+	// TrainerFlags are gangboost-train flags other than the data and --model-dir (e.g.
+	// --objective, --num-round).
+	TrainerFlags []string
+	Resources    Resources
+	// Claim is the PersistentVolumeClaim holding data and models; MountPath is where the trainer
+	// pods see it.
+	Claim, MountPath string
+	// ModelName and ModelVersion place the model at models/<name>/<version> on the claim.
+	ModelName, ModelVersion string
+	// Port is the Master's port (xgboostjob-port, MASTER_PORT).
+	Port int32
+	Gang Gang
+	// CleanPodPolicy (All, Running, None), BackoffLimit, ActiveDeadlineSeconds and
+	// TTLSecondsAfterFinished are the Training Operator's run policy; nil leaves its default.
+	CleanPodPolicy          string
+	BackoffLimit            *int32
+	ActiveDeadlineSeconds   *int64
+	TTLSecondsAfterFinished *int32
+	ServiceAccount          string
+}
+
+// Replicas is the number of pods: the Master and the Workers.
+func (j *Job) Replicas() int32 { return 1 + j.Workers }
+
+// MinAvailable is the gang's size: Gang.MinAvailable, or every replica.
+func (j *Job) MinAvailable() int32 {
+	if j.Gang.MinAvailable > 0 {
+		return j.Gang.MinAvailable
+	}
+	return j.Replicas()
+}
+
+// ModelPath is the model folder relative to the claim's root: models/<name>/<version>.
+func (j *Job) ModelPath() string { return path.Join("models", j.ModelName, j.ModelVersion) }
+
+// TrainerArgs are gangboost-train's arguments with the claim at root (where a replica sees it).
+func (j *Job) TrainerArgs(root string) []string {
+	var args []string
+	if j.Data.Train != "" {
+		args = append(args, "--train", onClaim(root, j.Data.Train))
+	}
+	if j.Data.Eval != "" {
+		args = append(args, "--eval", onClaim(root, j.Data.Eval))
+	}
+	if j.Data.Dataset != "" {
+		args = append(args, "--dataset", j.Data.Dataset)
+	}
+	args = append(args, j.TrainerFlags...)
+	return append(args, "--model-dir", path.Join(root, j.ModelPath()))
+}
+
+// onClaim places a claim-relative path under root; an absolute path under root stays.
+func onClaim(root, p string) string {
+	if strings.HasPrefix(p, root+"/") {
+		return p
+	}
+	return path.Join(root, strings.TrimPrefix(p, "/"))
+}
+
+// Validate checks what every backend needs.
+func (j *Job) Validate() error {
+	var errs []error
+	if j.Name == "" {
+		errs = append(errs, errors.New("job name is empty"))
+	}
+	if j.Identity.RunID == "" || j.Identity.TaskName == "" {
+		errs = append(errs, fmt.Errorf("run_id %q and task_name %q must both be set (the pipeline passes {{$.pipeline_job_uuid}} and {{$.pipeline_task_name}})", j.Identity.RunID, j.Identity.TaskName))
+	}
+	if j.Workers < 0 {
+		errs = append(errs, fmt.Errorf("workers = %d, want >= 0", j.Workers))
+	}
+	if j.Gang.MinAvailable < 0 || j.Gang.MinAvailable > j.Replicas() {
+		errs = append(errs, fmt.Errorf("min_available = %d, want 0 (all) up to %d replicas", j.Gang.MinAvailable, j.Replicas()))
+	}
+	if j.Data.Train == "" && j.Data.Dataset == "" {
+		errs = append(errs, errors.New("no training data: set train_data (a path on the claim) or dataset (e.g. iris)"))
+	}
+	if j.ModelName == "" || j.ModelVersion == "" || strings.Contains(j.ModelName+j.ModelVersion, "/") {
+		errs = append(errs, fmt.Errorf("model_name %q and model_version %q must be set, without '/'", j.ModelName, j.ModelVersion))
+	}
+	if j.Claim == "" {
+		errs = append(errs, errors.New("pvc_name is empty: the model goes to a PersistentVolumeClaim"))
+	}
+	switch j.CleanPodPolicy {
+	case "", "All", "Running", "None":
+	default:
+		errs = append(errs, fmt.Errorf("clean_pod_policy = %q, want All, Running or None", j.CleanPodPolicy))
+	}
+	return errors.Join(errs...)
+}
+
+// Started tells how a job came to be: created now, or adopted from an earlier attempt of the step.
+type Started struct {
+	Adopted bool
+	// Created is when the job was created; the gang's deadline counts from it.
+	Created time.Time
+}
+
+// Progress is one observation of a running job.
+type Progress struct {
+	// Line is a progress line for the step's log ("" for none).
+	Line string
+	// Waiting says why the gang waits to be placed ("" when it does not).
+	Waiting string
+	// GangStarted is set once the gang is placed (its minimum of pods bound, or the job running).
+	GangStarted bool
+}
+
+// Backend runs jobs. Watch returns nil when the job succeeded and a *FailedError when it failed.
+type Backend interface {
+	Start(ctx context.Context, job *Job) (Started, error)
+	Watch(ctx context.Context, job *Job, progress func(Progress)) error
+	Delete(ctx context.Context, job *Job) error
+}
+
+// FailedError is a job that failed: the job's reason and what its failing pods said.
+type FailedError struct {
+	Job    string
+	Reason string
+	// Pods describe the failing pods: reason, exit code, message, log tail.
+	Pods []string
+}
+
+func (e *FailedError) Error() string {
+	msg := fmt.Sprintf("job %s failed: %s", e.Job, e.Reason)
+	for _, p := range e.Pods {
+		msg += "\n  " + strings.ReplaceAll(p, "\n", "\n    ")
+	}
+	return msg
+}
+
+// GangTimeoutError is a gang that was not placed before its deadline; the job was deleted.
+type GangTimeoutError struct {
+	Job     string
+	Timeout time.Duration
+	Waiting string
+}
+
+func (e *GangTimeoutError) Error() string {
+	why := e.Waiting
+	if why == "" {
+		why = "no reason reported by the scheduler"
+	}
+	return fmt.Sprintf("job %s: gang not scheduled within %s (schedule_timeout_seconds): %s; the job was deleted", e.Job, e.Timeout, why)
+}
+
+// Launcher starts a job on a Backend and follows it to the end.
+type Launcher struct {
+	Backend Backend
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// Result is a job that succeeded.
+type Result struct {
+	Job     string
+	Adopted bool
+}
+
+// Run creates or adopts the job and waits for it. A gang not placed by Gang.ScheduleTimeout after
+// the job's creation is deleted and fails with the reason it waited.
+func (l *Launcher) Run(ctx context.Context, job *Job) (*Result, error) {
+	if err := job.Validate(); err != nil {
+		return nil, err
+	}
+	st, err := l.Backend.Start(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	if st.Adopted {
+		l.printf("adopted job %s/%s of %s (created %s)", job.Namespace, job.Name, job.Identity, st.Created.UTC().Format(time.RFC3339))
+	} else {
+		l.printf("created job %s/%s: Master + %d Worker(s), gang of %d in queue %q", job.Namespace, job.Name, job.Workers, job.MinAvailable(), job.Gang.Queue)
+	}
+
+	watchCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu      sync.Mutex
+		started bool
+		waiting string
+	)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- l.Backend.Watch(watchCtx, job, func(p Progress) {
+			mu.Lock()
+			if p.GangStarted {
+				started = true
+			}
+			if p.Waiting != "" {
+				waiting = p.Waiting
+			}
+			mu.Unlock()
+			if p.Line != "" {
+				l.printf("%s", p.Line)
+			}
+		})
+	}()
+	var deadline <-chan time.Time
+	if job.Gang.ScheduleTimeout > 0 {
+		t := time.NewTimer(time.Until(st.Created.Add(job.Gang.ScheduleTimeout)))
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		select {
+		case err := <-errc:
+			if err != nil && ctx.Err() != nil {
+				return nil, fmt.Errorf("stopped while following job %s/%s; it keeps running and a retry of the step adopts it: %w", job.Namespace, job.Name, ctx.Err())
+			}
+			if err != nil {
+				return nil, err
+			}
+			return &Result{Job: job.Name, Adopted: st.Adopted}, nil
+		case <-deadline:
+			mu.Lock()
+			placed, why := started, waiting
+			mu.Unlock()
+			if placed {
+				deadline = nil
+				continue
+			}
+			cancel()
+			<-errc
+			// The caller's context may be ending too; the deletion must still happen.
+			delCtx, delCancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			derr := l.Backend.Delete(delCtx, job)
+			delCancel()
+			terr := &GangTimeoutError{Job: job.Name, Timeout: job.Gang.ScheduleTimeout, Waiting: why}
+			if derr != nil {
+				return nil, fmt.Errorf("%w (deleting it failed: %v)", terr, derr)
+			}
+			return nil, terr
+		}
+	}
+}
+
+func (l *Launcher) printf(format string, args ...any) {
+	if l.Log == nil {
+		return
+	}
+	fmt.Fprintf(l.Log, time.Now().UTC().Format("15:04:05.000")+" "+format+"\n", args...)
+}

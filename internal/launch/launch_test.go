@@ -1,0 +1,164 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestJobName(t *testing.T) {
+	tests := []struct {
+		id   Identity
+		want string // pattern
+	}{
+		{Identity{"4b0c5a34-2f0e-4c55-9a39-0d8a2c1b7e11", "launch-xgboostjob"}, `^launch-xgboostjob-[0-9a-f]{10}$`},
+		{Identity{"r", "Train XGBoost (GPU)"}, `^train-xgboost-gpu-[0-9a-f]{10}$`},
+		{Identity{"r", "2nd-step"}, `^xgb-2nd-step-[0-9a-f]{10}$`},
+		{Identity{"r", "___"}, `^xgb-[0-9a-f]{10}$`},
+		{Identity{"r", strings.Repeat("very-long-task-name-", 10)}, `^very-long-task-name-very-long-task-[0-9a-f]{10}$`},
+	}
+	for _, tc := range tests {
+		got := JobName(tc.id)
+		if !regexp.MustCompile(tc.want).MatchString(got) || len(got) > maxJobName {
+			t.Errorf("JobName(%+v) = %q (%d chars), want %s", tc.id, got, len(got), tc.want)
+		}
+		if again := JobName(tc.id); again != got {
+			t.Errorf("JobName not stable: %q then %q", got, again)
+		}
+	}
+	a := JobName(Identity{"run-a", "train"})
+	if b := JobName(Identity{"run-b", "train"}); a == b {
+		t.Errorf("two runs share job name %q", a)
+	}
+}
+
+func TestTrainerArgs(t *testing.T) {
+	j := &Job{Data: Data{Train: "datasets/iris/train.csv", Eval: "/mnt/pvc/datasets/iris/test.csv"},
+		TrainerFlags: []string{"--objective", "multi:softprob"}, ModelName: "iris", ModelVersion: "v2"}
+	got := strings.Join(j.TrainerArgs("/mnt/pvc"), " ")
+	want := "--train /mnt/pvc/datasets/iris/train.csv --eval /mnt/pvc/datasets/iris/test.csv --objective multi:softprob --model-dir /mnt/pvc/models/iris/v2"
+	if got != want {
+		t.Errorf("TrainerArgs = %q\nwant %q", got, want)
+	}
+}
+
+func validJob() *Job {
+	id := Identity{"run", "task"}
+	return &Job{Name: JobName(id), Namespace: "ns", Identity: id, Data: Data{Dataset: "iris"}, Claim: "c",
+		ModelName: "iris", ModelVersion: "v1", Gang: Gang{ScheduleTimeout: 300 * time.Millisecond}}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*Job)
+		want   string
+	}{
+		{"ok", func(*Job) {}, ""},
+		{"no run", func(j *Job) { j.Identity.RunID = "" }, "pipeline_job_uuid"},
+		{"no data", func(j *Job) { j.Data = Data{} }, "no training data"},
+		{"min available", func(j *Job) { j.Gang.MinAvailable = 3 }, "min_available = 3"},
+		{"model", func(j *Job) { j.ModelName = "a/b" }, "model_name"},
+		{"clean", func(j *Job) { j.CleanPodPolicy = "Some" }, "clean_pod_policy"},
+	}
+	for _, tc := range tests {
+		j := validJob()
+		tc.mutate(j)
+		err := j.Validate()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: Validate() = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// fakeBackend reports a scripted sequence of progress and then blocks or ends.
+type fakeBackend struct {
+	mu       sync.Mutex
+	progress []Progress
+	end      error // returned after progress, unless block
+	block    bool
+	deleted  int
+	created  time.Time
+}
+
+func (f *fakeBackend) Start(context.Context, *Job) (Started, error) {
+	return Started{Created: f.created}, nil
+}
+func (f *fakeBackend) Watch(ctx context.Context, _ *Job, progress func(Progress)) error {
+	for _, p := range f.progress {
+		progress(p)
+	}
+	if f.block {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return f.end
+}
+func (f *fakeBackend) Delete(context.Context, *Job) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deleted++
+	return nil
+}
+
+func TestRunDeadlineDeletes(t *testing.T) {
+	why := "0/2 nodes are unavailable: 2 Insufficient nvidia.com/gpu"
+	f := &fakeBackend{created: time.Now(), block: true, progress: []Progress{{Line: "gang waiting: " + why, Waiting: why}}}
+	var log bytes.Buffer
+	start := time.Now()
+	_, err := (&Launcher{Backend: f, Log: &log}).Run(context.Background(), validJob())
+	var te *GangTimeoutError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), "deleted") {
+		t.Fatalf("Run = %v, want a gang timeout naming %q", err, why)
+	}
+	if f.deleted != 1 {
+		t.Errorf("deleted %d times, want 1", f.deleted)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond || d > 2*time.Second {
+		t.Errorf("failed after %s, want at the 300ms deadline", d)
+	}
+	if !strings.Contains(log.String(), why) {
+		t.Errorf("log lacks the reason:\n%s", log.String())
+	}
+}
+
+func TestRunStartedGangOutlivesDeadline(t *testing.T) {
+	f := &fakeBackend{created: time.Now(), progress: []Progress{{GangStarted: true}}}
+	f.end = nil
+	// The watch ends after the deadline: a placed gang is not deleted.
+	slow := &slowEnd{fakeBackend: f, after: 600 * time.Millisecond}
+	res, err := (&Launcher{Backend: slow}).Run(context.Background(), validJob())
+	if err != nil || res == nil {
+		t.Fatalf("Run = %v, %v", res, err)
+	}
+	if f.deleted != 0 {
+		t.Errorf("a placed gang was deleted")
+	}
+}
+
+type slowEnd struct {
+	*fakeBackend
+	after time.Duration
+}
+
+func (s *slowEnd) Watch(ctx context.Context, j *Job, progress func(Progress)) error {
+	for _, p := range s.progress {
+		progress(p)
+	}
+	time.Sleep(s.after)
+	return nil
+}
+
+func TestRunFailure(t *testing.T) {
+	fe := &FailedError{Job: "ns/x", Reason: "JobFailed: 1 Master replica(s) failed", Pods: []string{"pod x-master-0: container xgboost exited 2 (Error)"}}
+	f := &fakeBackend{created: time.Now(), end: fe}
+	_, err := (&Launcher{Backend: f}).Run(context.Background(), validJob())
+	if !errors.As(err, new(*FailedError)) || !strings.Contains(err.Error(), "exited 2") {
+		t.Errorf("Run = %v, want the failure with the pod's reason", err)
+	}
+}

@@ -1,0 +1,406 @@
+package launche2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
+
+	"github.com/gangboost/gangboost/test/cluster"
+)
+
+const (
+	claimName      = "gangboost-models"
+	serviceAccount = "launch-xgboostjob"
+)
+
+var component struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// componentBinary builds launch-xgboostjob once per test binary.
+func componentBinary(t *testing.T) string {
+	t.Helper()
+	component.once.Do(func() {
+		root, err := cluster.RepoRoot()
+		if err != nil {
+			component.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "launch-xgboostjob-")
+		if err != nil {
+			component.err = err
+			return
+		}
+		component.path = filepath.Join(dir, "launch-xgboostjob")
+		cmd := exec.Command("go", "build", "-o", component.path, "./components/launch-xgboostjob")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			component.err = fmt.Errorf("go build ./components/launch-xgboostjob: %v\n%s", err, out)
+		}
+	})
+	if component.err != nil {
+		t.Fatal(component.err)
+	}
+	return component.path
+}
+
+// testEnv is one test's namespace: a claim on a local folder, the component's RBAC from
+// manifests/rbac and a kubeconfig holding its service account's token.
+type testEnv struct {
+	t          *testing.T
+	c          *cluster.Cluster
+	ns         string
+	pvcDir     string
+	kubeconfig string
+}
+
+func newEnv(t *testing.T, prefix string) *testEnv {
+	t.Helper()
+	c := cluster.Require(t)
+	ctx := context.Background()
+	e := &testEnv{t: t, c: c, ns: prefix + "-" + rand.String(5)}
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", e.ns, err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("component logs:\n%s", c.LogTails(30))
+		}
+		e.cleanup()
+	})
+	e.pvcDir = e.localPVC()
+	e.applyRBAC()
+	e.kubeconfig = e.saKubeconfig()
+	return e
+}
+
+func (e *testEnv) cleanup() {
+	ctx := context.Background()
+	var jobs kubeflowv1.XGBoostJobList
+	if err := e.c.Client.List(ctx, &jobs, client.InNamespace(e.ns)); err == nil {
+		for i := range jobs.Items {
+			_ = e.c.Client.Delete(ctx, &jobs.Items[i], client.PropagationPolicy(metav1.DeletePropagationBackground))
+		}
+	}
+	_ = e.c.Kube.CoreV1().Pods(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		pods, err := e.c.Kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(pods.Items) == 0, nil
+	})
+	if err != nil {
+		e.t.Errorf("cleanup: pods of namespace %s still there after 60s", e.ns)
+	}
+	_ = e.c.Kube.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{})
+	_ = e.c.Kube.CoreV1().PersistentVolumes().Delete(ctx, e.ns+"-"+claimName, metav1.DeleteOptions{})
+}
+
+// localPVC creates a hostPath PersistentVolume on a temp folder and the claim bound to it.
+func (e *testEnv) localPVC() string {
+	e.t.Helper()
+	ctx := context.Background()
+	dir := filepath.Join(e.t.TempDir(), "pvc")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	size := resource.MustParse("1Gi")
+	pvName := e.ns + "-" + claimName
+	hostPathType := corev1.HostPathDirectoryOrCreate
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &hostPathType}},
+			ClaimRef:                      &corev1.ObjectReference{Namespace: e.ns, Name: claimName},
+		},
+	}
+	if _, err := e.c.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create PV %s: %v", pvName, err)
+	}
+	empty := ""
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: claimName, Namespace: e.ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+			VolumeName:       pvName,
+			StorageClassName: &empty,
+		},
+	}
+	if _, err := e.c.Kube.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create PVC %s: %v", claimName, err)
+	}
+	e.waitFor(60*time.Second, "PVC Bound", func(ctx context.Context) (bool, error) {
+		got, err := e.c.Kube.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, claimName, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == corev1.ClaimBound, nil
+	})
+	return dir
+}
+
+// applyRBAC creates manifests/rbac/launch-xgboostjob.yaml in the test's namespace: the component
+// gets exactly what the shipped manifest grants.
+func (e *testEnv) applyRBAC() {
+	e.t.Helper()
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "manifests", "rbac", "launch-xgboostjob.yaml"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		obj, _, err := clientgoscheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+		if err != nil {
+			e.t.Fatalf("manifests/rbac/launch-xgboostjob.yaml: %v", err)
+		}
+		o := obj.(client.Object)
+		o.SetNamespace(e.ns)
+		if rb, ok := o.(*rbacv1.RoleBinding); ok {
+			for i := range rb.Subjects {
+				rb.Subjects[i].Namespace = e.ns
+			}
+		}
+		if err := e.c.Client.Create(context.Background(), o); err != nil {
+			e.t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// saKubeconfig writes a kubeconfig holding a token of the component's service account (from the
+// TokenRequest API), so a verb the Role lacks fails the component.
+func (e *testEnv) saKubeconfig() string {
+	e.t.Helper()
+	expiry := int64(3600)
+	var tok *authenticationv1.TokenRequest
+	e.waitFor(30*time.Second, "service account token", func(ctx context.Context) (bool, error) {
+		var err error
+		tok, err = e.c.Kube.CoreV1().ServiceAccounts(e.ns).CreateToken(ctx, serviceAccount,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+		return err == nil, err
+	})
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: e.c.Config.Host, CertificateAuthority: e.c.Config.CAFile, CertificateAuthorityData: e.c.Config.CAData}
+	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	cfg.Contexts["sa"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "sa", Namespace: e.ns}
+	cfg.CurrentContext = "sa"
+	path := filepath.Join(e.t.TempDir(), "launch-xgboostjob.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		e.t.Fatal(err)
+	}
+	return path
+}
+
+func (e *testEnv) waitFor(timeout time.Duration, desc string, cond func(ctx context.Context) (bool, error)) {
+	e.t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		return ok, nil
+	})
+	if err != nil {
+		e.t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, desc, last)
+	}
+}
+
+// step is one execution of the component: its ExecutorInput and where KFP would read its outputs.
+type step struct {
+	dir    string
+	params map[string]any
+}
+
+// newStep is the ExecutorInput KFP's driver would build for one task of a run, with the claim seen
+// at the test's local folder (pvc_local_path) and the trainer's Master port free on this machine.
+func (e *testEnv) newStep(runID, task string, params map[string]any) *step {
+	e.t.Helper()
+	port, err := cluster.FreePort()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	p := map[string]any{
+		"run_id": runID, "task_name": task,
+		"namespace": e.ns, "pvc_name": claimName, "pvc_mount_path": "/mnt/pvc", "pvc_local_path": e.pvcDir,
+		"master_port": port, "schedule_timeout_seconds": 120, "model_version": "v1",
+		"dataset": "iris", "label": "species", "objective": "multi:softprob", "num_round": 20, "eval_fraction": "0.2",
+		"priority_class": "gangboost-training", "queue": "ml-training",
+	}
+	for k, v := range params {
+		p[k] = v
+	}
+	return &step{params: p}
+}
+
+// executorInput writes a fresh output folder and returns {{$}} for it.
+func (s *step) executorInput(t *testing.T) string {
+	t.Helper()
+	s.dir = t.TempDir()
+	artifact := func(name, title string) map[string]any {
+		return map[string]any{"artifacts": []any{map[string]any{
+			"name": name, "type": map[string]any{"schemaTitle": title, "schemaVersion": "0.0.1"},
+			"uri": "minio://mlpipeline/v2/artifacts/launch/run/task/" + name,
+		}}}
+	}
+	in := map[string]any{
+		"inputs": map[string]any{"parameterValues": s.params},
+		"outputs": map[string]any{
+			"parameters": map[string]any{
+				"model_uri": map[string]any{"outputFile": filepath.Join(s.dir, "model_uri")},
+				"job_name":  map[string]any{"outputFile": filepath.Join(s.dir, "job_name")},
+			},
+			"artifacts":  map[string]any{"model": artifact("model", "system.Model"), "metrics": artifact("metrics", "system.Metrics")},
+			"outputFile": filepath.Join(s.dir, "executor_output.json"),
+		},
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What KFP passes is what its driver produced: it parses strictly.
+	if _, err := kfp.ParseExecutorInput(b); err != nil {
+		t.Fatalf("test ExecutorInput: %v", err)
+	}
+	return string(b)
+}
+
+// line is one line the component printed, with when the test read it.
+type line struct {
+	at   time.Time
+	text string
+}
+
+// run is a finished execution of the component.
+type run struct {
+	exitCode int
+	lines    []line
+	started  time.Time
+	ended    time.Time
+	output   *pipelinespec.ExecutorOutput // nil when no ExecutorOutput was written
+}
+
+func (r *run) text() string {
+	var b strings.Builder
+	for _, l := range r.lines {
+		fmt.Fprintf(&b, "  +%6.2fs %s\n", l.at.Sub(r.started).Seconds(), l.text)
+	}
+	return b.String()
+}
+
+// firstLine returns the first line containing all of the substrings.
+func (r *run) firstLine(subs ...string) (line, bool) {
+	for _, l := range r.lines {
+		ok := true
+		for _, s := range subs {
+			if !strings.Contains(l.text, s) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return l, true
+		}
+	}
+	return line{}, false
+}
+
+// runComponent runs the component as KFP's launcher would: its command line with {{$}} replaced,
+// the service account's credentials, a deadline.
+func (e *testEnv) runComponent(s *step, timeout time.Duration) *run {
+	e.t.Helper()
+	return e.runComponentUntil(s, timeout, "")
+}
+
+// runComponentUntil is runComponent that sends SIGTERM (as the kubelet does to a deleted pod) once
+// the component prints a line containing stopAt.
+func (e *testEnv) runComponentUntil(s *step, timeout time.Duration, stopAt string) *run {
+	e.t.Helper()
+	bin := componentBinary(e.t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--executor-input", s.executorInput(e.t), "--kubeconfig", e.kubeconfig)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.t.TempDir()}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	r := &run{started: time.Now()}
+	var mu sync.Mutex
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		stopped := false
+		for sc.Scan() {
+			mu.Lock()
+			r.lines = append(r.lines, line{at: time.Now(), text: sc.Text()})
+			mu.Unlock()
+			if stopAt != "" && !stopped && strings.Contains(sc.Text(), stopAt) && cmd.Process != nil {
+				stopped = true
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+			}
+		}
+	}()
+	err := cmd.Run()
+	pw.Close()
+	<-done
+	r.ended = time.Now()
+	if ctx.Err() != nil {
+		e.t.Fatalf("component still running after %s:\n%s", timeout, r.text())
+	}
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.exitCode = ee.ExitCode()
+		} else {
+			e.t.Fatalf("run component: %v", err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(s.dir, "executor_output.json")); err == nil {
+		out, err := kfp.ParseExecutorOutput(b)
+		if err != nil {
+			e.t.Fatalf("ExecutorOutput that KFP's strict parser rejects: %v\n%s", err, b)
+		}
+		r.output = out
+	}
+	e.t.Logf("component exited %d after %s:\n%s", r.exitCode, r.ended.Sub(r.started).Round(time.Millisecond), r.text())
+	return r
+}
+
+func (e *testEnv) jobs() []kubeflowv1.XGBoostJob {
+	e.t.Helper()
+	var jobs kubeflowv1.XGBoostJobList
+	if err := e.c.Client.List(context.Background(), &jobs, client.InNamespace(e.ns)); err != nil {
+		e.t.Fatal(err)
+	}
+	return jobs.Items
+}

@@ -1,0 +1,306 @@
+package launche2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/gangboost/gangboost/internal/launch"
+	"github.com/gangboost/gangboost/internal/launch/kube"
+	"github.com/gangboost/gangboost/internal/modeldir"
+)
+
+func requireTrainer(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(binDir(), "gangboost-train")); err != nil {
+		t.Fatalf("trainer not built (run `make build`, or set GANGBOOST_BIN_DIR): %v", err)
+	}
+}
+
+// TestLaunchTrainsAndAdopts: the component creates a Master + Worker XGBoostJob, Volcano places
+// the gang, the trainer writes the model to the claim and the component outputs the Model
+// artifact, metrics, model_uri and job_name. Run again as a retried step, it adopts the finished
+// job instead of creating a second one. A same-named job of another step is refused.
+func TestLaunchTrainsAndAdopts(t *testing.T) {
+	requireTrainer(t)
+	e := newEnv(t, "launch")
+	runID := uuid.NewString()
+	s := e.newStep(runID, "train-iris", map[string]any{"model_name": "iris", "workers": 1, "gpus": 1})
+	wantJob := launch.JobName(launch.Identity{RunID: runID, TaskName: "train-iris"})
+
+	r := e.runComponent(s, 4*time.Minute)
+	if r.exitCode != 0 {
+		t.Fatalf("component exited %d, want 0", r.exitCode)
+	}
+	for _, want := range [][]string{{"created job", wantJob}, {"PodGroup", "minMember 2, queue ml-training"}, {"pods bound 2/2"}, {"gang placed"}, {"job Succeeded"}} {
+		if _, ok := r.firstLine(want...); !ok {
+			t.Errorf("no progress line with %q", want)
+		}
+	}
+	checkOutputs(t, e, r, wantJob)
+
+	jobs := e.jobs()
+	if len(jobs) != 1 || jobs[0].Name != wantJob {
+		t.Fatalf("XGBoostJobs in %s: %d, want one named %s", e.ns, len(jobs), wantJob)
+	}
+	uid := jobs[0].UID
+	if jobs[0].Annotations[kube.RunIDAnnotation] != runID {
+		t.Errorf("job annotations %v, want run id %s", jobs[0].Annotations, runID)
+	}
+	// The operator deletes the PodGroup once the job is done; its spec is in the progress lines.
+
+	// The step retried: same run and task, a new output folder.
+	r2 := e.runComponent(s, 2*time.Minute)
+	if r2.exitCode != 0 {
+		t.Fatalf("retried component exited %d, want 0", r2.exitCode)
+	}
+	if _, ok := r2.firstLine("adopted job", wantJob); !ok {
+		t.Errorf("retried step did not say it adopted %s", wantJob)
+	}
+	checkOutputs(t, e, r2, wantJob)
+	jobs = e.jobs()
+	if len(jobs) != 1 || jobs[0].UID != uid {
+		t.Errorf("after the retry: %d XGBoostJobs (first uid %v), want the one job %s", len(jobs), uid, wantJob)
+	}
+
+	// Another step whose job name is taken by a job it did not create.
+	other := e.newStep(uuid.NewString(), "train-iris", map[string]any{"model_name": "iris2"})
+	squatter := jobs[0].DeepCopy()
+	squatter.ObjectMeta = jobs[0].ObjectMeta
+	squatter.ResourceVersion, squatter.UID, squatter.CreationTimestamp = "", "", jobs[0].CreationTimestamp
+	squatter.Name = launch.JobName(launch.Identity{RunID: other.params["run_id"].(string), TaskName: "train-iris"})
+	squatter.Status = jobs[0].Status
+	squatter.Status.Conditions = nil
+	squatter.ManagedFields = nil
+	// Suspended, so the operator starts nothing for it.
+	suspend := true
+	squatter.Spec.RunPolicy.Suspend = &suspend
+	if err := e.c.Client.Create(context.Background(), squatter); err != nil {
+		t.Fatal(err)
+	}
+	r3 := e.runComponent(other, time.Minute)
+	if r3.exitCode == 0 || r3.output != nil {
+		t.Fatalf("component adopted a job of another run: exit %d, output %v", r3.exitCode, r3.output)
+	}
+	if _, ok := r3.firstLine("refusing to adopt", squatter.Name); !ok {
+		t.Errorf("no refusal naming %s", squatter.Name)
+	}
+}
+
+// TestLaunchRestartAdoptsRunningJob: a step stopped while its job trains (its pod deleted, say)
+// leaves the job running; the restarted step adopts it, follows it to the end and outputs the model.
+func TestLaunchRestartAdoptsRunningJob(t *testing.T) {
+	requireTrainer(t)
+	e := newEnv(t, "restart")
+	runID := uuid.NewString()
+	s := e.newStep(runID, "train-iris", map[string]any{"model_name": "iris", "workers": 1, "num_round": 60})
+	wantJob := launch.JobName(launch.Identity{RunID: runID, TaskName: "train-iris"})
+
+	r := e.runComponentUntil(s, 2*time.Minute, "job Running")
+	if r.exitCode == 0 || r.output != nil {
+		t.Fatalf("stopped component: exit %d, output %v; want a failure without outputs", r.exitCode, r.output)
+	}
+	if _, ok := r.firstLine("keeps running and a retry of the step adopts it"); !ok {
+		t.Error("the stopped component did not say the job keeps running")
+	}
+	jobs := e.jobs()
+	if len(jobs) != 1 || jobs[0].DeletionTimestamp != nil {
+		t.Fatalf("after the stop: %d jobs, want the one running job", len(jobs))
+	}
+	uid := jobs[0].UID
+	for _, c := range jobs[0].Status.Conditions {
+		if c.Type == "Succeeded" && c.Status == corev1.ConditionTrue {
+			t.Fatal("the job finished before the step restarted: nothing running to adopt (raise num_round)")
+		}
+	}
+
+	r2 := e.runComponent(s, 4*time.Minute)
+	if r2.exitCode != 0 {
+		t.Fatalf("restarted component exited %d, want 0", r2.exitCode)
+	}
+	for _, want := range [][]string{{"adopted job", wantJob}, {"gang placed"}, {"job Succeeded"}} {
+		if _, ok := r2.firstLine(want...); !ok {
+			t.Errorf("restarted step: no progress line with %q", want)
+		}
+	}
+	checkOutputs(t, e, r2, wantJob)
+	if jobs := e.jobs(); len(jobs) != 1 || jobs[0].UID != uid {
+		t.Errorf("after the restart: %d jobs, want the one adopted", len(jobs))
+	}
+}
+
+// checkOutputs asserts the ExecutorOutput: the Model artifact at pvc://<claim>/models/iris/v1 with
+// the metadata of a real model folder, the final metrics, model_uri and job_name.
+func checkOutputs(t *testing.T, e *testEnv, r *run, wantJob string) {
+	t.Helper()
+	if r.output == nil {
+		t.Fatal("no ExecutorOutput written")
+	}
+	wantURI := "pvc://" + claimName + "/models/iris/v1"
+	dir := filepath.Join(e.pvcDir, "models", "iris", "v1")
+	md, err := modeldir.ReadMetadata(dir)
+	if err != nil {
+		t.Fatalf("model folder on the claim: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, md.ModelFile)); err != nil {
+		t.Errorf("model file: %v", err)
+	}
+	model := r.output.GetArtifacts()[launch.OutputModel].GetArtifacts()
+	if len(model) != 1 || model[0].GetUri() != wantURI {
+		t.Fatalf("model artifact = %v, want uri %s", model, wantURI)
+	}
+	meta := model[0].GetMetadata().GetFields()
+	if meta["model_sha256"].GetStringValue() != md.ModelSHA256 || meta["objective"].GetStringValue() != "multi:softprob" ||
+		int(meta["world_size"].GetNumberValue()) != 2 || len(meta["classes"].GetListValue().GetValues()) != 3 {
+		t.Errorf("model artifact metadata = %v, want the folder's (sha256 %s, 2 ranks, 3 classes)", meta, md.ModelSHA256)
+	}
+	metrics := r.output.GetArtifacts()[launch.OutputMetrics].GetArtifacts()
+	if len(metrics) != 1 {
+		t.Fatalf("metrics artifact = %v", metrics)
+	}
+	mm := metrics[0].GetMetadata().GetFields()
+	evalLoss, ok := mm["eval-mlogloss"]
+	if !ok || evalLoss.GetNumberValue() <= 0 || evalLoss.GetNumberValue() != md.Metrics["eval-mlogloss"][len(md.Metrics["eval-mlogloss"])-1] {
+		t.Errorf("metrics = %v, want the final eval-mlogloss of metadata.json", mm)
+	}
+	if got := r.output.GetParameterValues()[launch.OutputModelURI].GetStringValue(); got != wantURI {
+		t.Errorf("model_uri = %q, want %q", got, wantURI)
+	}
+	if got := r.output.GetParameterValues()[launch.OutputJobName].GetStringValue(); got != wantJob {
+		t.Errorf("job_name = %q, want %q", got, wantJob)
+	}
+	t.Logf("outputs: model %s (sha256 %.12s, %d rounds), eval-mlogloss %.4f", wantURI, md.ModelSHA256, md.Rounds, evalLoss.GetNumberValue())
+}
+
+// TestLaunchUnschedulable: a gang that cannot fit (one replica asking for 2 GPUs, nodes with one
+// each) is explained within 10 s of the scheduler deciding, and at its deadline the job is deleted
+// and the component fails with the reason.
+func TestLaunchUnschedulable(t *testing.T) {
+	e := newEnv(t, "nofit")
+	runID := uuid.NewString()
+	const timeout = 20 * time.Second
+	s := e.newStep(runID, "train", map[string]any{"model_name": "big", "workers": 0, "gpus": 2, "schedule_timeout_seconds": int(timeout.Seconds())})
+	job := launch.JobName(launch.Identity{RunID: runID, TaskName: "train"})
+
+	// The scheduler's decision as the test sees it: the first Unschedulable condition on the
+	// PodGroup that names the missing resource.
+	decided := make(chan time.Time, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			var pg schedulingv1beta1.PodGroup
+			if e.c.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: job}, &pg) == nil {
+				for _, c := range pg.Status.Conditions {
+					if c.Type == schedulingv1beta1.PodGroupUnschedulableType && c.Status == corev1.ConditionTrue && strings.Contains(c.Message, "Insufficient") {
+						decided <- time.Now()
+						return
+					}
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+
+	r := e.runComponent(s, 2*time.Minute)
+	if r.exitCode == 0 || r.output != nil {
+		t.Fatalf("component exit %d, output %v: want a failure without outputs", r.exitCode, r.output)
+	}
+	waiting, ok := r.firstLine("gang waiting:")
+	if !ok {
+		t.Fatal("the component never said why the gang waits")
+	}
+	if !strings.Contains(waiting.text, "0/2 nodes are unavailable: 2 Insufficient nvidia.com/gpu") {
+		t.Errorf("first wait reason %q does not name the missing resource", waiting.text)
+	}
+	select {
+	case at := <-decided:
+		lag := waiting.at.Sub(at)
+		t.Logf("scheduler decided (seen by the test) at +%.2fs, component explained at +%.2fs (lag %s)",
+			at.Sub(r.started).Seconds(), waiting.at.Sub(r.started).Seconds(), lag.Round(time.Millisecond))
+		if lag > 10*time.Second {
+			t.Errorf("explanation %s after the scheduler's decision, want within 10s", lag)
+		}
+	default:
+		t.Error("the test never saw the PodGroup Unschedulable")
+	}
+	last := r.lines[len(r.lines)-1].text
+	if !strings.Contains(last, "gang not scheduled within 20s") || !strings.Contains(last, "deleted") || !strings.Contains(last, "Insufficient nvidia.com/gpu") {
+		t.Errorf("last line %q, want the deadline, the reason and the deletion", last)
+	}
+	if d := r.ended.Sub(r.started); d < timeout || d > timeout+15*time.Second {
+		t.Errorf("component failed after %s, want at its %s deadline", d, timeout)
+	}
+	var xj = e.jobs()
+	for _, j := range xj {
+		if j.Name == job && j.DeletionTimestamp == nil {
+			t.Errorf("XGBoostJob %s still there after the deadline", job)
+		}
+	}
+	e.waitFor(30*time.Second, "PodGroup gone", func(ctx context.Context) (bool, error) {
+		var pg schedulingv1beta1.PodGroup
+		err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: job}, &pg)
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// TestLaunchTrainerFails: a trainer that rejects its flags fails the job, and the component fails
+// with the failing pod's reason and exit code.
+func TestLaunchTrainerFails(t *testing.T) {
+	requireTrainer(t)
+	e := newEnv(t, "fail")
+	s := e.newStep(uuid.NewString(), "train", map[string]any{"model_name": "bad", "workers": 1, "eval_fraction": "2"})
+	r := e.runComponent(s, 3*time.Minute)
+	if r.exitCode == 0 || r.output != nil {
+		t.Fatalf("component exit %d, output %v: want a failure without outputs", r.exitCode, r.output)
+	}
+	all := r.text()
+	if !strings.Contains(all, "failed") || !strings.Contains(all, "exited 2 (Error)") || !strings.Contains(all, "-master-0") {
+		t.Errorf("failure does not name the failing pod's reason and exit code")
+	}
+}
+
+// TestLaunchGangLargerThanCluster: three replicas of one GPU each on two one-GPU nodes. Volcano's
+// enqueue keeps such a PodGroup Pending (its minResources exceed what the queue can get), so no pod
+// is ever created; the reason comes from the PodGroup's events and conditions, and the deadline
+// still deletes the job.
+func TestLaunchGangLargerThanCluster(t *testing.T) {
+	e := newEnv(t, "toolarge")
+	runID := uuid.NewString()
+	const timeout = 15 * time.Second
+	s := e.newStep(runID, "train", map[string]any{"model_name": "big", "workers": 2, "gpus": 1, "schedule_timeout_seconds": int(timeout.Seconds())})
+	job := launch.JobName(launch.Identity{RunID: runID, TaskName: "train"})
+	r := e.runComponent(s, 2*time.Minute)
+	if r.exitCode == 0 || r.output != nil {
+		t.Fatalf("component exit %d, output %v: want a failure without outputs", r.exitCode, r.output)
+	}
+	waiting, ok := r.firstLine("gang waiting:")
+	if !ok {
+		t.Fatal("the component never said why the gang waits")
+	}
+	t.Logf("reason given at +%.2fs: %s", waiting.at.Sub(r.started).Seconds(), waiting.text)
+	if !strings.Contains(waiting.text, "nvidia.com/gpu 3") {
+		t.Errorf("wait reason %q does not say the gang needs 3 GPUs", waiting.text)
+	}
+	last := r.lines[len(r.lines)-1].text
+	if !strings.Contains(last, "gang not scheduled within 15s") || !strings.Contains(last, "deleted") {
+		t.Errorf("last line %q, want the deadline and the deletion", last)
+	}
+	if d := r.ended.Sub(r.started); d < timeout || d > timeout+15*time.Second {
+		t.Errorf("component failed after %s, want at its %s deadline", d, timeout)
+	}
+	for _, j := range e.jobs() {
+		if j.Name == job && j.DeletionTimestamp == nil {
+			t.Errorf("XGBoostJob %s still there after the deadline", job)
+		}
+	}
+}

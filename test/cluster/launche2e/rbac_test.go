@@ -1,0 +1,58 @@
+package launche2e
+
+import (
+	"context"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestRBAC: manifests/rbac grants the component what it uses and nothing else (the launch tests
+// prove it is enough by running the component with this service account's token).
+func TestRBAC(t *testing.T) {
+	e := newEnv(t, "rbac")
+	user := "system:serviceaccount:" + e.ns + ":" + serviceAccount
+	tests := []struct {
+		group, resource, sub, verb string
+		allowed                    bool
+	}{
+		{"kubeflow.org", "xgboostjobs", "", "create", true},
+		{"kubeflow.org", "xgboostjobs", "", "get", true},
+		{"kubeflow.org", "xgboostjobs", "", "watch", true},
+		{"kubeflow.org", "xgboostjobs", "", "delete", true},
+		{"kubeflow.org", "xgboostjobs", "", "update", false},
+		{"kubeflow.org", "xgboostjobs", "", "patch", false},
+		{"kubeflow.org", "pytorchjobs", "", "create", false},
+		{"scheduling.volcano.sh", "podgroups", "", "watch", true},
+		{"scheduling.volcano.sh", "podgroups", "", "delete", false},
+		{"scheduling.volcano.sh", "queues", "", "get", false},
+		{"", "pods", "", "list", true},
+		{"", "pods", "log", "get", true},
+		{"", "pods", "", "create", false},
+		{"", "pods", "", "delete", false},
+		{"", "pods", "exec", "create", false},
+		{"", "events", "", "watch", true},
+		{"", "secrets", "", "get", false},
+	}
+	for _, tc := range tests {
+		ra := &authorizationv1.ResourceAttributes{Namespace: e.ns, Group: tc.group, Resource: tc.resource, Subresource: tc.sub, Verb: tc.verb}
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: []string{"system:serviceaccounts", "system:authenticated"}, ResourceAttributes: ra}}
+		res, err := e.c.Kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), sar, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status.Allowed != tc.allowed {
+			t.Errorf("%s %s.%s/%s in %s: allowed %v, want %v", tc.verb, tc.resource, tc.group, tc.sub, e.ns, res.Status.Allowed, tc.allowed)
+		}
+	}
+	other := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &authorizationv1.ResourceAttributes{
+		Namespace: "default", Group: "kubeflow.org", Resource: "xgboostjobs", Verb: "create"}}}
+	res, err := e.c.Kube.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), other, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status.Allowed {
+		t.Error("the component may create XGBoostJobs outside its namespace")
+	}
+}
