@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -33,6 +34,9 @@ func run(args []string) int {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, else the in-cluster service account")
 	trainerImage := fs.String("image", image, "trainer image when the input image is not set")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // --help asked for the usage; it is not a mistake
+		}
 		return 2
 	}
 	if *executorInput == "" {
