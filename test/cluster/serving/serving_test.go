@@ -20,6 +20,8 @@ import (
 	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -231,12 +233,19 @@ func (e *servingEnv) remove(isvc *v1beta1.InferenceService) {
 	if err := e.c.Client.Delete(ctx, isvc, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil && !apierrors.IsNotFound(err) {
 		e.t.Errorf("delete InferenceService %s: %v", isvc.Name, err)
 	}
+	// Foreground deletion: the InferenceService goes once its Deployment
+	// and pods have (its last update passes KServe's webhook, so it must
+	// be gone while the manager runs).
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		pods, err := e.pods(ctx, isvc.Name)
-		return err == nil && len(pods) == 0, nil
+		if err != nil || len(pods) > 0 {
+			return false, nil
+		}
+		err = e.c.Client.Get(ctx, client.ObjectKeyFromObject(isvc), &v1beta1.InferenceService{})
+		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
-		e.t.Errorf("pods of InferenceService %s still there 60s after its deletion", isvc.Name)
+		e.t.Errorf("InferenceService %s or its pods still there 60s after its deletion", isvc.Name)
 	}
 }
 
@@ -369,7 +378,15 @@ func TestInferenceServices(t *testing.T) {
 		start := e.create(isvc)
 		e.waitReady(isvc.Name, start)
 		e.checkPredictorPod(isvc.Name, "models/iris/v1")
-		addr, err := podrunner.ServiceAddr(context.Background(), e.c.Kube, namespace, isvc.Name+"-predictor", 80)
+		// What RawDeployment makes of an InferenceService.
+		ctx := context.Background()
+		name := isvc.Name + "-predictor"
+		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &autoscalingv2.HorizontalPodAutoscaler{}} {
+			if err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+				t.Errorf("%T %s: %v", obj, name, err)
+			}
+		}
+		addr, err := podrunner.ServiceAddr(ctx, e.c.Kube, namespace, name, 80)
 		if err != nil {
 			t.Fatal(err)
 		}
