@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -174,7 +175,15 @@ func (r *Runner) exec(ctx context.Context, pod *corev1.Pod, proc *podProc, l *la
 		pgid := cmd.Process.Pid
 		grace := r.opts.GracePeriod
 		started(pctx, func() {
+			proc.mu.Lock()
+			select {
+			case <-waited:
+				proc.mu.Unlock()
+				return
+			default:
+			}
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			proc.mu.Unlock()
 			select {
 			case <-waited:
 			case <-time.After(grace):
@@ -183,7 +192,10 @@ func (r *Runner) exec(ctx context.Context, pod *corev1.Pod, proc *podProc, l *la
 		})
 	}
 	err = cmd.Wait()
+	proc.mu.Lock()
+	proc.cmds = slices.DeleteFunc(proc.cmds, func(c *exec.Cmd) bool { return c == cmd })
 	close(waited)
+	proc.mu.Unlock()
 	fmt.Fprintf(f, "exit: %v\n", err)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

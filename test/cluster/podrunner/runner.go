@@ -404,10 +404,9 @@ func portFree(port int) error {
 func (proc *podProc) signal(sig syscall.Signal) {
 	proc.mu.Lock()
 	defer proc.mu.Unlock()
+	// exec removes a command once waited for, so every one here runs.
 	for _, c := range proc.cmds {
-		if c.Process != nil && c.ProcessState == nil {
-			_ = syscall.Kill(-c.Process.Pid, sig)
-		}
+		_ = syscall.Kill(-c.Process.Pid, sig)
 	}
 }
 
