@@ -28,6 +28,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	servingv1alpha1 "github.com/kserve/kserve/pkg/apis/serving/v1alpha1"
+	servingv1beta1 "github.com/kserve/kserve/pkg/apis/serving/v1beta1"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -71,6 +73,10 @@ type Options struct {
 	// PodRunner, when set, runs the pods bound to fake nodes as local
 	// processes (see package podrunner).
 	PodRunner *podrunner.Options
+	// KServe starts KServe's controller manager and its webhooks
+	// (RawDeployment mode); it adds a few seconds to the start, so only test
+	// binaries that serve models ask for it.
+	KServe bool
 }
 
 func (o *Options) defaults() error {
@@ -128,7 +134,8 @@ type Cluster struct {
 	Config     *rest.Config
 	Kube       kubernetes.Interface
 	// Client is a controller-runtime client whose scheme knows the core
-	// types, CRDs, kubeflow.org/v1 and scheduling.volcano.sh/v1beta1.
+	// types, CRDs, kubeflow.org/v1, scheduling.volcano.sh/v1beta1 and
+	// serving.kserve.io (v1alpha1, v1beta1).
 	Client   client.Client
 	Scheme   *runtime.Scheme
 	Binaries Binaries
@@ -224,8 +231,15 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		{"crds", func() error { return c.applyCRDs(ctx) }},
 		{"kube-controller-manager", func() error { return c.startControllerManager(ctx, p) }},
 		{"kwok+nodes", func() error { return c.startKWOKAndNodes(ctx) }},
+		{"kube-scheduler", func() error { return c.startScheduler(ctx) }},
 		{"volcano-scheduler", func() error { return c.startVolcano(ctx) }},
 		{"training-operator", func() error { return c.startTrainingOperator(ctx, p) }},
+	}
+	if opts.KServe {
+		steps = append(steps, struct {
+			name string
+			f    func() error
+		}{"kserve-manager", func() error { return c.startKServe(ctx) }})
 	}
 	for _, s := range steps {
 		if err := phase(s.name, s.f); err != nil {
@@ -392,6 +406,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
 	c.Scheme = runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, kubeflowv1.AddToScheme, schedulingv1beta1.AddToScheme,
+		servingv1beta1.AddToScheme, servingv1alpha1.AddToScheme,
 	} {
 		if err := add(c.Scheme); err != nil {
 			return err
@@ -416,7 +431,8 @@ func writeKubeconfig(path, host, caFile string, auth func(*clientcmdapi.AuthInfo
 }
 
 // applyCRDs installs the CRDs of Volcano (scheduling, batch, nodeinfo: the
-// scheduler watches all of them) and KServe from their modules; the
+// scheduler watches all of them) and KServe (those of its config/crd/full
+// kustomization) from their modules; the
 // training operator's come with operator-config.
 func (c *Cluster) applyCRDs(ctx context.Context) error {
 	var files []string
@@ -438,7 +454,10 @@ func (c *Cluster) applyCRDs(ctx context.Context) error {
 	f, err = crdFiles(filepath.Join(ks, "config", "crd", "full"),
 		"serving.kserve.io_inferenceservices.yaml", "serving.kserve.io_servingruntimes.yaml",
 		"serving.kserve.io_clusterservingruntimes.yaml", "serving.kserve.io_trainedmodels.yaml",
-		"serving.kserve.io_inferencegraphs.yaml")
+		"serving.kserve.io_inferencegraphs.yaml",
+		// KServe's controller lists ClusterStorageContainers for every
+		// storageUri (and panics in v0.19 when the kind is unknown).
+		filepath.Join("clusterstoragecontainer", "serving.kserve.io_clusterstoragecontainers.yaml"))
 	if err != nil {
 		return err
 	}
@@ -491,6 +510,32 @@ func (c *Cluster) startControllerManager(ctx context.Context, p *pki) error {
 	return waitReady(ctx, proc, 60*time.Second, func(ctx context.Context) error {
 		_, err := c.Kube.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err
+	})
+}
+
+// startScheduler runs kube-scheduler for the pods whose schedulerName is
+// default-scheduler (KServe's, for one); Volcano's pods are left to Volcano.
+func (c *Cluster) startScheduler(ctx context.Context) error {
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	proc, err := c.start("kube-scheduler", c.Binaries["kube-scheduler"], []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--authentication-kubeconfig=" + c.Kubeconfig,
+		"--authorization-kubeconfig=" + c.Kubeconfig,
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port),
+		"--cert-dir=" + filepath.Join(c.Dir, "scheduler-certs"),
+		"--leader-elect=false",
+		"--v=1",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	return waitReady(ctx, proc, 60*time.Second, func(ctx context.Context) error {
+		return httpGetOK(ctx, hc, fmt.Sprintf("https://127.0.0.1:%d/readyz", port))
 	})
 }
 

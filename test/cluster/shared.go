@@ -23,9 +23,10 @@ func Main(m *testing.M, opts Options) {
 }
 
 func runMain(m *testing.M, opts Options) int {
-	// The cold build of the tools takes about 15 minutes on 2 cores; the
-	// start itself well under a minute.
-	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
+	// The cold build of the tools takes about 25-45 minutes on 2 cores
+	// (KServe's controller about 11 of them); the start itself well under a
+	// minute.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	c, err := Start(ctx, opts)
 	cancel()
 	if err != nil {

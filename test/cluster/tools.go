@@ -19,10 +19,14 @@ import (
 // Tool is one group of control-plane binaries built from its own module
 // under test/cluster/tools. The modules are separate because their
 // dependency graphs pin different Kubernetes libraries (v0.30 for Volcano and
-// KWOK, v0.31 for the training operator, v0.32 for Kubernetes itself).
+// KWOK, v0.31 for the training operator, v0.32 for Kubernetes itself, v0.34
+// for KServe).
 type Tool struct {
-	// Name is the folder of the tools module and the prefix of its cache folder.
+	// Name is the prefix of its cache folder and, unless Module is set, the
+	// folder of its tools module.
 	Name string
+	// Module is the folder of the tools module when it differs from Name.
+	Module string
 	// Version is the upstream release the module requires.
 	Version string
 	// Binaries maps the binary name to its main package.
@@ -31,6 +35,12 @@ type Tool struct {
 	// clients (kubectl, controller-runtime) can parse the server version.
 	LDFlags string
 }
+
+const kubeLDFlags = "-s -w" +
+	" -X k8s.io/component-base/version.gitVersion=v1.32.2" +
+	" -X k8s.io/component-base/version.gitMajor=1" +
+	" -X k8s.io/component-base/version.gitMinor=32" +
+	" -X k8s.io/component-base/version.gitTreeState=clean"
 
 // Tools lists every binary of the test control plane.
 var Tools = []Tool{
@@ -41,11 +51,17 @@ var Tools = []Tool{
 			"kube-apiserver":          "k8s.io/kubernetes/cmd/kube-apiserver",
 			"kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
 		},
-		LDFlags: "-s -w" +
-			" -X k8s.io/component-base/version.gitVersion=v1.32.2" +
-			" -X k8s.io/component-base/version.gitMajor=1" +
-			" -X k8s.io/component-base/version.gitMinor=32" +
-			" -X k8s.io/component-base/version.gitTreeState=clean",
+		LDFlags: kubeLDFlags,
+	},
+	{
+		// The scheduler of default-scheduler pods (KServe's); a tool of its
+		// own over the same module, so adding it left the cached
+		// kube-apiserver and kube-controller-manager as they were.
+		Name:     "kube-scheduler",
+		Module:   "kube",
+		Version:  "v1.32.2",
+		Binaries: map[string]string{"kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler"},
+		LDFlags:  kubeLDFlags,
 	},
 	{
 		Name:     "kwok",
@@ -60,6 +76,12 @@ var Tools = []Tool{
 		LDFlags:  "-s -w",
 	},
 	{
+		Name:     "kserve",
+		Version:  "v0.19.0",
+		Binaries: map[string]string{"kserve-manager": "github.com/kserve/kserve/cmd/manager"},
+		LDFlags:  "-s -w",
+	},
+	{
 		Name:     "volcano",
 		Version:  "v1.10.0",
 		Binaries: map[string]string{"vc-scheduler": "volcano.sh/volcano/cmd/scheduler"},
@@ -68,8 +90,8 @@ var Tools = []Tool{
 }
 
 // Binaries holds the absolute path of every control-plane binary by name
-// (kube-apiserver, kube-controller-manager, kwok, training-operator,
-// vc-scheduler, etcd).
+// (kube-apiserver, kube-controller-manager, kube-scheduler, kwok,
+// training-operator, kserve-manager, vc-scheduler, etcd).
 type Binaries map[string]string
 
 // CacheDir is where built tools are kept: $GANGBOOST_CACHE/cluster, else
@@ -120,6 +142,13 @@ func RepoRoot() (string, error) {
 	return filepath.Dir(filepath.Dir(filepath.Dir(tools))), nil
 }
 
+func (t Tool) module() string {
+	if t.Module != "" {
+		return t.Module
+	}
+	return t.Name
+}
+
 // stamp identifies one build: a change of the module files, the Go version
 // or the flags gives a new stamp and so a rebuild.
 func (t Tool) stamp(moduleDir string) (string, error) {
@@ -136,6 +165,7 @@ func (t Tool) stamp(moduleDir string) (string, error) {
 		return "", fmt.Errorf("tool %s: go env GOVERSION: %w", t.Name, err)
 	}
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", t.Version, bytes.TrimSpace(goVersion), t.LDFlags)
+
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
@@ -172,7 +202,7 @@ func EnsureTools(ctx context.Context, log io.Writer) (Binaries, []BuildReport, e
 	bins := Binaries{}
 	var reports []BuildReport
 	for _, t := range Tools {
-		rep, err := t.ensure(ctx, filepath.Join(toolsDir, t.Name), cache, log)
+		rep, err := t.ensure(ctx, filepath.Join(toolsDir, t.module()), cache, log)
 		if err != nil {
 			return nil, reports, err
 		}

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/gangboost/gangboost/test/cluster"
 )
 
 // TestPodRunner checks what a pod's process gets from the pod runner and
@@ -80,5 +85,81 @@ func TestPodRunner(t *testing.T) {
 	want := []string{"probe", e.ns, "20", "127.0.0.1:9999", "http://127.0.0.1:9999/health", "probe"}
 	if lines := strings.Split(strings.TrimSpace(string(b)), "\n"); strings.Join(lines, "|") != strings.Join(want, "|") {
 		t.Errorf("env seen by the pod = %q, want %q", lines, want)
+	}
+}
+
+// TestPodRunnerProbes checks the probes the pod runner runs for a
+// kubelet: a tcpSocket readiness probe turns the pod Ready, and an httpGet
+// liveness probe that keeps failing restarts the container, with the
+// kubelet's events saying why.
+func TestPodRunnerProbes(t *testing.T) {
+	e := newEnv(t, "probes")
+	port, err := cluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 serves the probed port: %v", err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "server", Namespace: e.ns},
+		Spec: corev1.PodSpec{
+			NodeName:      e.c.Nodes[0],
+			RestartPolicy: corev1.RestartPolicyAlways,
+			Containers: []corev1.Container{{
+				Name: "http", Image: "python", Command: []string{python, "-m", "http.server", "--bind", "127.0.0.1", fmt.Sprint(port)},
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port)}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}},
+					PeriodSeconds: 1,
+				},
+				LivenessProbe: &corev1.Probe{
+					ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/missing", Port: intstr.FromInt(port)}},
+					InitialDelaySeconds: 2, PeriodSeconds: 1, FailureThreshold: 2,
+				},
+			}},
+		},
+	}
+	start := time.Now()
+	e.create(pod)
+	ready := func(p *corev1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == corev1.ConditionTrue
+			}
+		}
+		return false
+	}
+	e.waitFor(30*time.Second, "pod Ready from its readiness probe", func(ctx context.Context) (bool, error) {
+		got, err := e.c.Kube.CoreV1().Pods(e.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && ready(got), err
+	})
+	t.Logf("Ready after %s", time.Since(start).Round(time.Millisecond))
+	e.waitFor(30*time.Second, "the container restarted by its liveness probe", func(ctx context.Context) (bool, error) {
+		got, err := e.c.Kube.CoreV1().Pods(e.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil || len(got.Status.ContainerStatuses) != 1 {
+			return false, err
+		}
+		st := got.Status.ContainerStatuses[0]
+		return st.RestartCount >= 1 && st.LastTerminationState.Terminated != nil, nil
+	})
+	t.Logf("restarted after %s", time.Since(start).Round(time.Millisecond))
+	events, err := e.c.Kube.CoreV1().Events(e.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, ev := range events.Items {
+		seen = append(seen, ev.Reason+": "+ev.Message)
+	}
+	all := strings.Join(seen, "\n")
+	for _, want := range []string{
+		"Unhealthy: Liveness probe failed: HTTP probe failed with statuscode: 404",
+		"Killing: Container http failed liveness probe, will be restarted",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("events lack %q:\n%s", want, all)
+		}
 	}
 }

@@ -20,12 +20,26 @@
 // Networking: every pod shares the host network, like hostNetwork pods, so
 // a containerPort is a port on 127.0.0.1. Replicas of one job declare the
 // same port (the training operator's MASTER_PORT) though only rank 0
-// listens on it, so a port belongs to the pod's controller (its owner, e.g.
-// the XGBoostJob): pods of another owner declaring a port in use fail with
-// reason PortConflict instead of reaching a stranger's server, and so does
-// a pod whose port is already bound on 127.0.0.1 by someone else. Tests
-// give each job its own port (XGBoostJob: the container port named
-// xgboostjob-port).
+// listens on it, so a port belongs to the pod's top controller (the
+// XGBoostJob; the Deployment of a ReplicaSet's pod, where a rollout's pod of
+// a newer revision takes the port over and the older pod stays, stopped and
+// not ready, until scaled down): pods of another owner declaring a port
+// in use fail with reason PortConflict instead of reaching a stranger's
+// server, and so does a pod whose port is already bound on 127.0.0.1 by
+// someone else. Tests give each job its own port (XGBoostJob: the container
+// port named xgboostjob-port). A Service is reached at 127.0.0.1 and its
+// targetPort (ServiceAddr): there is no kube-proxy.
+//
+// Probes: startup, readiness and liveness probes (httpGet, tcpSocket, grpc,
+// exec) run against 127.0.0.1 with the probe's timing, as the kubelet runs
+// them. A container is ready once its readiness probe passes (at once
+// without one); the pod's Ready and ContainersReady conditions follow, and
+// when false their message names the unready containers followed by their
+// last probe failure, including the start of an HTTP probe's response body
+// (where a server says why it is not ready; the kubelet keeps probe output
+// for events only). Each distinct failure is also an Unhealthy event. A
+// failed liveness or startup probe kills the container, which the restart
+// policy then restarts.
 //
 // KWOK must leave these pods alone (the cluster package configures it to
 // manage only nodes).
@@ -40,6 +54,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,7 +68,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/retry"
 )
 
 // Options configure a Runner.
@@ -101,18 +116,36 @@ type Runner struct {
 	ports   map[int]*portHold // containerPort -> owner holding it
 }
 
-// portHold is a port claimed by the running pods of one owner.
+// portHold is a port claimed by the running pods of one owner, with each
+// pod's revision of that owner.
 type portHold struct {
 	owner string
-	pods  map[types.UID]bool
+	pods  map[types.UID]int64
 }
 
-// portOwner is the pod's controller, else the pod itself.
-func portOwner(pod *corev1.Pod) string {
-	if ref := metav1.GetControllerOf(pod); ref != nil {
-		return ref.Kind + "/" + pod.Namespace + "/" + ref.Name
+// revisionAnnotation is where the Deployment controller numbers the
+// ReplicaSets of a Deployment's rollouts.
+const revisionAnnotation = "deployment.kubernetes.io/revision"
+
+// portOwner is the pod's top controller: the Deployment of a ReplicaSet's
+// pod (so a rollout's new ReplicaSet takes over its ports), else the pod's
+// controller, else the pod itself; and the pod's revision of that owner
+// (the ReplicaSet's, 0 for other owners).
+func (r *Runner) portOwner(ctx context.Context, pod *corev1.Pod) (string, int64) {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil {
+		return "Pod/" + pod.Namespace + "/" + pod.Name, 0
 	}
-	return "Pod/" + pod.Namespace + "/" + pod.Name
+	if ref.Kind == "ReplicaSet" {
+		rs, err := r.kube.AppsV1().ReplicaSets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err == nil {
+			if top := metav1.GetControllerOf(rs); top != nil {
+				rev, _ := strconv.ParseInt(rs.Annotations[revisionAnnotation], 10, 64)
+				return top.Kind + "/" + pod.Namespace + "/" + top.Name, rev
+			}
+		}
+	}
+	return ref.Kind + "/" + pod.Namespace + "/" + ref.Name, 0
 }
 
 // podProc is a pod being run.
@@ -124,6 +157,28 @@ type podProc struct {
 	ports  []int
 	mu     sync.Mutex
 	cmds   []*exec.Cmd
+	// state is the pod's status as reported, once its containers start.
+	state *podState
+}
+
+// handedOver reports a pod whose processes were stopped for a newer pod
+// of its owner: running, its containers waiting and not ready.
+func (proc *podProc) handedOver(msg string) {
+	proc.mu.Lock()
+	ps := proc.state
+	proc.mu.Unlock()
+	if ps == nil {
+		return
+	}
+	ps.mu.Lock()
+	for i := range ps.statuses {
+		st := &ps.statuses[i]
+		st.Ready = false
+		st.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PortsHandedOver", Message: msg}}
+		ps.unready[st.Name] = msg
+	}
+	ps.mu.Unlock()
+	ps.publish(context.Background(), corev1.PodRunning)
 }
 
 // New creates a Runner; Run starts it.
@@ -278,8 +333,9 @@ func (r *Runner) start(ctx context.Context, pod *corev1.Pod) error {
 			}
 		}
 	}
-	owner := portOwner(pod)
+	owner, revision := r.portOwner(ctx, pod)
 	r.mu.Lock()
+	var older []*podProc
 	for _, port := range ports {
 		h, held := r.ports[port]
 		if held && h.owner != owner {
@@ -293,17 +349,42 @@ func (r *Runner) start(ctx context.Context, pod *corev1.Pod) error {
 				r.mu.Unlock()
 				return r.fail(ctx, pod, "PortConflict", fmt.Sprintf("containerPort %d is in use on 127.0.0.1: %v", port, err))
 			}
+			continue
 		}
+		for uid, rev := range h.pods {
+			switch {
+			case rev > revision:
+				// A pod of an older rollout (its ReplicaSet replacing a
+				// lost pod) waits for the newer one to let go.
+				r.mu.Unlock()
+				fmt.Fprintf(r.opts.Log, "podrunner: %s waits: containerPort %d is held by a newer revision (%d > %d) of %s\n", key, port, rev, revision, owner)
+				return nil
+			case rev < revision && r.running[uid] != nil && !slices.Contains(older, r.running[uid]):
+				older = append(older, r.running[uid])
+			}
+		}
+	}
+	if len(older) > 0 {
+		r.mu.Unlock()
+		// A rollout's new pod: on a real cluster it would run beside the
+		// old one on its own IP until ready; sharing the host's ports, it
+		// takes them over, and the old pod stays, not ready, until the
+		// Deployment scales its ReplicaSet down.
+		for _, p := range older {
+			p.stop(r.opts.GracePeriod)
+			p.handedOver(fmt.Sprintf("containerPorts %v handed over to pod %s of revision %d of %s", ports, pod.Name, revision, owner))
+		}
+		return r.start(ctx, pod)
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	proc := &podProc{key: key, uid: pod.UID, cancel: cancel, exited: make(chan struct{}), ports: ports}
 	for _, port := range ports {
 		h := r.ports[port]
 		if h == nil {
-			h = &portHold{owner: owner, pods: map[types.UID]bool{}}
+			h = &portHold{owner: owner, pods: map[types.UID]int64{}}
 			r.ports[port] = h
 		}
-		h.pods[pod.UID] = true
+		h.pods[pod.UID] = revision
 	}
 	r.running[pod.UID] = proc
 	r.mu.Unlock()
@@ -319,174 +400,13 @@ func portFree(port int) error {
 	return l.Close()
 }
 
-// run executes init containers in order, then the containers together,
-// and reports the pod's phase.
-func (r *Runner) run(ctx context.Context, pod *corev1.Pod, proc *podProc) {
-	defer func() {
-		r.mu.Lock()
-		delete(r.running, proc.uid)
-		r.done[proc.uid] = true
-		for _, port := range proc.ports {
-			if h := r.ports[port]; h != nil {
-				delete(h.pods, proc.uid)
-				if len(h.pods) == 0 {
-					delete(r.ports, port)
-				}
-			}
-		}
-		r.mu.Unlock()
-		close(proc.exited)
-	}()
-	prep := &preparer{kube: r.kube, opts: &r.opts, pod: pod, podDir: filepath.Join(r.opts.WorkDir, pod.Namespace, pod.Name+"-"+string(pod.UID)[:8])}
-	if err := prep.prepare(ctx); err != nil {
-		_ = r.fail(ctx, pod, "RunContainerError", err.Error())
-		return
-	}
-	var launches []*launch
-	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		l, err := prep.container(ctx, c)
-		if err != nil {
-			_ = r.fail(ctx, pod, "RunContainerError", err.Error())
-			return
-		}
-		launches = append(launches, l)
-	}
-	inits, mains := launches[:len(pod.Spec.InitContainers)], launches[len(pod.Spec.InitContainers):]
-	for _, l := range inits {
-		code, err := r.exec(ctx, pod, proc, l)
-		if err != nil || code != 0 {
-			_ = r.report(ctx, pod, corev1.PodFailed, nil, fmt.Sprintf("init container %s exited with %d: %v", l.name, code, err))
-			return
-		}
-	}
-	start := time.Now()
-	fmt.Fprintf(r.opts.Log, "podrunner: %s on %s: starting %d container(s)\n", proc.key, pod.Spec.NodeName, len(mains))
-	if err := r.report(ctx, pod, corev1.PodRunning, runningStatuses(pod, start), ""); err != nil {
-		fmt.Fprintf(r.opts.Log, "podrunner: %s: report Running: %v\n", proc.key, err)
-	}
-	type result struct {
-		i    int
-		code int
-		err  error
-		end  time.Time
-	}
-	results := make(chan result, len(mains))
-	for i, l := range mains {
-		go func(i int, l *launch) {
-			code, err := r.execWithRestarts(ctx, pod, proc, l)
-			results <- result{i, code, err, time.Now()}
-		}(i, l)
-	}
-	statuses := runningStatuses(pod, start)
-	failed := false
-	for range mains {
-		res := <-results
-		if res.err != nil {
-			fmt.Fprintf(r.opts.Log, "podrunner: %s container %s: %v\n", proc.key, mains[res.i].name, res.err)
-			if res.code == 0 {
-				res.code = 128
-			}
-		}
-		if res.code != 0 {
-			failed = true
-		}
-		statuses[res.i] = terminatedStatus(pod.Spec.Containers[res.i], start, res.end, res.code)
-		if ctx.Err() != nil {
-			continue
-		}
-		phase := corev1.PodRunning
-		if allTerminated(statuses) {
-			phase = corev1.PodSucceeded
-			if failed {
-				phase = corev1.PodFailed
-			}
-		}
-		if err := r.report(ctx, pod, phase, statuses, ""); err != nil {
-			fmt.Fprintf(r.opts.Log, "podrunner: %s: report %s: %v\n", proc.key, phase, err)
-		}
-	}
-	if ctx.Err() == nil {
-		fmt.Fprintf(r.opts.Log, "podrunner: %s: finished after %s (failed=%v)\n", proc.key, time.Since(start).Round(time.Millisecond), failed)
-	}
-}
-
-// execWithRestarts runs a container, restarting it as restartPolicy says
-// (OnFailure, Always) with the kubelet's doubling back-off, capped at 10s.
-func (r *Runner) execWithRestarts(ctx context.Context, pod *corev1.Pod, proc *podProc, l *launch) (int, error) {
-	backoff := time.Second
-	for {
-		code, err := r.exec(ctx, pod, proc, l)
-		if ctx.Err() != nil {
-			return code, err
-		}
-		switch pod.Spec.RestartPolicy {
-		case corev1.RestartPolicyAlways:
-		case corev1.RestartPolicyOnFailure:
-			if code == 0 && err == nil {
-				return code, err
-			}
-		default:
-			return code, err
-		}
-		select {
-		case <-ctx.Done():
-			return code, err
-		case <-time.After(backoff):
-		}
-		if backoff < 10*time.Second {
-			backoff *= 2
-		}
-	}
-}
-
-// exec runs one container to its end and returns its exit code.
-func (r *Runner) exec(ctx context.Context, pod *corev1.Pod, proc *podProc, l *launch) (int, error) {
-	logPath := filepath.Join(r.opts.LogDir, fmt.Sprintf("%s_%s_%s.log", pod.Namespace, pod.Name, l.name))
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	fmt.Fprintf(f, "$ %s\n", strings.Join(l.argv, " "))
-	cmd := exec.Command(l.argv[0], l.argv[1:]...)
-	cmd.Env = l.env
-	cmd.Dir = l.dir
-	cmd.Stdout, cmd.Stderr = f, f
-	// Own process group: deletion kills what the container forked too;
-	// Pdeathsig: nothing outlives the test binary.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	proc.mu.Lock()
-	if ctx.Err() != nil {
-		proc.mu.Unlock()
-		return 137, ctx.Err()
-	}
-	if err := cmd.Start(); err != nil {
-		proc.mu.Unlock()
-		fmt.Fprintf(f, "start: %v\n", err)
-		return 128, err
-	}
-	proc.cmds = append(proc.cmds, cmd)
-	proc.mu.Unlock()
-	err = cmd.Wait()
-	fmt.Fprintf(f, "exit: %v\n", err)
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
-		}
-		return ee.ExitCode(), nil
-	}
-	return 0, err
-}
-
 // signal sends sig to the process groups of the pod's containers.
 func (proc *podProc) signal(sig syscall.Signal) {
 	proc.mu.Lock()
 	defer proc.mu.Unlock()
+	// exec removes a command once waited for, so every one here runs.
 	for _, c := range proc.cmds {
-		if c.Process != nil && c.ProcessState == nil {
-			_ = syscall.Kill(-c.Process.Pid, sig)
-		}
+		_ = syscall.Kill(-c.Process.Pid, sig)
 	}
 }
 
@@ -577,117 +497,8 @@ func (r *Runner) fail(ctx context.Context, pod *corev1.Pod, reason, msg string) 
 		st.Reason = reason
 		st.Message = msg
 		st.ContainerStatuses = statuses
-		setReady(st, false)
+		setReady(st, false, msg)
 	})
-}
-
-// report writes the pod's phase and container statuses.
-func (r *Runner) report(ctx context.Context, pod *corev1.Pod, phase corev1.PodPhase, statuses []corev1.ContainerStatus, msg string) error {
-	return r.updateStatus(ctx, pod, func(st *corev1.PodStatus) {
-		st.Phase = phase
-		if msg != "" {
-			st.Message = msg
-		}
-		if statuses != nil {
-			st.ContainerStatuses = statuses
-		}
-		setReady(st, phase == corev1.PodRunning && allRunning(statuses))
-	})
-}
-
-func (r *Runner) updateStatus(ctx context.Context, pod *corev1.Pod, mutate func(*corev1.PodStatus)) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := r.kube.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if cur.UID != pod.UID {
-			return apierrors.NewNotFound(corev1.Resource("pods"), pod.Name)
-		}
-		st := &cur.Status
-		if st.StartTime == nil {
-			now := metav1.Now()
-			st.StartTime = &now
-		}
-		st.HostIP, st.PodIP = loopback, loopback
-		st.HostIPs = []corev1.HostIP{{IP: loopback}}
-		st.PodIPs = []corev1.PodIP{{IP: loopback}}
-		mutate(st)
-		_, err = r.kube.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-}
-
-func setReady(st *corev1.PodStatus, ready bool) {
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	now := metav1.Now()
-	for _, t := range []corev1.PodConditionType{corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
-		s := status
-		if t == corev1.PodInitialized {
-			s = corev1.ConditionTrue
-		}
-		found := false
-		for i := range st.Conditions {
-			if st.Conditions[i].Type == t {
-				found = true
-				if st.Conditions[i].Status != s {
-					st.Conditions[i].Status = s
-					st.Conditions[i].LastTransitionTime = now
-				}
-			}
-		}
-		if !found {
-			st.Conditions = append(st.Conditions, corev1.PodCondition{Type: t, Status: s, LastTransitionTime: now})
-		}
-	}
-}
-
-func runningStatuses(pod *corev1.Pod, start time.Time) []corev1.ContainerStatus {
-	var out []corev1.ContainerStatus
-	started := true
-	for _, c := range pod.Spec.Containers {
-		out = append(out, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, ImageID: c.Image, ContainerID: "podrunner://" + string(pod.UID) + "/" + c.Name,
-			Ready: true, Started: &started,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(start)}},
-		})
-	}
-	return out
-}
-
-func terminatedStatus(c corev1.Container, start, end time.Time, code int) corev1.ContainerStatus {
-	reason := "Completed"
-	if code != 0 {
-		reason = "Error"
-	}
-	started := false
-	return corev1.ContainerStatus{
-		Name: c.Name, Image: c.Image, ImageID: c.Image, Started: &started,
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: int32(code), Reason: reason, StartedAt: metav1.NewTime(start), FinishedAt: metav1.NewTime(end),
-		}},
-	}
-}
-
-func allTerminated(st []corev1.ContainerStatus) bool {
-	for _, s := range st {
-		if s.State.Terminated == nil {
-			return false
-		}
-	}
-	return true
-}
-
-func allRunning(st []corev1.ContainerStatus) bool {
-	for _, s := range st {
-		if s.State.Running == nil {
-			return false
-		}
-	}
-	return len(st) > 0
 }
 
 // PodLog returns what a pod's container wrote.
