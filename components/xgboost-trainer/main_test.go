@@ -221,7 +221,7 @@ func nativeStacks(pid int) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, gdb, "-batch", "-nx", "-p", strconv.Itoa(pid),
+	out, err := exec.CommandContext(ctx, gdb, "-batch", "-nx", "-iex", "set auto-load off", "-p", strconv.Itoa(pid),
 		"-ex", "set pagination off", "-ex", "thread apply all bt 30").CombinedOutput()
 	if err != nil {
 		return fmt.Sprintf("(gdb: %v)\n%s", err, tailLines(string(out), 40))
