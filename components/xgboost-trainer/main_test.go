@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -364,6 +365,54 @@ func TestLostWorkerStopsTheGang(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "m", "model.json")); !os.IsNotExist(err) {
 		t.Fatalf("a failed gang left a model behind (stat err %v)", err)
 	}
+}
+
+// The Go runtime preempts goroutines with SIGURG sent to their thread, and under load it can
+// reach the thread that sits in libxgboost's collective call. rabit's poll() loop takes EINTR for
+// a broken link ("Failed to poll.") and the whole gang failed. Signals aimed at the threads
+// blocked in poll(2) (syscall 7 on amd64), as fast as the test can send them, must not matter.
+func TestSignalsDuringCollectiveCalls(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("needs /proc to find the threads in poll(2)")
+	}
+	dir := t.TempDir()
+	trainCSV := filepath.Join(dir, "train.csv")
+	writeCSV(t, trainCSV, 3000, 8, 4)
+	ranks := startGang(t, 3, "--train", trainCSV, "--label", "y", "--objective", "binary:logistic",
+		"--num-round", "60", "--max-depth", "4", "--nthread", "1", "--gang-timeout", "5s")
+	stop := make(chan struct{})
+	var sent atomic.Int64
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, r := range ranks {
+				pid := r.cmd.Process.Pid
+				tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+				for _, task := range tasks {
+					sc, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/syscall", pid, task.Name()))
+					if err != nil || !bytes.HasPrefix(sc, []byte("7 ")) {
+						continue
+					}
+					if tid, err := strconv.Atoi(task.Name()); err == nil && syscall.Tgkill(pid, tid, syscall.SIGURG) == nil {
+						sent.Add(1)
+					}
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	codes := waitAll(t, ranks, 2*time.Minute)
+	close(stop)
+	for i, code := range codes {
+		if code != 0 {
+			t.Fatalf("rank %d exited %d:\n%s", i, code, tailLines(ranks[i].out.String(), 40))
+		}
+	}
+	t.Logf("ranks finished under %d signals to threads in poll(2)", sent.Load())
 }
 
 func TestBadDataFailsOnEveryRank(t *testing.T) {
