@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"math/rand"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,10 +15,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/localgang"
 	"github.com/gangboost/gangboost/internal/modeldir"
 	"github.com/gangboost/gangboost/internal/sysmem"
 )
@@ -77,22 +78,13 @@ func writeCSV(t *testing.T, path string, n, f int, seed int64) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	// The gang uses the port and the one after it (tracker, gang watch): find a free pair.
-	for i := 0; i < 50; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+1))
-		l.Close()
-		if err == nil {
-			l2.Close()
-			return port
-		}
+	// The gang uses the port and the one after it (tracker, gang watch); picked as the local
+	// launcher picks them, outside the ephemeral range, so nothing takes them before rank 0 binds.
+	port, err := localgang.FreePort(true, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port pair")
-	return 0
+	return port
 }
 
 // rank is one process of a gang started by the test itself, with the Training Operator's env.
@@ -148,7 +140,13 @@ func startGangEach(t *testing.T, world int, argsOf func(rank int) []string) []*r
 	return ranks
 }
 
-// waitAll waits for every rank, failing the test if any is still running after limit.
+// rankFailedGrace is how long waitAll lets the other ranks run on after one failed: they notice
+// within the gang timeout (5s in these tests), as a launcher would stop them; a rank 0 that fails
+// before its gang watch listens leaves the others waiting for the whole gang start timeout.
+const rankFailedGrace = 30 * time.Second
+
+// waitAll waits for every rank, failing the test with each rank's state and log tail if any is
+// still running after limit, or rankFailedGrace after another rank failed.
 func waitAll(t *testing.T, ranks []*rank, limit time.Duration) []int {
 	t.Helper()
 	codes := make([]int, len(ranks))
@@ -160,18 +158,85 @@ func waitAll(t *testing.T, ranks []*rank, limit time.Duration) []int {
 			done <- i
 		}()
 	}
-	deadline := time.After(limit)
+	end := time.Now().Add(limit)
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	why := fmt.Sprintf("gang still running after %s", limit)
+	exited := make([]bool, len(ranks))
 	for range ranks {
 		select {
-		case <-done:
-		case <-deadline:
-			for i, r := range ranks {
-				t.Logf("rank %d output:\n%s", i, r.out.String())
+		case i := <-done:
+			exited[i] = true
+			if codes[i] != 0 && time.Until(end) > rankFailedGrace {
+				end = time.Now().Add(rankFailedGrace)
+				deadline.Reset(rankFailedGrace)
+				why = fmt.Sprintf("rank %d exited %d and the others still ran %s later", i, codes[i], rankFailedGrace)
 			}
-			t.Fatalf("gang still running after %s", limit)
+		case <-deadline.C:
+			t.Fatalf("%s:\n%s", why, dumpHung(ranks, exited, done))
 		}
 	}
 	return codes
+}
+
+// dumpHung describes a hung gang for the failure message: each rank still running gets its
+// native thread stacks (gdb, where installed: libxgboost's threads) and its goroutines (SIGQUIT
+// makes the Go runtime print them and exit), then every rank's log tail.
+func dumpHung(ranks []*rank, exited []bool, done <-chan int) string {
+	var b strings.Builder
+	running := 0
+	for i, r := range ranks {
+		if exited[i] {
+			continue
+		}
+		running++
+		fmt.Fprintf(&b, "=== rank %d (pid %d) still running; native stacks:\n%s\n", i, r.cmd.Process.Pid, nativeStacks(r.cmd.Process.Pid))
+		_ = r.cmd.Process.Signal(syscall.SIGQUIT)
+	}
+	// Give the runtimes time to print their goroutine dumps.
+	timeout := time.After(10 * time.Second)
+	for running > 0 {
+		select {
+		case i := <-done:
+			exited[i] = true
+			running--
+		case <-timeout:
+			running = 0
+		}
+	}
+	for i, r := range ranks {
+		state := "still running"
+		if exited[i] {
+			state = "exited " + strconv.Itoa(r.cmd.ProcessState.ExitCode())
+		}
+		fmt.Fprintf(&b, "=== rank %d (%s) output, last 200 lines:\n%s\n", i, state, tailLines(r.out.String(), 200))
+	}
+	return b.String()
+}
+
+// nativeStacks is every thread's C/C++ backtrace of a process, or why there is none.
+func nativeStacks(pid int) string {
+	gdb, err := exec.LookPath("gdb")
+	if err != nil {
+		return "(no gdb installed)"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, gdb, "-batch", "-nx", "-iex", "set auto-load off", "-p", strconv.Itoa(pid),
+		"-ex", "set pagination off", "-ex", "thread apply all bt 30").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("(gdb: %v)\n%s", err, tailLines(string(out), 40))
+	}
+	return string(out)
+}
+
+// tailLines is the last n lines of s.
+func tailLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if len(lines) <= n {
+		return s
+	}
+	return fmt.Sprintf("[%d lines before]\n%s", len(lines)-n, strings.Join(lines[len(lines)-n:], ""))
 }
 
 var shaRe = regexp.MustCompile(`msg="training finished" rank=(\d+) rounds=\d+ model_sha256=([0-9a-f]{64})`)
@@ -300,6 +365,54 @@ func TestLostWorkerStopsTheGang(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "m", "model.json")); !os.IsNotExist(err) {
 		t.Fatalf("a failed gang left a model behind (stat err %v)", err)
 	}
+}
+
+// The Go runtime preempts goroutines with SIGURG sent to their thread, and under load it can
+// reach the thread that sits in libxgboost's collective call. rabit's poll() loop takes EINTR for
+// a broken link ("Failed to poll.") and the whole gang failed. Signals aimed at the threads
+// blocked in poll(2) (syscall 7 on amd64), as fast as the test can send them, must not matter.
+func TestSignalsDuringCollectiveCalls(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("needs /proc to find the threads in poll(2)")
+	}
+	dir := t.TempDir()
+	trainCSV := filepath.Join(dir, "train.csv")
+	writeCSV(t, trainCSV, 3000, 8, 4)
+	ranks := startGang(t, 3, "--train", trainCSV, "--label", "y", "--objective", "binary:logistic",
+		"--num-round", "60", "--max-depth", "4", "--nthread", "1", "--gang-timeout", "5s")
+	stop := make(chan struct{})
+	var sent atomic.Int64
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, r := range ranks {
+				pid := r.cmd.Process.Pid
+				tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+				for _, task := range tasks {
+					sc, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/syscall", pid, task.Name()))
+					if err != nil || !bytes.HasPrefix(sc, []byte("7 ")) {
+						continue
+					}
+					if tid, err := strconv.Atoi(task.Name()); err == nil && syscall.Tgkill(pid, tid, syscall.SIGURG) == nil {
+						sent.Add(1)
+					}
+				}
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	codes := waitAll(t, ranks, 2*time.Minute)
+	close(stop)
+	for i, code := range codes {
+		if code != 0 {
+			t.Fatalf("rank %d exited %d:\n%s", i, code, tailLines(ranks[i].out.String(), 40))
+		}
+	}
+	t.Logf("ranks finished under %d signals to threads in poll(2)", sent.Load())
 }
 
 func TestBadDataFailsOnEveryRank(t *testing.T) {

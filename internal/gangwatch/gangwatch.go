@@ -45,6 +45,14 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// NoticeWithin bounds how long after a rank's loss every surviving rank has been told of it: a
+// closed connection is seen at once, a silent rank after Timeout, and rank 0's LOST message
+// travels within a heartbeat.
+func (o Options) NoticeWithin() time.Duration {
+	o = o.withDefaults()
+	return o.Timeout + 2*o.Heartbeat
+}
+
 // LostError says which rank of the gang was lost and why.
 type LostError struct {
 	Rank   int

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -324,28 +323,8 @@ func (l *Launcher) releasePorts(ports ...int) {
 	l.mu.Unlock()
 }
 
-// freePort asks the kernel for a free port on all interfaces (the tracker listens on all of
-// them), optionally one whose successor is free as well. l.mu is held.
+// freePort picks a free port no running gang holds (see FreePort), optionally one whose successor
+// is free as well. l.mu is held.
 func (l *Launcher) freePort(withNext bool) (int, error) {
-	for range 50 {
-		ln, err := net.Listen("tcp", ":0")
-		if err != nil {
-			return 0, err
-		}
-		p := ln.Addr().(*net.TCPAddr).Port
-		ok := !l.ports[p] && !(withNext && l.ports[p+1])
-		if ok && withNext {
-			next, err := net.Listen("tcp", ":"+strconv.Itoa(p+1))
-			if err != nil {
-				ok = false
-			} else {
-				next.Close()
-			}
-		}
-		ln.Close()
-		if ok {
-			return p, nil
-		}
-	}
-	return 0, errors.New("no free port found in 50 tries")
+	return FreePort(withNext, func(p int) bool { return l.ports[p] })
 }

@@ -156,15 +156,7 @@ func Run(ctx context.Context, job Job, cl Cluster) (*Result, error) {
 		return nil, ctx.Err()
 	}
 	if out.err != nil {
-		var ge *gangError
-		if g != nil && errors.As(out.err, &ge) {
-			// Every rank failed the same check: say done like a finished rank, so that no rank
-			// reports the others' exits as lost ranks (exit 3) instead of this error.
-			wctx, cancel := context.WithTimeout(ctx, job.Watch.StartTimeout+time.Minute)
-			_ = g.done(wctx)
-			cancel()
-		}
-		return nil, out.err
+		return nil, failure(ctx, out.err, g, job, log)
 	}
 	log.Info("training finished", "rounds", out.res.Rounds, "model_sha256", out.res.ModelSHA256)
 
@@ -185,6 +177,45 @@ func Run(ctx context.Context, job Job, cl Cluster) (*Result, error) {
 		log.Info("model written", "path", out.res.ModelPath, "sha256", out.md.ModelSHA256)
 	}
 	return out.res, nil
+}
+
+// failure is what Run reports when boosting failed with err.
+func failure(ctx context.Context, err error, g gang, job Job, log *slog.Logger) error {
+	if g == nil {
+		return err
+	}
+	var ge *gangError
+	if errors.As(err, &ge) {
+		// Every rank failed the same check: say done like a finished rank, so that no rank
+		// reports the others' exits as lost ranks (exit 3) instead of this error.
+		wctx, cancel := context.WithTimeout(ctx, job.Watch.StartTimeout+time.Minute)
+		_ = g.done(wctx)
+		cancel()
+		return err
+	}
+	// When a rank dies, its peers' collective calls fail at once, often before the gang watch has
+	// named it. Exiting now would close this rank's watch connection too, and rank 0 could then
+	// see this survivor go before the dead rank and name the wrong one (under load, rank 0 reads
+	// both closed connections in one go). So stay in the gang, heartbeating, until the watch names
+	// the lost rank; only when none is named in that time is the failure this rank's own.
+	if l := awaitLoss(ctx, g.lost(), job.Watch.NoticeWithin()); l != nil {
+		log.Info("libxgboost failed after another rank was lost", "err", err)
+		return fmt.Errorf("training stopped: %w", l)
+	}
+	return err
+}
+
+// awaitLoss waits up to d for the gang watch to name a lost rank; nil if none was named.
+func awaitLoss(ctx context.Context, lost <-chan *gangwatch.LostError, d time.Duration) *gangwatch.LostError {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case l := <-lost:
+		return l
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
 }
 
 type outcome struct {

@@ -15,9 +15,31 @@ package xgb
 
 /*
 #cgo LDFLAGS: -lxgboost
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xgboost/c_api.h>
+
+// GB_CALL runs one libxgboost call with asynchronous signals blocked on the calling thread.
+// rabit's PollHelper::Poll (libxgboost 1.7) fails the whole collective call on any poll() error,
+// EINTR included, and the Go runtime sends SIGURG to its threads to preempt goroutines, so a
+// signal landing on the thread blocked in an allreduce ended training with "Failed to poll." on
+// that rank (and "Allreduce failed" on the others). Signals that arrive meanwhile stay pending and
+// are delivered when the mask is restored; process-directed ones (SIGTERM) go to other threads.
+// Synchronous fault signals stay unblocked so a crash is still reported.
+static void gb_block_signals(sigset_t* old) {
+	sigset_t s;
+	sigfillset(&s);
+	sigdelset(&s, SIGSEGV);
+	sigdelset(&s, SIGBUS);
+	sigdelset(&s, SIGFPE);
+	sigdelset(&s, SIGILL);
+	sigdelset(&s, SIGTRAP);
+	sigdelset(&s, SIGABRT);
+	pthread_sigmask(SIG_BLOCK, &s, old);
+}
+#define GB_CALL(call) ({ sigset_t gb_old_; gb_block_signals(&gb_old_); int gb_rc_ = (call); pthread_sigmask(SIG_SETMASK, &gb_old_, NULL); gb_rc_; })
 
 // gb_error copies libxgboost's thread-local last error into a malloc'd string, or returns NULL.
 static char* gb_error(int rc) {
@@ -27,34 +49,34 @@ static char* gb_error(int rc) {
 }
 
 static char* gb_dmatrix_dense(const char* array, const char* cfg, DMatrixHandle* out) {
-	return gb_error(XGDMatrixCreateFromDense(array, cfg, out));
+	return gb_error(GB_CALL(XGDMatrixCreateFromDense(array, cfg, out)));
 }
 static char* gb_dmatrix_set_float(DMatrixHandle h, const char* field, const float* v, bst_ulong n) {
-	return gb_error(XGDMatrixSetFloatInfo(h, field, v, n));
+	return gb_error(GB_CALL(XGDMatrixSetFloatInfo(h, field, v, n)));
 }
 static char* gb_dmatrix_set_group(DMatrixHandle h, const unsigned* v, bst_ulong n) {
-	return gb_error(XGDMatrixSetUIntInfo(h, "group", v, n));
+	return gb_error(GB_CALL(XGDMatrixSetUIntInfo(h, "group", v, n)));
 }
 static char* gb_dmatrix_set_str(DMatrixHandle h, const char* field, const char** v, bst_ulong n) {
-	return gb_error(XGDMatrixSetStrFeatureInfo(h, field, v, n));
+	return gb_error(GB_CALL(XGDMatrixSetStrFeatureInfo(h, field, v, n)));
 }
 static char* gb_dmatrix_shape(DMatrixHandle h, bst_ulong* rows, bst_ulong* cols) {
-	int rc = XGDMatrixNumRow(h, rows);
-	if (rc == 0) rc = XGDMatrixNumCol(h, cols);
+	int rc = GB_CALL(XGDMatrixNumRow(h, rows));
+	if (rc == 0) rc = GB_CALL(XGDMatrixNumCol(h, cols));
 	return gb_error(rc);
 }
 static char* gb_booster_create(DMatrixHandle* dms, bst_ulong n, BoosterHandle* out) {
-	return gb_error(XGBoosterCreate(dms, n, out));
+	return gb_error(GB_CALL(XGBoosterCreate(dms, n, out)));
 }
 static char* gb_booster_set_param(BoosterHandle h, const char* k, const char* v) {
-	return gb_error(XGBoosterSetParam(h, k, v));
+	return gb_error(GB_CALL(XGBoosterSetParam(h, k, v)));
 }
 static char* gb_booster_update(BoosterHandle h, int iter, DMatrixHandle d) {
-	return gb_error(XGBoosterUpdateOneIter(h, iter, d));
+	return gb_error(GB_CALL(XGBoosterUpdateOneIter(h, iter, d)));
 }
 static char* gb_booster_eval(BoosterHandle h, int iter, DMatrixHandle* dms, const char** names, bst_ulong n, char** out) {
 	const char* res = NULL;
-	int rc = XGBoosterEvalOneIter(h, iter, dms, names, n, &res);
+	int rc = GB_CALL(XGBoosterEvalOneIter(h, iter, dms, names, n, &res));
 	if (rc == 0) *out = strdup(res);
 	return gb_error(rc);
 }
@@ -72,47 +94,47 @@ static void gb_copy_prediction(const bst_ulong* shape, bst_ulong dim, const floa
 static char* gb_predict_dmatrix(BoosterHandle h, DMatrixHandle d, const char* cfg,
 		float** out, bst_ulong* out_len, bst_ulong* out_shape, bst_ulong* out_dim) {
 	const bst_ulong* shape = NULL; bst_ulong dim = 0; const float* res = NULL;
-	int rc = XGBoosterPredictFromDMatrix(h, d, cfg, &shape, &dim, &res);
+	int rc = GB_CALL(XGBoosterPredictFromDMatrix(h, d, cfg, &shape, &dim, &res));
 	if (rc == 0) gb_copy_prediction(shape, dim, res, out, out_len, out_shape, out_dim);
 	return gb_error(rc);
 }
 static char* gb_predict_dense(BoosterHandle h, const char* array, const char* cfg,
 		float** out, bst_ulong* out_len, bst_ulong* out_shape, bst_ulong* out_dim) {
 	const bst_ulong* shape = NULL; bst_ulong dim = 0; const float* res = NULL;
-	int rc = XGBoosterPredictFromDense(h, array, cfg, NULL, &shape, &dim, &res);
+	int rc = GB_CALL(XGBoosterPredictFromDense(h, array, cfg, NULL, &shape, &dim, &res));
 	if (rc == 0) gb_copy_prediction(shape, dim, res, out, out_len, out_shape, out_dim);
 	return gb_error(rc);
 }
 static char* gb_booster_save(BoosterHandle h, const char* path) {
-	return gb_error(XGBoosterSaveModel(h, path));
+	return gb_error(GB_CALL(XGBoosterSaveModel(h, path)));
 }
 static char* gb_booster_load(BoosterHandle h, const char* path) {
-	return gb_error(XGBoosterLoadModel(h, path));
+	return gb_error(GB_CALL(XGBoosterLoadModel(h, path)));
 }
 static char* gb_booster_load_buffer(BoosterHandle h, const void* buf, bst_ulong n) {
-	return gb_error(XGBoosterLoadModelFromBuffer(h, buf, n));
+	return gb_error(GB_CALL(XGBoosterLoadModelFromBuffer(h, buf, n)));
 }
 static char* gb_booster_save_buffer(BoosterHandle h, const char* cfg, char** out, bst_ulong* n) {
 	const char* buf = NULL;
-	int rc = XGBoosterSaveModelToBuffer(h, cfg, n, &buf);
+	int rc = GB_CALL(XGBoosterSaveModelToBuffer(h, cfg, n, &buf));
 	if (rc == 0) { *out = (char*)malloc(*n + 1); memcpy(*out, buf, *n); }
 	return gb_error(rc);
 }
 static char* gb_booster_save_config(BoosterHandle h, char** out) {
 	const char* buf = NULL; bst_ulong n = 0;
-	int rc = XGBoosterSaveJsonConfig(h, &n, &buf);
+	int rc = GB_CALL(XGBoosterSaveJsonConfig(h, &n, &buf));
 	if (rc == 0) { *out = (char*)malloc(n + 1); memcpy(*out, buf, n); (*out)[n] = 0; }
 	return gb_error(rc);
 }
 static char* gb_booster_num_feature(BoosterHandle h, bst_ulong* out) {
-	return gb_error(XGBoosterGetNumFeature(h, out));
+	return gb_error(GB_CALL(XGBoosterGetNumFeature(h, out)));
 }
 static char* gb_booster_rounds(BoosterHandle h, int* out) {
-	return gb_error(XGBoosterBoostedRounds(h, out));
+	return gb_error(GB_CALL(XGBoosterBoostedRounds(h, out)));
 }
 static char* gb_booster_dump(BoosterHandle h, const char* fmap, int stats, const char* format, char** out) {
 	bst_ulong n = 0; const char** trees = NULL;
-	int rc = XGBoosterDumpModelEx(h, fmap, stats, format, &n, &trees);
+	int rc = GB_CALL(XGBoosterDumpModelEx(h, fmap, stats, format, &n, &trees));
 	if (rc != 0) return gb_error(rc);
 	size_t total = 3;
 	for (bst_ulong i = 0; i < n; i++) total += strlen(trees[i]) + 2;
@@ -127,16 +149,16 @@ static char* gb_booster_dump(BoosterHandle h, const char* fmap, int stats, const
 	return NULL;
 }
 static char* gb_booster_set_attr(BoosterHandle h, const char* k, const char* v) {
-	return gb_error(XGBoosterSetAttr(h, k, v));
+	return gb_error(GB_CALL(XGBoosterSetAttr(h, k, v)));
 }
-static char* gb_comm_init(const char* cfg) { return gb_error(XGCommunicatorInit(cfg)); }
-static char* gb_comm_finalize(void) { return gb_error(XGCommunicatorFinalize()); }
+static char* gb_comm_init(const char* cfg) { return gb_error(GB_CALL(XGCommunicatorInit(cfg))); }
+static char* gb_comm_finalize(void) { return gb_error(GB_CALL(XGCommunicatorFinalize())); }
 static char* gb_comm_allreduce(void* buf, size_t n, int dtype, int op) {
-	return gb_error(XGCommunicatorAllreduce(buf, n, dtype, op));
+	return gb_error(GB_CALL(XGCommunicatorAllreduce(buf, n, dtype, op)));
 }
-static char* gb_comm_print(const char* msg) { return gb_error(XGCommunicatorPrint(msg)); }
+static char* gb_comm_print(const char* msg) { return gb_error(GB_CALL(XGCommunicatorPrint(msg))); }
 static char* gb_comm_broadcast(void* buf, size_t n, int root) {
-	return gb_error(XGCommunicatorBroadcast(buf, n, root));
+	return gb_error(GB_CALL(XGCommunicatorBroadcast(buf, n, root)));
 }
 */
 import "C"
