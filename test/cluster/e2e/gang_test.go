@@ -71,7 +71,7 @@ func TestGangAllOrNothing(t *testing.T) {
 
 	blocker := blockerPod(e.ns, "gpu-blocker", e.c.Nodes[0])
 	e.create(blocker)
-	e.waitFor(30*time.Second, "blocker Running", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 30*time.Second, "blocker Running", func(ctx context.Context) (bool, error) {
 		p, err := e.c.Kube.CoreV1().Pods(e.ns).Get(ctx, blocker.Name, metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodRunning, err
 	})
@@ -93,7 +93,7 @@ func TestGangAllOrNothing(t *testing.T) {
 	// The operator creates the pods once Volcano has admitted the PodGroup
 	// (phase Inqueue); the allocate action then finds room for one of two.
 	var pods []corev1.Pod
-	e.waitFor(60*time.Second, "2 pods of the job", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 60*time.Second, "2 pods of the job", func(ctx context.Context) (bool, error) {
 		var err error
 		pods, err = e.jobPods(ctx, job.Name)
 		return len(pods) == 2, err
@@ -105,7 +105,7 @@ func TestGangAllOrNothing(t *testing.T) {
 	// A condition written before the pods existed says "2/0 tasks"; wait
 	// for one from a later scheduling session (times have 1s resolution).
 	var cond *schedulingv1beta1.PodGroupCondition
-	e.waitFor(60*time.Second, "PodGroup Unschedulable condition about the pods", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 60*time.Second, "PodGroup Unschedulable condition about the pods", func(ctx context.Context) (bool, error) {
 		pg, err := e.getPodGroup(ctx, job.Name)
 		if err != nil {
 			return false, err
@@ -134,7 +134,7 @@ func TestGangAllOrNothing(t *testing.T) {
 	if err := e.c.Kube.CoreV1().Pods(e.ns).Delete(ctx, blocker.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor(60*time.Second, "both gang pods bound", func(context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 60*time.Second, "both gang pods bound", func(context.Context) (bool, error) {
 		_, _, n := boundSpan(e.rec.snapshot(job.Name))
 		return n == 2, nil
 	})
@@ -260,7 +260,7 @@ func TestQueueCapability(t *testing.T) {
 		t.Errorf("PodGroup minResources %s = %s, want 2", cluster.GPUResource, got)
 	}
 	var reason string
-	e.waitFor(60*time.Second, "event 'queue resource quota insufficient' on the PodGroup", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 60*time.Second, "event 'queue resource quota insufficient' on the PodGroup", func(ctx context.Context) (bool, error) {
 		evs, err := e.c.Kube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: fields.SelectorFromSet(fields.Set{
 			"involvedObject.kind": "PodGroup", "involvedObject.name": job.Name,
 		}).String()})
@@ -303,11 +303,11 @@ func TestElasticMinAvailable(t *testing.T) {
 	if pg.Spec.MinMember != 2 {
 		t.Errorf("PodGroup minMember = %d, want 2", pg.Spec.MinMember)
 	}
-	e.waitFor(60*time.Second, "two pods bound", func(context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 60*time.Second, "two pods bound", func(context.Context) (bool, error) {
 		_, _, n := boundSpan(e.rec.snapshot(job.Name))
 		return n == 2, nil
 	})
-	e.waitFor(30*time.Second, "two pods Running", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 30*time.Second, "two pods Running", func(ctx context.Context) (bool, error) {
 		pods, err := e.jobPods(ctx, job.Name)
 		running := 0
 		for _, p := range pods {
@@ -321,7 +321,7 @@ func TestElasticMinAvailable(t *testing.T) {
 	if _, _, n := boundSpan(e.rec.snapshot(job.Name)); n != 2 {
 		t.Errorf("bound pods = %d, want 2 (only two GPUs)\n%s", n, e.rec.String())
 	}
-	e.waitFor(30*time.Second, "PodGroup Running", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 30*time.Second, "PodGroup Running", func(ctx context.Context) (bool, error) {
 		pg, err := e.getPodGroup(ctx, job.Name)
 		return err == nil && pg.Status.Phase == schedulingv1beta1.PodGroupRunning, err
 	})
@@ -348,7 +348,7 @@ func blockerPod(ns, name, node string) *corev1.Pod {
 // real models.
 func requireTrainer(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join(binDir(), "gangboost-train")
+	p := filepath.Join(cluster.BinDir(), "gangboost-train")
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("trainer %s not found (run `make build`, or set GANGBOOST_BIN_DIR): %v", p, err)
 	}

@@ -136,28 +136,11 @@ func (e *testEnv) localPVC(claim string) string {
 	if _, err := e.c.Kube.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create PVC %s: %v", claim, err)
 	}
-	e.waitFor(60*time.Second, "PVC "+claim+" Bound", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 60*time.Second, "PVC "+claim+" Bound", func(ctx context.Context) (bool, error) {
 		got, err := e.c.Kube.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, claim, metav1.GetOptions{})
 		return err == nil && got.Status.Phase == corev1.ClaimBound, nil
 	})
 	return dir
-}
-
-// waitFor polls cond until true, failing the test with desc on timeout.
-func (e *testEnv) waitFor(timeout time.Duration, desc string, cond func(ctx context.Context) (bool, error)) {
-	e.t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		return ok, nil
-	})
-	if err != nil {
-		e.t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, desc, last)
-	}
 }
 
 // jobSpec describes an XGBoostJob of the tests.
@@ -252,7 +235,7 @@ func (e *testEnv) create(obj client.Object) {
 func (e *testEnv) podGroup(job string) *schedulingv1beta1.PodGroup {
 	e.t.Helper()
 	var pg schedulingv1beta1.PodGroup
-	e.waitFor(60*time.Second, "PodGroup "+job, func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 60*time.Second, "PodGroup "+job, func(ctx context.Context) (bool, error) {
 		err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: job}, &pg)
 		if apierrors.IsNotFound(err) {
 			return false, nil
@@ -282,7 +265,7 @@ func (e *testEnv) jobPods(ctx context.Context, job string) ([]corev1.Pod, error)
 func (e *testEnv) waitJobCondition(job string, want kubeflowv1.JobConditionType, timeout time.Duration) *kubeflowv1.XGBoostJob {
 	e.t.Helper()
 	var xj kubeflowv1.XGBoostJob
-	e.waitFor(timeout, fmt.Sprintf("XGBoostJob %s %s", job, want), func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, timeout, fmt.Sprintf("XGBoostJob %s %s", job, want), func(ctx context.Context) (bool, error) {
 		if err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: job}, &xj); err != nil {
 			return false, err
 		}

@@ -1,26 +1,12 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/gangboost/gangboost/test/cluster"
 	"github.com/gangboost/gangboost/test/cluster/podrunner"
 )
-
-// binDir is where `make build` puts gangboost-train: $GANGBOOST_BIN_DIR,
-// else <repo>/bin.
-func binDir() string {
-	if d := os.Getenv("GANGBOOST_BIN_DIR"); d != "" {
-		return d
-	}
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		return "bin"
-	}
-	return filepath.Join(root, "bin")
-}
 
 func TestMain(m *testing.M) {
 	cluster.Main(m, cluster.Options{
@@ -30,7 +16,7 @@ func TestMain(m *testing.M) {
 			{Name: "gpu-node-2", CPU: "8", Memory: "32Gi", GPUs: 1},
 		},
 		PodRunner: &podrunner.Options{
-			Commands: map[string]string{"gangboost-train": filepath.Join(binDir(), "gangboost-train")},
+			Commands: map[string]string{"gangboost-train": filepath.Join(cluster.BinDir(), "gangboost-train")},
 			// Blocker and placeholder pods run sleep.
 			AllowHostCommands: true,
 			PassEnv:           []string{"LD_LIBRARY_PATH"},

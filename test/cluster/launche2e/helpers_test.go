@@ -159,7 +159,7 @@ func (e *testEnv) localPVC() string {
 	if _, err := e.c.Kube.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create PVC %s: %v", claimName, err)
 	}
-	e.waitFor(60*time.Second, "PVC Bound", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 60*time.Second, "PVC Bound", func(ctx context.Context) (bool, error) {
 		got, err := e.c.Kube.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, claimName, metav1.GetOptions{})
 		return err == nil && got.Status.Phase == corev1.ClaimBound, nil
 	})
@@ -202,7 +202,7 @@ func (e *testEnv) saKubeconfig() string {
 	e.t.Helper()
 	expiry := int64(3600)
 	var tok *authenticationv1.TokenRequest
-	e.waitFor(30*time.Second, "service account token", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 30*time.Second, "service account token", func(ctx context.Context) (bool, error) {
 		var err error
 		tok, err = e.c.Kube.CoreV1().ServiceAccounts(e.ns).CreateToken(ctx, serviceAccount,
 			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
@@ -218,22 +218,6 @@ func (e *testEnv) saKubeconfig() string {
 		e.t.Fatal(err)
 	}
 	return path
-}
-
-func (e *testEnv) waitFor(timeout time.Duration, desc string, cond func(ctx context.Context) (bool, error)) {
-	e.t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		return ok, nil
-	})
-	if err != nil {
-		e.t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, desc, last)
-	}
 }
 
 // step is one execution of the component: its ExecutorInput and where KFP would read its outputs.

@@ -17,11 +17,12 @@ import (
 	"github.com/gangboost/gangboost/internal/launch"
 	"github.com/gangboost/gangboost/internal/launch/kube"
 	"github.com/gangboost/gangboost/internal/modeldir"
+	"github.com/gangboost/gangboost/test/cluster"
 )
 
 func requireTrainer(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(binDir(), "gangboost-train")); err != nil {
+	if _, err := os.Stat(filepath.Join(cluster.BinDir(), "gangboost-train")); err != nil {
 		t.Fatalf("trainer not built (run `make build`, or set GANGBOOST_BIN_DIR): %v", err)
 	}
 }
@@ -246,7 +247,7 @@ func TestLaunchUnschedulable(t *testing.T) {
 			t.Errorf("XGBoostJob %s still there after the deadline", job)
 		}
 	}
-	e.waitFor(30*time.Second, "PodGroup gone", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 30*time.Second, "PodGroup gone", func(ctx context.Context) (bool, error) {
 		var pg schedulingv1beta1.PodGroup
 		err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: job}, &pg)
 		return apierrors.IsNotFound(err), nil

@@ -3,25 +3,12 @@
 package launche2e
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/gangboost/gangboost/test/cluster"
 	"github.com/gangboost/gangboost/test/cluster/podrunner"
 )
-
-// binDir is where `make build` puts gangboost-train: $GANGBOOST_BIN_DIR, else <repo>/bin.
-func binDir() string {
-	if d := os.Getenv("GANGBOOST_BIN_DIR"); d != "" {
-		return d
-	}
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		return "bin"
-	}
-	return filepath.Join(root, "bin")
-}
 
 func TestMain(m *testing.M) {
 	cluster.Main(m, cluster.Options{
@@ -32,7 +19,7 @@ func TestMain(m *testing.M) {
 		},
 		PodRunner: &podrunner.Options{
 			// The XGBoostJob's containers run gangboost-train (kube.TrainerCommand).
-			Commands: map[string]string{"gangboost-train": filepath.Join(binDir(), "gangboost-train")},
+			Commands: map[string]string{"gangboost-train": filepath.Join(cluster.BinDir(), "gangboost-train")},
 			PassEnv:  []string{"LD_LIBRARY_PATH"},
 		},
 	})

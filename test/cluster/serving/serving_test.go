@@ -150,7 +150,7 @@ func newServingEnv(t *testing.T) *servingEnv {
 	t.Cleanup(func() {
 		_ = c.Client.Delete(context.Background(), pv)
 	})
-	e.waitFor(60*time.Second, "claim "+claim+" Bound", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 60*time.Second, "claim "+claim+" Bound", func(ctx context.Context) (bool, error) {
 		var pvc corev1.PersistentVolumeClaim
 		err := c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: claim}, &pvc)
 		return err == nil && pvc.Status.Phase == corev1.ClaimBound, nil
@@ -177,7 +177,7 @@ func (e *servingEnv) train(dir string) {
 
 func (e *servingEnv) trainRounds(dir string, rounds int) {
 	e.t.Helper()
-	trainer := filepath.Join(binDir(), "gangboost-train")
+	trainer := filepath.Join(cluster.BinDir(), "gangboost-train")
 	if _, err := os.Stat(trainer); err != nil {
 		e.t.Fatalf("trainer %s not found (run `make build`, or set GANGBOOST_BIN_DIR): %v", trainer, err)
 	}
@@ -188,14 +188,6 @@ func (e *servingEnv) trainRounds(dir string, rounds int) {
 		e.t.Fatalf("train: %v\n%s", err, out)
 	}
 	e.t.Logf("trained %s in %s", dir, time.Since(start).Round(time.Millisecond))
-}
-
-func (e *servingEnv) waitFor(timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
-	e.t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, cond)
-	if err != nil {
-		e.t.Fatalf("waiting %s for %s: %v", timeout, what, err)
-	}
 }
 
 // inferenceService reads an InferenceService of manifests/.
@@ -280,7 +272,7 @@ func (e *servingEnv) describe(ctx context.Context, name string) string {
 func (e *servingEnv) waitReady(name string, start time.Time) *v1beta1.InferenceService {
 	e.t.Helper()
 	var isvc v1beta1.InferenceService
-	e.waitFor(90*time.Second, "InferenceService "+name+" Ready", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 90*time.Second, "InferenceService "+name+" Ready", func(ctx context.Context) (bool, error) {
 		if err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &isvc); err != nil {
 			return false, nil
 		}
@@ -439,7 +431,7 @@ func TestInferenceServices(t *testing.T) {
 		if err := e.c.Client.Patch(ctx, &cur, patch); err != nil {
 			t.Fatal(err)
 		}
-		e.waitFor(90*time.Second, "the rollout to models/iris/v2", func(ctx context.Context) (bool, error) {
+		cluster.WaitFor(e.t, 90*time.Second, "the rollout to models/iris/v2", func(ctx context.Context) (bool, error) {
 			pods, err := e.pods(ctx, isvc.Name)
 			if err != nil || len(pods) != 1 || pods[0].Name == old.Name || !podReady(&pods[0]) {
 				return false, nil
@@ -470,7 +462,7 @@ func TestInferenceServices(t *testing.T) {
 		// Ready. The InferenceService must stay not Ready meanwhile.
 		const reason = "no model file in"
 		var msg string
-		e.waitFor(60*time.Second, "the readiness probe's failure on the pod", func(ctx context.Context) (bool, error) {
+		cluster.WaitFor(e.t, 60*time.Second, "the readiness probe's failure on the pod", func(ctx context.Context) (bool, error) {
 			var cur v1beta1.InferenceService
 			if err := e.c.Client.Get(ctx, client.ObjectKeyFromObject(isvc), &cur); err == nil && cur.Status.IsReady() {
 				return false, fmt.Errorf("InferenceService %s is Ready without a model", isvc.Name)
