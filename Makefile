@@ -12,13 +12,28 @@ VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
 export VERSION REGISTRY
 
-.PHONY: all deps build images push cluster-tools test test-e2e bench fuzz load-test proto clean
+.PHONY: all help deps build images push cluster-tools test test-e2e bench fuzz load-test proto clean \
+	install-volcano verify-volcano configure-training-operator deploy-runtime deploy-example \
+	status logs describe-job port-forward clean-app clean-all
+
+# Cluster targets: the namespace, InferenceService and XGBoostJob they act on.
+NAMESPACE ?= gangboost
+ISVC ?= iris
+JOB ?=
+VOLCANO_VERSION ?= v1.10.0
+KUBECTL ?= kubectl
 
 all: build
 
+## help: list the targets with what each does
+help:
+	@awk -F': ' '/^## /{sub(/^## /, ""); split($$0, a, ": "); printf "  %-28s %s\n", a[1], substr($$0, length(a[1]) + 3)}' $(MAKEFILE_LIST)
+
+## deps: install the Debian packages the build and tests need (as root)
 deps:
 	@scripts/deps.sh
 
+## build: build every binary into bin/
 build: deps
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/gangboost-train ./components/xgboost-trainer
@@ -27,10 +42,12 @@ build: deps
 
 # Container images without a Docker daemon or a base image pull: gangboost-runtime (FROM scratch)
 # and gangboost (trainer + components on a root of Debian packages), as OCI archives in dist/.
+## images: build the gangboost-runtime and gangboost images into dist/ (no Docker daemon)
 images: build
 	scripts/build-images.sh
 
 # Push the images to REGISTRY (make push REGISTRY=registry.example.com/ml).
+## push: push the images to REGISTRY
 push: images
 	@for name in gangboost-runtime gangboost; do \
 	  echo "buildah push $(REGISTRY)/$$name:$(VERSION)"; \
@@ -40,19 +57,23 @@ push: images
 # The test control plane's binaries (kube-apiserver, controller-manager, KWOK, Volcano
 # scheduler, training operator), built from the module proxy into a cache keyed by version:
 # about 15-35 minutes cold on 2 cores, a no-op when current.
+## cluster-tools: build the test control plane's binaries into the cache
 cluster-tools: deps
 	$(GO) run ./test/cluster/cmd/build-tools
 
 # CI=true: a control plane that cannot start fails the e2e tests instead of skipping them.
+## test: run every test tier (installs what it needs)
 test: build cluster-tools
 	$(GO) vet ./...
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 45m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10000x
 
 # Only the tests against the control plane, verbosely.
+## test-e2e: only the tests against the control plane, verbosely
 test-e2e: build cluster-tools
 	CI=$${CI:-true} $(GO) test -count=1 -v -timeout 45m ./test/cluster/...
 
+## bench: run the Go benchmarks
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./internal/... ./runtime/...
 
@@ -63,17 +84,82 @@ FUZZTIME ?= 10s
 FUZZ_TARGETS := ./runtime/v2:FuzzDecodeJSONData ./runtime/v2:FuzzDecodeBinaryData ./runtime/v2:FuzzParseInferRequest \
 	./runtime/v2:FuzzSanitizeNonFinite ./runtime/rest:FuzzInferBody ./internal/forest:FuzzParse \
 	./internal/dataset:FuzzLoadCSV ./internal/dataset:FuzzLoadLibSVM ./internal/tracker:FuzzReadHello
+## fuzz: run every fuzz target for FUZZTIME
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz $$t for $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \
 	done
 
+## load-test: the runtime against an HTTP floor and a Python V2 server
 load-test: build
 	scripts/load-test.sh
 
+## proto: regenerate the V2 gRPC code
 proto:
 	scripts/gen-proto.sh
 
+## clean: remove bin/ and dist/
 clean:
 	rm -rf $(BIN) dist
+
+# --- On a cluster: each target prints the commands it runs. -------------------------------
+
+## install-volcano: install Volcano VOLCANO_VERSION and gangboost's queue, scheduler config and priority classes
+install-volcano:
+	$(KUBECTL) apply --server-side -f https://raw.githubusercontent.com/volcano-sh/volcano/$(VOLCANO_VERSION)/installer/volcano-development.yaml
+	$(KUBECTL) -n volcano-system rollout status deploy/volcano-scheduler --timeout=5m
+	$(KUBECTL) apply --server-side -k operator-config/volcano
+
+## verify-volcano: check Volcano's scheduler, the ml-training queue and the priority classes
+verify-volcano:
+	$(KUBECTL) -n volcano-system rollout status deploy/volcano-scheduler --timeout=1m
+	$(KUBECTL) get queue ml-training -o jsonpath='{.metadata.name}: {.status.state}{"\n"}'
+	$(KUBECTL) get priorityclass gangboost-training gangboost-serving
+
+## configure-training-operator: install the Training Operator with --gang-scheduler-name=volcano
+configure-training-operator:
+	$(KUBECTL) apply --server-side -k operator-config/training-operator
+	$(KUBECTL) -n kubeflow rollout status deploy/training-operator --timeout=5m
+	$(KUBECTL) -n kubeflow get deploy training-operator -o jsonpath='{.spec.template.spec.containers[0].args}{"\n"}'
+
+## deploy-runtime: the namespace, the model PVC, gangboost's ClusterServingRuntimes and the components' RBAC
+deploy-runtime:
+	$(KUBECTL) apply -f manifests/namespace.yaml -f manifests/pvc.yaml -f manifests/clusterservingruntime.yaml
+	$(KUBECTL) apply -f manifests/rbac/
+
+## deploy-example: the iris InferenceService (pvc://gangboost-models/models/iris/v1), waited for until Ready
+deploy-example:
+	$(KUBECTL) apply -f manifests/inferenceservice.yaml
+	$(KUBECTL) -n $(NAMESPACE) wait --for=condition=Ready inferenceservice/$(ISVC) --timeout=5m
+
+## status: XGBoostJobs, PodGroups, pods and InferenceServices in NAMESPACE
+status:
+	$(KUBECTL) -n $(NAMESPACE) get xgboostjobs,podgroups,pods -o wide
+	$(KUBECTL) -n $(NAMESPACE) get inferenceservices
+
+## logs: the serving pods' logs (ISVC), and with JOB=<name> the training pods'
+logs:
+	$(KUBECTL) -n $(NAMESPACE) logs -l serving.kserve.io/inferenceservice=$(ISVC) --tail=100 --prefix
+	$(if $(JOB),$(KUBECTL) -n $(NAMESPACE) logs -l training.kubeflow.org/job-name=$(JOB) --tail=100 --prefix)
+
+## describe-job: JOB=<name>: the XGBoostJob, its PodGroup (why a gang waits) and its pods' placement
+describe-job:
+	@test -n "$(JOB)" || { echo "usage: make describe-job JOB=<xgboostjob name>" >&2; exit 2; }
+	$(KUBECTL) -n $(NAMESPACE) describe xgboostjob $(JOB)
+	$(KUBECTL) -n $(NAMESPACE) get podgroup $(JOB) -o jsonpath='{.spec.minMember} {.spec.queue} {.status.phase}{"\n"}{range .status.conditions[*]}{.type}: {.reason}: {.message}{"\n"}{end}'
+	$(KUBECTL) -n $(NAMESPACE) get pods -l training.kubeflow.org/job-name=$(JOB) -o wide
+
+## port-forward: the InferenceService's predictor on localhost:8080 (V2 REST)
+port-forward:
+	$(KUBECTL) -n $(NAMESPACE) port-forward service/$(ISVC)-predictor 8080:80
+
+## clean-app: remove the example InferenceService and the XGBoostJobs in NAMESPACE
+clean-app:
+	$(KUBECTL) delete --ignore-not-found -f manifests/inferenceservice.yaml
+	$(KUBECTL) -n $(NAMESPACE) delete xgboostjobs --all --ignore-not-found
+
+## clean-all: clean-app, then the runtimes, RBAC, PVC and namespace (the model PVC's data goes with it)
+clean-all: clean-app
+	$(KUBECTL) delete --ignore-not-found -f manifests/rbac/ -f manifests/clusterservingruntime.yaml
+	$(KUBECTL) delete --ignore-not-found -f manifests/pvc.yaml -f manifests/namespace.yaml

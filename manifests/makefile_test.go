@@ -1,0 +1,90 @@
+package manifests
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// clusterTargets apply the files of this folder and operator-config/ to a cluster.
+var clusterTargets = []string{"install-volcano", "verify-volcano", "configure-training-operator", "deploy-runtime",
+	"deploy-example", "status", "logs", "describe-job", "port-forward", "clean-app", "clean-all"}
+
+// makeDryRun is what `make -n target` would run, with kubectl as it is.
+func makeDryRun(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("make", append([]string{"--no-print-directory", "-n"}, args...)...)
+	cmd.Dir = ".."
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// Every cluster target prints kubectl commands whose -f and -k paths exist in the repository,
+// so a renamed manifest breaks this test rather than a user's make.
+func TestClusterTargetsApplyFilesThatExist(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatal("make is required")
+	}
+	path := regexp.MustCompile(`\s-(?:f|k)\s+(\S+)`)
+	for _, target := range clusterTargets {
+		out := makeDryRun(t, target, "JOB=iris-train", "KUBECTL=kubectl")
+		if !strings.Contains(out, "kubectl ") {
+			t.Errorf("%s runs no kubectl command:\n%s", target, out)
+		}
+		for _, m := range path.FindAllStringSubmatch(out, -1) {
+			p := m[1]
+			if strings.HasPrefix(p, "http") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join("..", p)); err != nil {
+				t.Errorf("%s applies %s, which does not exist", target, p)
+			}
+		}
+	}
+}
+
+// make help lists every target the Makefile declares phony, with one line each.
+func TestMakeHelpListsEveryTarget(t *testing.T) {
+	cmd := exec.Command("make", "--no-print-directory", "help")
+	cmd.Dir = ".."
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make help: %v\n%s", err, out)
+	}
+	mk, err := os.ReadFile(filepath.Join("..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	phony := regexp.MustCompile(`(?s)\.PHONY:(.*?)\n\n`).FindSubmatch(mk)
+	if phony == nil {
+		t.Fatal("no .PHONY line in the Makefile")
+	}
+	for _, target := range strings.Fields(strings.ReplaceAll(string(phony[1]), "\\", " ")) {
+		if target == "all" {
+			continue
+		}
+		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(target) + `\s+\S`).Match(out) {
+			t.Errorf("make help does not describe %s:\n%s", target, out)
+		}
+	}
+}
+
+// The Volcano settings render with kustomize as they are (the training operator's overlay
+// fetches its upstream base, so the control plane tests render that one).
+func TestVolcanoOverlayRenders(t *testing.T) {
+	out, err := exec.Command("kubectl", "kustomize", "../operator-config/volcano").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl kustomize operator-config/volcano: %v\n%s", err, out)
+	}
+	for _, want := range []string{"kind: Queue", "name: ml-training", "kind: PriorityClass", "volcano-scheduler-configmap"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("rendered overlay lacks %q", want)
+		}
+	}
+}
