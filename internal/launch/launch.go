@@ -3,8 +3,8 @@
 // gang's scheduling deadline, and turns the finished model folder into the step's outputs.
 //
 // The launcher knows the Backend interface, not Kubernetes or processes: the Kubernetes
-// (XGBoostJob) backend lives in package launch/kube; a local process gang can sit behind the same
-// interface.
+// (XGBoostJob) backend lives in package launch/kube, the local process gang backend in package
+// launch/local.
 package launch
 
 import (

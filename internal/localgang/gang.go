@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gangboost/gangboost/internal/gangenv"
 )
 
 // loopback is where the local gang's replicas find each other: the master's address and each
@@ -74,7 +76,7 @@ func (g *gang) start() error {
 		p.cmd = &exec.Cmd{
 			Path:   g.path,
 			Args:   append([]string{g.job.Command}, g.job.Args...),
-			Env:    replicaEnv(g.job.Env, loopback, g.res.MasterPort, workerAddrs, g.res.WorkerPort, rank),
+			Env:    gangenv.ReplicaEnv(g.job.Env, loopback, g.res.MasterPort, workerAddrs, g.res.WorkerPort, rank),
 			Dir:    g.job.Dir,
 			Stdout: pw,
 			Stderr: pw,

@@ -60,7 +60,7 @@ type Job struct {
 	Args    []string
 	Workers int // Worker replicas besides the Master; 0 runs the Master alone
 	// Env is the replicas' base environment, like a container's env; nil means the launcher's
-	// own environment. The Training Operator's variables (see OperatorEnv) replace any
+	// own environment. The Training Operator's variables (gangenv.OperatorEnv) replace any
 	// distributed-training variables in it, Kubeflow Trainer v2's DMLC_* ones included.
 	Env []string
 	// MasterPort is MASTER_PORT; 0 picks a free port whose successor is free too (the trainer's

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gangboost/gangboost/internal/gangenv"
 )
 
 // The replicas in these tests are this test binary, started again in a helper mode chosen by
@@ -229,7 +231,7 @@ func TestEnvAsTheOperatorSetsIt(t *testing.T) {
 				}
 				for _, kv := range env[:len(env)-len(want)] {
 					key, _, _ := strings.Cut(kv, "=")
-					if slices.Contains(distributedKeys, key) {
+					if gangenv.IsKey(key) {
 						t.Errorf("rank %d: inherited %s reached the replica", rank, kv)
 					}
 				}
@@ -241,18 +243,6 @@ func TestEnvAsTheOperatorSetsIt(t *testing.T) {
 				t.Errorf("ports: master %d worker %d", res.MasterPort, res.WorkerPort)
 			}
 		})
-	}
-}
-
-func TestOperatorEnvClusterNames(t *testing.T) {
-	got := OperatorEnv("iris-master-0", DefaultPort, []string{"iris-worker-0", "iris-worker-1"}, DefaultPort, 2)
-	want := []string{"MASTER_PORT=9999", "MASTER_ADDR=iris-master-0", "WORLD_SIZE=3", "RANK=2", "PYTHONUNBUFFERED=1",
-		"WORKER_PORT=9999", "WORKER_ADDRS=iris-worker-0,iris-worker-1"}
-	if !slices.Equal(got, want) {
-		t.Errorf("OperatorEnv = %q\nwant %q", got, want)
-	}
-	if got := OperatorEnv("solo-master-0", 9999, nil, 9999, 0); len(got) != 5 {
-		t.Errorf("a master-only job gets no WORKER_* variables: %q", got)
 	}
 }
 
