@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/dataset"
+	"github.com/gangboost/gangboost/internal/gangenv"
 	"github.com/gangboost/gangboost/internal/gangwatch"
 	"github.com/gangboost/gangboost/internal/localgang"
 	"github.com/gangboost/gangboost/internal/sysmem"
@@ -184,7 +185,7 @@ func run(args []string) int {
 		// Each rank gets the share of the machine computed here, not a quarter of it each.
 		return runLocal(ctx, local, append(args, "--max-matrix-bytes", strconv.FormatUint(uint64(maxMatrix), 10)))
 	}
-	cl, err := train.ClusterFromEnv(os.Getenv)
+	cl, err := gangenv.Read(os.Getenv)
 	if err != nil {
 		log.Error("bad distributed environment", "err", err)
 		return exitUsage

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/dataset"
+	"github.com/gangboost/gangboost/internal/gangenv"
 	"github.com/gangboost/gangboost/internal/gangwatch"
 	"github.com/gangboost/gangboost/internal/modeldir"
 	"github.com/gangboost/gangboost/internal/tracker"
@@ -76,7 +77,7 @@ type Result struct {
 // Run trains this rank's part of the job. It returns when this rank is done, or as soon as
 // another rank of the gang is lost (the error names it), even while libxgboost is blocked in a
 // collective call: the caller should then exit the process.
-func Run(ctx context.Context, job Job, cl Cluster) (*Result, error) {
+func Run(ctx context.Context, job Job, cl gangenv.Cluster) (*Result, error) {
 	log := job.Log
 	if log == nil {
 		log = slog.Default()
@@ -240,7 +241,7 @@ func rowsOf(m *dataset.Matrix) int {
 }
 
 // boost runs on one locked OS thread: join the collective, build the matrices, boost, serialise.
-func boost(job Job, cl Cluster, trainM, evalM *dataset.Matrix, log *slog.Logger) (*Result, []byte, *modeldir.Metadata, error) {
+func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog.Logger) (*Result, []byte, *modeldir.Metadata, error) {
 	if cl.Distributed() {
 		cfg := map[string]any{
 			// Upper-case keys: libxgboost 1.7 ignores lower-case ones and each rank trains alone.
@@ -421,7 +422,7 @@ type gang interface {
 }
 
 // joinGang starts the tracker and the gang watch on rank 0 and joins the watch on other ranks.
-func joinGang(ctx context.Context, job Job, cl Cluster, log, trackerLog *slog.Logger) (gang, error) {
+func joinGang(ctx context.Context, job Job, cl gangenv.Cluster, log, trackerLog *slog.Logger) (gang, error) {
 	watchPort := job.WatchPort
 	if watchPort == 0 {
 		watchPort = cl.TrackerPort + 1

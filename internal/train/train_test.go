@@ -8,44 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/gangenv"
 	"github.com/gangboost/gangboost/internal/gangwatch"
 	"testing"
 )
-
-func TestClusterFromEnv(t *testing.T) {
-	cases := []struct {
-		name    string
-		env     map[string]string
-		want    Cluster
-		wantErr string
-	}{
-		{name: "no env", env: nil, want: Cluster{WorldSize: 1, Source: SourceSingle}},
-		{name: "training operator master", env: map[string]string{"MASTER_ADDR": "job-master-0", "MASTER_PORT": "9999", "WORLD_SIZE": "3", "RANK": "0"},
-			want: Cluster{Rank: 0, WorldSize: 3, TrackerHost: "job-master-0", TrackerPort: 9999, Source: SourceTrainingOperator}},
-		{name: "training operator worker default port", env: map[string]string{"MASTER_ADDR": "job-master-0", "WORLD_SIZE": "3", "RANK": "2"},
-			want: Cluster{Rank: 2, WorldSize: 3, TrackerHost: "job-master-0", TrackerPort: 9999, Source: SourceTrainingOperator}},
-		{name: "trainer v2", env: map[string]string{"DMLC_TRACKER_URI": "job-node-0-0.job", "DMLC_TRACKER_PORT": "9091", "DMLC_TASK_ID": "1", "DMLC_NUM_WORKER": "2"},
-			want: Cluster{Rank: 1, WorldSize: 2, TrackerHost: "job-node-0-0.job", TrackerPort: 9091, Source: SourceTrainerV2}},
-		{name: "rank outside world", env: map[string]string{"MASTER_ADDR": "m", "WORLD_SIZE": "2", "RANK": "2"}, wantErr: "rank 2 is outside world size 2"},
-		{name: "bad number", env: map[string]string{"MASTER_ADDR": "m", "WORLD_SIZE": "two"}, wantErr: `WORLD_SIZE="two"`},
-		{name: "world without master", env: map[string]string{"WORLD_SIZE": "2", "RANK": "1"}, wantErr: "MASTER_ADDR is empty"},
-		{name: "zero world", env: map[string]string{"DMLC_TRACKER_URI": "h", "DMLC_NUM_WORKER": "0"}, wantErr: "world size 0"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := ClusterFromEnv(func(k string) string { return c.env[k] })
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("err = %v, want %q", err, c.wantErr)
-				}
-				return
-			}
-			if err != nil || got != c.want {
-				t.Fatalf("got %+v, %v; want %+v", got, err, c.want)
-			}
-		})
-	}
-}
 
 func TestParseEvalLine(t *testing.T) {
 	got, err := parseEvalLine("[3]\ttrain-mlogloss:0.125\teval-mlogloss:0.25\teval-ndcg@5:0.9")
@@ -130,7 +96,7 @@ func TestTrackerUsesTheGangStartTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	job := Job{Watch: gangwatch.Options{StartTimeout: 300 * time.Millisecond}, WatchPort: 0}
-	cl := Cluster{Rank: 0, WorldSize: 2, TrackerHost: "127.0.0.1", TrackerPort: port}
+	cl := gangenv.Cluster{Rank: 0, WorldSize: 2, TrackerHost: "127.0.0.1", TrackerPort: port}
 	quiet := slog.New(slog.DiscardHandler)
 	g, err := joinGang(ctx, job, cl, quiet, quiet)
 	if err != nil {

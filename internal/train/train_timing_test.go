@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/dataset"
+	"github.com/gangboost/gangboost/internal/gangenv"
 )
 
 // benchData is a synthetic regression problem with missing cells, the same for both peers.
@@ -89,7 +90,7 @@ func BenchmarkTrain(b *testing.B) {
 			defer runtime.UnlockOSThread()
 			goTrain := func() float64 {
 				start := time.Now()
-				if _, _, _, err := boost(job, Cluster{WorldSize: 1}, m, nil, job.Log); err != nil {
+				if _, _, _, err := boost(job, gangenv.Cluster{WorldSize: 1}, m, nil, job.Log); err != nil {
 					b.Fatal(err)
 				}
 				return time.Since(start).Seconds()
