@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -40,4 +43,51 @@ func WaitFor(t testing.TB, timeout time.Duration, desc string, cond func(ctx con
 	if err != nil {
 		t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, desc, last)
 	}
+}
+
+// LocalPVC creates, in namespace, a hostPath PersistentVolume named <namespace>-<claim> on a
+// temporary folder and the claim bound to it (static binding by the controller-manager's PV
+// controller): the local stand-in for the cluster's storage. It returns the folder, which holds
+// what pods see at the claim's mount path.
+func (c *Cluster) LocalPVC(t testing.TB, namespace, claim string) string {
+	t.Helper()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "pvc")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	size := resource.MustParse("1Gi")
+	pvName := namespace + "-" + claim
+	hostPathType := corev1.HostPathDirectoryOrCreate
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &hostPathType}},
+			ClaimRef:                      &corev1.ObjectReference{Namespace: namespace, Name: claim},
+		},
+	}
+	if _, err := c.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create PV %s: %v", pvName, err)
+	}
+	empty := ""
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: namespace},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+			VolumeName:       pvName,
+			StorageClassName: &empty,
+		},
+	}
+	if _, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create PVC %s: %v", claim, err)
+	}
+	WaitFor(t, 60*time.Second, "PVC "+claim+" Bound", func(ctx context.Context) (bool, error) {
+		got, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, claim, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == corev1.ClaimBound, nil
+	})
+	return dir
 }

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -66,7 +64,7 @@ func newEnv(t *testing.T, prefix string) *testEnv {
 		}
 		e.cleanup()
 	})
-	e.pvcDir = e.localPVC(claimName)
+	e.pvcDir = e.c.LocalPVC(e.t, e.ns, claimName)
 	return e
 }
 
@@ -94,53 +92,6 @@ func (e *testEnv) cleanup() {
 	}
 	_ = c.Kube.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{})
 	_ = c.Kube.CoreV1().PersistentVolumes().Delete(ctx, e.ns+"-"+claimName, metav1.DeleteOptions{})
-}
-
-// localPVC creates a hostPath PersistentVolume on a temp folder and a claim
-// bound to it (static binding by the controller-manager's PV controller),
-// the local stand-in for the cluster's storage.
-func (e *testEnv) localPVC(claim string) string {
-	e.t.Helper()
-	ctx := context.Background()
-	dir := filepath.Join(e.t.TempDir(), "pvc")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		e.t.Fatal(err)
-	}
-	size := resource.MustParse("1Gi")
-	pvName := e.ns + "-" + claim
-	hostPathType := corev1.HostPathDirectoryOrCreate
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &hostPathType}},
-			ClaimRef:                      &corev1.ObjectReference{Namespace: e.ns, Name: claim},
-			StorageClassName:              "",
-		},
-	}
-	if _, err := e.c.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("create PV %s: %v", pvName, err)
-	}
-	empty := ""
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: e.ns},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
-			VolumeName:       pvName,
-			StorageClassName: &empty,
-		},
-	}
-	if _, err := e.c.Kube.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("create PVC %s: %v", claim, err)
-	}
-	cluster.WaitFor(e.t, 60*time.Second, "PVC "+claim+" Bound", func(ctx context.Context) (bool, error) {
-		got, err := e.c.Kube.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, claim, metav1.GetOptions{})
-		return err == nil && got.Status.Phase == corev1.ClaimBound, nil
-	})
-	return dir
 }
 
 // jobSpec describes an XGBoostJob of the tests.

@@ -19,7 +19,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -96,7 +95,7 @@ func newEnv(t *testing.T, prefix string) *testEnv {
 		}
 		e.cleanup()
 	})
-	e.pvcDir = e.localPVC()
+	e.pvcDir = e.c.LocalPVC(e.t, e.ns, claimName)
 	e.applyRBAC()
 	e.kubeconfig = e.saKubeconfig()
 	return e
@@ -120,50 +119,6 @@ func (e *testEnv) cleanup() {
 	}
 	_ = e.c.Kube.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{})
 	_ = e.c.Kube.CoreV1().PersistentVolumes().Delete(ctx, e.ns+"-"+claimName, metav1.DeleteOptions{})
-}
-
-// localPVC creates a hostPath PersistentVolume on a temp folder and the claim bound to it.
-func (e *testEnv) localPVC() string {
-	e.t.Helper()
-	ctx := context.Background()
-	dir := filepath.Join(e.t.TempDir(), "pvc")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		e.t.Fatal(err)
-	}
-	size := resource.MustParse("1Gi")
-	pvName := e.ns + "-" + claimName
-	hostPathType := corev1.HostPathDirectoryOrCreate
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &hostPathType}},
-			ClaimRef:                      &corev1.ObjectReference{Namespace: e.ns, Name: claimName},
-		},
-	}
-	if _, err := e.c.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("create PV %s: %v", pvName, err)
-	}
-	empty := ""
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: claimName, Namespace: e.ns},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
-			VolumeName:       pvName,
-			StorageClassName: &empty,
-		},
-	}
-	if _, err := e.c.Kube.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("create PVC %s: %v", claimName, err)
-	}
-	cluster.WaitFor(e.t, 60*time.Second, "PVC Bound", func(ctx context.Context) (bool, error) {
-		got, err := e.c.Kube.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, claimName, metav1.GetOptions{})
-		return err == nil && got.Status.Phase == corev1.ClaimBound, nil
-	})
-	return dir
 }
 
 // applyRBAC creates manifests/rbac/launch-xgboostjob.yaml in the test's namespace: the component
