@@ -51,7 +51,12 @@ type Batcher struct {
 	queues map[forest.OutputKind]chan *call
 	stop   chan struct{}
 	wg     sync.WaitGroup
-	once   sync.Once
+
+	// mu orders enqueueing against Close: callers enqueue under the read lock, Close takes the
+	// write lock before it stops the loops, so every queued call is queued before the loops'
+	// final drain and none is left in a queue nobody reads.
+	mu     sync.RWMutex
+	closed bool
 }
 
 // New starts a batcher in front of next.
@@ -79,7 +84,12 @@ func New(next Predictor, o Options) *Batcher {
 // after Close are evaluated directly. The registry closes a model's batcher when the model is
 // replaced or unloaded and its last in-flight request is done.
 func (b *Batcher) Close() {
-	b.once.Do(func() { close(b.stop) })
+	b.mu.Lock()
+	if !b.closed {
+		b.closed = true
+		close(b.stop)
+	}
+	b.mu.Unlock()
 	b.wg.Wait()
 }
 
@@ -91,11 +101,17 @@ func (b *Batcher) PredictContext(ctx context.Context, dst, rows []float32, nrows
 		return b.next.PredictContext(ctx, dst, rows, nrows, kind)
 	}
 	c := &call{rows: rows, nrows: nrows, dst: dst, done: make(chan result, 1)}
+	b.mu.RLock()
+	if b.closed {
+		b.mu.RUnlock()
+		return b.next.PredictContext(ctx, dst, rows, nrows, kind)
+	}
+	// While this read lock is held the loops run (Close waits for it), so a full queue drains.
 	select {
 	case q <- c:
-	case <-b.stop:
-		return b.next.PredictContext(ctx, dst, rows, nrows, kind)
+		b.mu.RUnlock()
 	case <-ctx.Done():
+		b.mu.RUnlock()
 		return dst, ctx.Err()
 	}
 	select {

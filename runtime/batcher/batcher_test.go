@@ -114,3 +114,33 @@ func TestCloseEndsTheGoroutines(t *testing.T) {
 		t.Fatalf("goroutines %d before 20 batchers, %d after closing them", before, after)
 	}
 }
+
+// Calls racing Close are all answered: none is left in a queue whose loop has already drained
+// and ended.
+func TestCallsRacingCloseAreAnswered(t *testing.T) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for round := 0; round < 200; round++ {
+			b := New(rowSum{nf: 1}, Options{MaxBatchRows: 64, MaxDelay: 50 * time.Microsecond, Log: quiet()})
+			var wg sync.WaitGroup
+			for i := 0; i < 8; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					got, err := b.PredictContext(context.Background(), nil, []float32{float32(i)}, 1, forest.OutputDefault)
+					if err != nil || len(got) != 1 || got[0] != float32(i) {
+						t.Errorf("call %d: %v, %v", i, got, err)
+					}
+				}()
+			}
+			b.Close()
+			wg.Wait()
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("calls racing Close still waiting after 60s")
+	}
+}
