@@ -148,11 +148,9 @@ func (m *Model) load() error {
 	m.mu.Lock()
 	var old *Loaded
 	if err != nil {
-		m.loadErr, m.failedAt = err, time.Now()
-		if m.unloaded {
-			// An unloaded model stays unloaded: nothing serves, the failure says why.
-			m.unloaded = false
-		}
+		// After an unload nothing serves either way; readiness reports this failure, not
+		// "unloaded", so the reason a load did not bring the model back is what a client reads.
+		m.loadErr, m.failedAt, m.unloaded = err, time.Now(), false
 	} else {
 		old, m.cur, m.loadErr, m.unloaded = m.cur, next, nil, false
 	}
