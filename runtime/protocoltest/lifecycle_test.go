@@ -140,7 +140,7 @@ func TestModelRepositoryServesEveryFolder(t *testing.T) {
 func TestGracefulShutdownDrainsInFlightRequests(t *testing.T) {
 	s := startIris(t, "--max_batch_rows", "1000000", "--max_body_bytes", "100000000", "--max_contribs_rows", "1000000")
 	// A request large enough to still be running when SIGTERM arrives.
-	rows := 200000
+	rows := 1000000 // about 2 s of SHAP on two cores: still running when SIGTERM comes at 300 ms
 	body := []byte(`{"inputs":[{"name":"x","shape":[` + itoa(rows) + `,4],"datatype":"FP32","data":[` +
 		strings.TrimSuffix(strings.Repeat("5.1,3.5,1.4,0.2,", rows), ",") + `]}],"outputs":[{"name":"contribs"}]}`)
 	var wg sync.WaitGroup
