@@ -38,16 +38,14 @@ func TestMain(m *testing.M) {
 	if bin := os.Getenv("GANGBOOST_RUNTIME_UNDER_TEST"); bin != "" {
 		// Run the suite against another build, e.g. an older one to show a test fails there.
 		runtimeBin = bin
-		code := m.Run()
-		os.RemoveAll(dir)
-		os.Exit(code)
-	}
-	cmd := exec.Command("go", "build", "-o", runtimeBin, "./runtime/cmd/gangboost-runtime")
-	cmd.Dir = repoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build gangboost-runtime: %v\n%s", err, out)
-		os.Exit(1)
+	} else {
+		cmd := exec.Command("go", "build", "-o", runtimeBin, "./runtime/cmd/gangboost-runtime")
+		cmd.Dir = repoRoot()
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build gangboost-runtime: %v\n%s", err, out)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
