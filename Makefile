@@ -1,4 +1,4 @@
-# gangboost: `make test` runs every test tier; `make demo` runs the pipeline on the local default.
+# gangboost: `make test` runs every test tier; `make help` lists every target.
 SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin

@@ -73,7 +73,7 @@ func (h *handlers) readBody(c echo.Context) (body []byte, release func(), err er
 		body = make([]byte, r.ContentLength)
 		n, err := io.ReadFull(r.Body, body)
 		if err != nil {
-			return nil, nil, bodyReadError(err, h, int64(n), r.ContentLength)
+			return nil, nil, h.bodyReadError(err, int64(n), r.ContentLength)
 		}
 		return body, giveBack, nil
 	}
@@ -97,12 +97,14 @@ func (h *handlers) readBody(c echo.Context) (body []byte, release func(), err er
 			return body, giveBack, nil
 		}
 		if err != nil {
-			return nil, nil, bodyReadError(err, h, int64(len(body)), -1)
+			return nil, nil, h.bodyReadError(err, int64(len(body)), -1)
 		}
 	}
 }
 
-func bodyReadError(err error, h *handlers, got, want int64) error {
+// bodyReadError words a failed body read: 408 when the body did not arrive within the read
+// deadline, else 400. want is -1 for a chunked body.
+func (h *handlers) bodyReadError(err error, got, want int64) error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return v2.Errorf(v2.KindTimeout, "request body not received within %s (--request_timeout): got %d of %d bytes", h.opts.RequestTimeout, got, want)
 	}

@@ -91,7 +91,6 @@ assert r.status_code == 200, r.text
 check("v1 inputs", r.json()["predictions"])
 
 # 5. A missing or an unknown column is a 400 that names it.
-cols = columns()
 bad = dict(body, inputs=[i for i in body["inputs"] if i["name"] != names[1]])
 r = requests.post(infer_url, json=bad, timeout=10)
 assert r.status_code == 400 and names[1] in r.json()["error"], (r.status_code, r.text)
