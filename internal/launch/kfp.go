@@ -196,74 +196,70 @@ func WriteOutputs(e *kfp.Executor, j *Job, localClaim string) error {
 	return e.WriteOutput()
 }
 
-// InputType is a component input's KFP parameter type.
-type InputType string
-
-// The parameter types the component's inputs use.
-const (
-	String  InputType = "STRING"
-	Integer InputType = "NUMBER_INTEGER"
-	Struct  InputType = "STRUCT"
-)
-
-// Input is one input parameter of the launch-xgboostjob component; component.yaml is generated from
-// Inputs.
-type Input struct {
-	Name string
-	Type InputType
-	// Default is nil for a required input.
-	Default     any
-	Description string
+// Inputs are the component's input parameters, in the order component.yaml documents them.
+var Inputs = []kfp.Input{
+	{Name: "run_id", Type: kfp.String, Description: "the run's UUID: the pipeline passes {{$.pipeline_job_uuid}}"},
+	{Name: "task_name", Type: kfp.String, Description: "the task's name: the pipeline passes {{$.pipeline_task_name}}"},
+	{Name: "model_name", Type: kfp.String, Description: "the model goes to models/<model_name>/<model_version> on the claim"},
+	{Name: "model_version", Type: kfp.String, Default: "v1"},
+	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding data and models"},
+	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where the trainer pods mount the claim"},
+	{Name: "pvc_local_path", Type: kfp.String, Default: "", Description: "where this step sees the claim (its pvcMount); default pvc_mount_path"},
+	{Name: "train_data", Type: kfp.String, Default: "", Description: "training data: a path on the claim, e.g. datasets/iris/train.csv"},
+	{Name: "eval_data", Type: kfp.String, Default: "", Description: "evaluation data: a path on the claim"},
+	{Name: "dataset", Type: kfp.String, Default: "", Description: "a built-in data set (iris) instead of train_data"},
+	{Name: "label", Type: kfp.String, Default: "", Description: "label column"},
+	{Name: "features", Type: kfp.String, Default: "", Description: "feature columns (a,b,c); default all but the label"},
+	{Name: "format", Type: kfp.String, Default: "", Description: "csv or libsvm; default from the extension"},
+	{Name: "eval_fraction", Type: kfp.String, Default: "", Description: "without eval_data, the fraction of rows held out for evaluation"},
+	{Name: "objective", Type: kfp.String, Default: "reg:squarederror"},
+	{Name: "num_round", Type: kfp.Integer, Default: 100},
+	{Name: "max_depth", Type: kfp.String, Default: "", Description: "empty: XGBoost's default"},
+	{Name: "eta", Type: kfp.String, Default: "", Description: "empty: XGBoost's default"},
+	{Name: "subsample", Type: kfp.String, Default: "", Description: "empty: XGBoost's default"},
+	{Name: "colsample_bytree", Type: kfp.String, Default: "", Description: "empty: XGBoost's default"},
+	{Name: "min_child_weight", Type: kfp.String, Default: "", Description: "empty: XGBoost's default"},
+	{Name: "lambda", Type: kfp.String, Default: "", Description: "empty: XGBoost's default"},
+	{Name: "alpha", Type: kfp.String, Default: "", Description: "empty: XGBoost's default"},
+	{Name: "tree_method", Type: kfp.String, Default: "hist"},
+	{Name: "nthread", Type: kfp.Integer, Default: 0, Description: "threads per replica; 0 all cores"},
+	{Name: "seed", Type: kfp.Integer, Default: 0},
+	{Name: "num_class", Type: kfp.String, Default: "", Description: "classes for multi:*; default from the labels"},
+	{Name: "eval_metric", Type: kfp.String, Default: "", Description: "a,b; default the objective's"},
+	{Name: "early_stopping_rounds", Type: kfp.Integer, Default: 0, Description: "0 off"},
+	{Name: "model_format", Type: kfp.String, Default: "json", Description: "json or ubj"},
+	{Name: "log_every", Type: kfp.Integer, Default: 1, Description: "log metrics every K rounds"},
+	{Name: "xgb_params", Type: kfp.Struct, Default: map[string]any{}, Description: "any other XGBoost parameter, as {key: value}"},
+	{Name: "namespace", Type: kfp.String, Default: "", Description: "where the job runs; default this step's namespace"},
+	{Name: "image", Type: kfp.String, Default: "", Description: "trainer image; default this component's image"},
+	{Name: "service_account", Type: kfp.String, Default: "", Description: "service account of the trainer pods"},
+	{Name: "workers", Type: kfp.Integer, Default: 1, Description: "Workers besides the Master"},
+	{Name: "cpu", Type: kfp.String, Default: "1", Description: "CPU per replica (requests = limits)"},
+	{Name: "memory", Type: kfp.String, Default: "1Gi", Description: "memory per replica"},
+	{Name: "gpus", Type: kfp.Integer, Default: 0, Description: "nvidia.com/gpu per replica"},
+	{Name: "master_port", Type: kfp.Integer, Default: 9999, Description: "the Master's port (MASTER_PORT)"},
+	{Name: "min_available", Type: kfp.Integer, Default: 0, Description: "replicas the gang needs placed together; 0 all"},
+	{Name: "queue", Type: kfp.String, Default: "ml-training", Description: "Volcano queue"},
+	{Name: "priority_class", Type: kfp.String, Default: "gangboost-training", Description: "priority class of the PodGroup and the pods"},
+	{Name: "schedule_timeout_seconds", Type: kfp.Integer, Default: 600, Description: "how long the gang may wait to be placed before the job is deleted and the step fails; 0 forever"},
+	{Name: "clean_pod_policy", Type: kfp.String, Default: "Running", Description: "All, Running or None"},
+	{Name: "backoff_limit", Type: kfp.Integer, Default: 0},
+	{Name: "active_deadline_seconds", Type: kfp.Integer, Default: 0, Description: "0 none"},
+	{Name: "ttl_seconds_after_finished", Type: kfp.Integer, Default: -1, Description: "-1 keep the finished job"},
 }
 
-// Inputs are the component's input parameters, in the order component.yaml documents them.
-var Inputs = []Input{
-	{"run_id", String, nil, "the run's UUID: the pipeline passes {{$.pipeline_job_uuid}}"},
-	{"task_name", String, nil, "the task's name: the pipeline passes {{$.pipeline_task_name}}"},
-	{"model_name", String, nil, "the model goes to models/<model_name>/<model_version> on the claim"},
-	{"model_version", String, "v1", ""},
-	{"pvc_name", String, "gangboost-models", "the PersistentVolumeClaim holding data and models"},
-	{"pvc_mount_path", String, "/mnt/pvc", "where the trainer pods mount the claim"},
-	{"pvc_local_path", String, "", "where this step sees the claim (its pvcMount); default pvc_mount_path"},
-	{"train_data", String, "", "training data: a path on the claim, e.g. datasets/iris/train.csv"},
-	{"eval_data", String, "", "evaluation data: a path on the claim"},
-	{"dataset", String, "", "a built-in data set (iris) instead of train_data"},
-	{"label", String, "", "label column"},
-	{"features", String, "", "feature columns (a,b,c); default all but the label"},
-	{"format", String, "", "csv or libsvm; default from the extension"},
-	{"eval_fraction", String, "", "without eval_data, the fraction of rows held out for evaluation"},
-	{"objective", String, "reg:squarederror", ""},
-	{"num_round", Integer, 100, ""},
-	{"max_depth", String, "", "empty: XGBoost's default"},
-	{"eta", String, "", "empty: XGBoost's default"},
-	{"subsample", String, "", "empty: XGBoost's default"},
-	{"colsample_bytree", String, "", "empty: XGBoost's default"},
-	{"min_child_weight", String, "", "empty: XGBoost's default"},
-	{"lambda", String, "", "empty: XGBoost's default"},
-	{"alpha", String, "", "empty: XGBoost's default"},
-	{"tree_method", String, "hist", ""},
-	{"nthread", Integer, 0, "threads per replica; 0 all cores"},
-	{"seed", Integer, 0, ""},
-	{"num_class", String, "", "classes for multi:*; default from the labels"},
-	{"eval_metric", String, "", "a,b; default the objective's"},
-	{"early_stopping_rounds", Integer, 0, "0 off"},
-	{"model_format", String, "json", "json or ubj"},
-	{"log_every", Integer, 1, "log metrics every K rounds"},
-	{"xgb_params", Struct, map[string]any{}, "any other XGBoost parameter, as {key: value}"},
-	{"namespace", String, "", "where the job runs; default this step's namespace"},
-	{"image", String, "", "trainer image; default this component's image"},
-	{"service_account", String, "", "service account of the trainer pods"},
-	{"workers", Integer, 1, "Workers besides the Master"},
-	{"cpu", String, "1", "CPU per replica (requests = limits)"},
-	{"memory", String, "1Gi", "memory per replica"},
-	{"gpus", Integer, 0, "nvidia.com/gpu per replica"},
-	{"master_port", Integer, 9999, "the Master's port (MASTER_PORT)"},
-	{"min_available", Integer, 0, "replicas the gang needs placed together; 0 all"},
-	{"queue", String, "ml-training", "Volcano queue"},
-	{"priority_class", String, "gangboost-training", "priority class of the PodGroup and the pods"},
-	{"schedule_timeout_seconds", Integer, 600, "how long the gang may wait to be placed before the job is deleted and the step fails; 0 forever"},
-	{"clean_pod_policy", String, "Running", "All, Running or None"},
-	{"backoff_limit", Integer, 0, ""},
-	{"active_deadline_seconds", Integer, 0, "0 none"},
-	{"ttl_seconds_after_finished", Integer, -1, "-1 keep the finished job"},
+// Component is the launch-xgboostjob component run from image; component.yaml is generated from it.
+func Component(image string) *kfp.Component {
+	return &kfp.Component{
+		Name:        "launch-xgboostjob",
+		Description: "Trains an XGBoost model as a gang-scheduled XGBoostJob (Training Operator v1 + Volcano) and outputs it as a Model artifact and model_uri.",
+		Image:       image,
+		Inputs:      Inputs,
+		Outputs: []kfp.Output{
+			{Name: OutputModel, Artifact: "system.Model"},
+			{Name: OutputMetrics, Artifact: "system.Metrics"},
+			{Name: OutputModelURI, Type: kfp.String},
+			{Name: OutputJobName, Type: kfp.String},
+		},
+	}
 }
