@@ -229,14 +229,19 @@ func (e *Executor) OutputArtifactPath(name string) (string, error) {
 	return LocalPathForURI(a.GetUri())
 }
 
-// LocalPathForURI maps an artifact URI to the local path KFP's launcher uses for it.
+// LocalPathForURI maps an artifact URI to the local path KFP's launcher uses for it. A URI that is
+// an absolute path is its own path: the local pipeline runner keeps artifacts on local disk (as
+// kfp.local does, where the SDK's Artifact.path is the URI).
 func LocalPathForURI(uri string) (string, error) {
+	if strings.HasPrefix(uri, "/") {
+		return uri, nil
+	}
 	for prefix, local := range map[string]string{"minio://": "/minio/", "s3://": "/s3/", "gs://": "/gcs/"} {
 		if strings.HasPrefix(uri, prefix) {
 			return local + strings.TrimPrefix(uri, prefix), nil
 		}
 	}
-	return "", fmt.Errorf("artifact URI %q has no local path (only minio://, s3:// and gs:// do)", uri)
+	return "", fmt.Errorf("artifact URI %q has no local path (only minio://, s3://, gs:// and a local absolute path do)", uri)
 }
 
 // OutputParameterFile is the file KFP reads an output parameter from
