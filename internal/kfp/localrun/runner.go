@@ -1,0 +1,580 @@
+// Package localrun runs a compiled Kubeflow Pipelines package on one machine, as KFP would run it
+// in a cluster: it reads the PipelineSpec IR and the Kubernetes platform document, orders the root
+// DAG, builds each task's ExecutorInput as KFP's driver does, resolves the container's placeholders
+// as KFP's launcher does, and runs each step as a local process of the binary its command names,
+// with a folder standing for each PersistentVolumeClaim. It is what KFP's Python SDK offers as
+// kfp.local's subprocess runner.
+//
+// Local layout under the work folder:
+//
+//	pvc/<claim>/                      the claim; a step whose component has a pvc_mount_path input
+//	                                  equal to the platform's mountPath gets this folder instead
+//	state/processes/<name>.json       processes that outlive their step (the local model server)
+//	pipeline-root/<pipeline>/<run>/   the run: KFP's artifact layout <task>/<uuid>/<artifact>,
+//	                                  summary.json and report.html
+package localrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
+	"github.com/kubeflow/pipelines/kubernetes_platform/go/kubernetesplatform"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// The environment every step gets (the components' local backends read it).
+const (
+	EnvBackend    = "GANGBOOST_BACKEND"
+	EnvBinDir     = "GANGBOOST_BIN_DIR"
+	EnvLocalState = "GANGBOOST_LOCAL_STATE"
+)
+
+// PVCMountPathInput is the component input through which a step sees its claim: the local runner
+// cannot mount, so when a task's pvc_mount_path equals a pvcMount's mountPath it becomes the local
+// folder standing for the claim.
+const PVCMountPathInput = "pvc_mount_path"
+
+// Options configure a local run.
+type Options struct {
+	Package *Package
+	// Params are the --param name=value overrides.
+	Params map[string]string
+	// WorkDir holds the claims, the process records and the runs.
+	WorkDir string
+	// BinDir holds the binaries the executors' commands name.
+	BinDir string
+	// KeepServing leaves the recorded processes (the model server) running after a successful run
+	// until ctx ends.
+	KeepServing bool
+	// Out receives progress lines and every step's output, prefixed with its task name.
+	Out io.Writer
+	// Grace is how long a stopped process group has between TERM and KILL (default 10s).
+	Grace time.Duration
+	// Finished, when set, is called once the tasks are done (or one failed), with the summary and
+	// report written and the recorded processes still running.
+	Finished func(*Result)
+}
+
+// Result is what a run did.
+type Result struct {
+	Run        RunInfo        `json:"run"`
+	Parameters map[string]any `json:"parameters"`
+	Tasks      []*TaskResult  `json:"tasks"`
+	Processes  []Process      `json:"processes,omitempty"`
+	State      string         `json:"state"`
+	Error      string         `json:"error,omitempty"`
+	Summary    string         `json:"summary_file"`
+	Report     string         `json:"report_file"`
+	outputs    map[string]*TaskOutputs
+	params     map[string]*structpb.Value
+	started    time.Time
+	finishedAt time.Time
+}
+
+// Task states, as KFP names them.
+const (
+	StateSucceeded = "SUCCEEDED"
+	StateFailed    = "FAILED"
+	StateCancelled = "CANCELED"
+	StatePending   = "PENDING"
+)
+
+// TaskResult is one task of the run.
+type TaskResult struct {
+	Name      string                       `json:"name"`
+	Component string                       `json:"component"`
+	State     string                       `json:"state"`
+	Seconds   float64                      `json:"seconds,omitempty"`
+	ExitCode  int                          `json:"exit_code,omitempty"`
+	Error     string                       `json:"error,omitempty"`
+	LogFile   string                       `json:"log_file,omitempty"`
+	LogTail   []string                     `json:"log_tail,omitempty"`
+	Notes     []string                     `json:"notes,omitempty"`
+	Root      string                       `json:"task_root,omitempty"`
+	Mounts    map[string]string            `json:"mounts,omitempty"`
+	Inputs    map[string]any               `json:"inputs,omitempty"`
+	Outputs   map[string]any               `json:"outputs,omitempty"`
+	Artifacts map[string][]ArtifactSummary `json:"artifacts,omitempty"`
+	outputs   *TaskOutputs
+	input     *pipelinespec.ExecutorInput
+}
+
+// ArtifactSummary is an output artifact as the run recorded it.
+type ArtifactSummary struct {
+	Type     string         `json:"type"`
+	URI      string         `json:"uri"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// StepError is a failed step: its exit code (0 when it exited 0 but its outputs were wrong), the
+// error and the last lines it printed.
+type StepError struct {
+	Task     string
+	ExitCode int
+	Err      error
+	Tail     []string
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("task %s failed: %v", e.Task, e.Err) }
+func (e *StepError) Unwrap() error { return e.Err }
+
+// ErrInterrupted is returned when ctx ended before the tasks were done.
+var ErrInterrupted = errors.New("run interrupted")
+
+// Run runs the package's root DAG, one task at a time in dependency order. It returns the result
+// (also when a task failed) and the first error. Every process a step started is stopped before it
+// returns, except the recorded ones under KeepServing, which are stopped when ctx ends.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	if opts.Package == nil {
+		return nil, errors.New("no pipeline package")
+	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	if opts.Grace <= 0 {
+		opts.Grace = 10 * time.Second
+	}
+	workDir, err := filepath.Abs(opts.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	binDir, err := filepath.Abs(opts.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return nil, err
+	}
+	unlock, err := lockWorkDir(workDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	r := &runner{opts: opts, workDir: workDir, binDir: binDir, stateDir: filepath.Join(workDir, "state"), mu: &sync.Mutex{}}
+	return r.run(ctx)
+}
+
+type runner struct {
+	opts     Options
+	workDir  string
+	binDir   string
+	stateDir string
+	mu       *sync.Mutex // serializes writes to opts.Out
+	steps    []*step
+}
+
+func (r *runner) printf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintf(r.opts.Out, format, args...)
+}
+
+func (r *runner) run(ctx context.Context) (res *Result, err error) {
+	if err := os.MkdirAll(ProcessesDir(r.stateDir), 0o755); err != nil {
+		return nil, err
+	}
+	// Records left by a run that could not clean up (killed with SIGKILL) are stopped first: the
+	// work folder is locked, so no other run owns them.
+	if stale, err := StopProcesses(r.stateDir, r.opts.Grace); err != nil {
+		return nil, err
+	} else {
+		for _, p := range stale {
+			r.printf("stopped %s (pid %d), left running by an earlier run\n", p.Name, p.PID)
+		}
+	}
+	defer func() {
+		for _, s := range r.steps {
+			s.close()
+		}
+	}()
+	spec := r.opts.Package.Spec
+	run := newRunInfo(spec.GetPipelineInfo().GetName(), filepath.Join(r.workDir, "pipeline-root"))
+	res = &Result{Run: run, State: StatePending, outputs: map[string]*TaskOutputs{}, started: time.Now()}
+	res.Summary = filepath.Join(run.RunRoot(), "summary.json")
+	res.Report = filepath.Join(run.RunRoot(), "report.html")
+	params, err := PipelineParameters(spec, r.opts.Params)
+	if err != nil {
+		return nil, err
+	}
+	res.params = params
+	res.Parameters = valuesToAny(params)
+	order, err := Order(spec.GetRoot().GetDag())
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range order {
+		res.Tasks = append(res.Tasks, &TaskResult{Name: name, State: StatePending,
+			Component: spec.GetRoot().GetDag().GetTasks()[name].GetComponentRef().GetName()})
+	}
+	if err := os.MkdirAll(run.RunRoot(), 0o755); err != nil {
+		return nil, err
+	}
+	r.printf("run %s of pipeline %s: %d tasks (%s)\n  run folder %s\n", run.RunName, run.PipelineName, len(order),
+		strings.Join(order, " -> "), run.RunRoot())
+
+	runErr := r.runTasks(ctx, run, res)
+	res.finishedAt = time.Now()
+	switch {
+	case runErr == nil:
+		res.State = StateSucceeded
+	case errors.Is(runErr, ErrInterrupted):
+		res.State = StateCancelled
+		res.Error = runErr.Error()
+	default:
+		res.State = StateFailed
+		res.Error = runErr.Error()
+	}
+	res.Processes, _ = ReadProcesses(r.stateDir)
+	if err := writeSummary(res); err != nil && runErr == nil {
+		runErr = err
+	}
+	if err := writeReport(res); err != nil && runErr == nil {
+		runErr = err
+	}
+	if r.opts.Finished != nil {
+		r.opts.Finished(res)
+	}
+	if runErr == nil && r.opts.KeepServing && len(res.Processes) > 0 {
+		for _, p := range res.Processes {
+			r.printf("serving: %s %s (pid %d)\n", p.Name, p.URL, p.PID)
+		}
+		r.printf("--keep-serving: press Ctrl-C to stop\n")
+		<-ctx.Done()
+	}
+	r.cleanup()
+	return res, runErr
+}
+
+// cleanup stops the recorded processes, then anything else still carrying this work folder's
+// state in its environment (a process that escaped both its step's group and the records).
+func (r *runner) cleanup() {
+	stopped, err := StopProcesses(r.stateDir, r.opts.Grace)
+	if err != nil {
+		r.printf("warning: %v\n", err)
+	}
+	for _, p := range stopped {
+		r.printf("stopped %s (pid %d)\n", p.Name, p.PID)
+	}
+	stray := ProcessesWithEnv(EnvLocalState + "=" + r.stateDir)
+	if len(stray) == 0 {
+		return
+	}
+	r.printf("warning: %d processes started by the run's steps were still running (pids %v); stopping them\n", len(stray), stray)
+	for _, pid := range stray {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(r.opts.Grace)
+	for time.Now().Before(deadline) && len(ProcessesWithEnv(EnvLocalState+"="+r.stateDir)) > 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, pid := range ProcessesWithEnv(EnvLocalState + "=" + r.stateDir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+func (r *runner) runTasks(ctx context.Context, run RunInfo, res *Result) error {
+	n := len(res.Tasks)
+	for i, tr := range res.Tasks {
+		if ctx.Err() != nil {
+			return ErrInterrupted
+		}
+		label := fmt.Sprintf("[step %d/%d] %s", i+1, n, tr.Name)
+		start := time.Now()
+		r.printf("%s started\n", label)
+		err := r.runTask(ctx, run, res, tr)
+		tr.Seconds = time.Since(start).Seconds()
+		if err != nil {
+			var se *StepError
+			if errors.As(err, &se) {
+				tr.ExitCode = se.ExitCode
+				tr.LogTail = se.Tail
+			}
+			tr.Error = err.Error()
+			if ctx.Err() != nil {
+				tr.State = StateCancelled
+				r.printf("%s stopped after %.1fs: interrupted\n", label, tr.Seconds)
+				return fmt.Errorf("%w during task %s", ErrInterrupted, tr.Name)
+			}
+			tr.State = StateFailed
+			r.printf("%s failed in %.1fs: %v\n", label, tr.Seconds, err)
+			if se != nil && len(se.Tail) > 0 {
+				r.printf("--- last %d lines of %s ---\n%s\n---\n", len(se.Tail), tr.Name, strings.Join(se.Tail, "\n"))
+			}
+			return err
+		}
+		tr.State = StateSucceeded
+		r.printf("%s succeeded in %.1fs\n", label, tr.Seconds)
+	}
+	return nil
+}
+
+func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *TaskResult) error {
+	pkg := r.opts.Package
+	task := pkg.Spec.GetRoot().GetDag().GetTasks()[tr.Name]
+	comp, ok := pkg.Spec.GetComponents()[task.GetComponentRef().GetName()]
+	if !ok {
+		return fmt.Errorf("task %s: the pipeline has no component %q", tr.Name, task.GetComponentRef().GetName())
+	}
+	if comp.GetDag() != nil {
+		return fmt.Errorf("task %s: nested pipelines (component %s is a DAG) are not supported by the local runner", tr.Name, tr.Component)
+	}
+	execLabel := comp.GetExecutorLabel()
+	container := pkg.Executors[execLabel].GetContainer()
+	if container == nil {
+		return fmt.Errorf("task %s: executor %q is not a container (importers and resolvers are not supported by the local runner)", tr.Name, execLabel)
+	}
+	inputs, err := ResolveInputs(run, res.params, tr.Name, task, comp, res.outputs)
+	if err != nil {
+		return err
+	}
+	outputs, taskRoot := ProvisionOutputs(run, tr.Name, comp.GetOutputDefinitions())
+	in := &pipelinespec.ExecutorInput{Inputs: inputs, Outputs: outputs}
+	tr.Root = taskRoot
+	tr.input = in
+
+	mounts, notes, err := r.mountClaims(tr.Name, pkg.Kubernetes[execLabel].GetPvcMount(), res, in, comp)
+	if err != nil {
+		return err
+	}
+	tr.Mounts = mounts
+	withDefaults := WithDefaults(in, comp)
+	tr.Inputs = valuesToAny(withDefaults.GetInputs().GetParameterValues())
+	if err := prepareOutputFolders(withDefaults); err != nil {
+		return fmt.Errorf("task %s: %w", tr.Name, err)
+	}
+	argv, cmdNotes, err := CompileCommand(in, withDefaults, container.GetCommand(), container.GetArgs())
+	if err != nil {
+		return fmt.Errorf("task %s: %w", tr.Name, err)
+	}
+	tr.Notes = append(notes, cmdNotes...)
+	for _, note := range tr.Notes {
+		r.printf("[%s] note: %s\n", tr.Name, note)
+	}
+	bin := filepath.Join(r.binDir, filepath.Base(argv[0]))
+	if fi, err := os.Stat(bin); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("task %s: image %s runs %q, and %s has no such program (build the binaries with `make build`, or point --bin-dir at them)",
+			tr.Name, container.GetImage(), argv[0], r.binDir)
+	}
+	argv[0] = bin
+	marshal := protojson.MarshalOptions{Multiline: true}
+	if b, err := marshal.Marshal(withDefaults); err == nil {
+		_ = os.WriteFile(filepath.Join(taskRoot, "executor_input.json"), b, 0o644)
+	}
+	tr.LogFile = filepath.Join(taskRoot, "executor-logs")
+	logFile, err := os.Create(tr.LogFile)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	env := r.stepEnv(container)
+	s, err := startStep(argv, env, taskRoot, stepIO{mu: r.mu, out: r.opts.Out, prefix: "[" + tr.Name + "] ", log: logFile})
+	if err != nil {
+		return fmt.Errorf("task %s: start %s: %w", tr.Name, bin, err)
+	}
+	r.steps = append(r.steps, s)
+	code, _, err := s.wait(ctx, r.opts.Grace)
+	if err != nil {
+		return &StepError{Task: tr.Name, ExitCode: code, Err: err, Tail: s.tail.get()}
+	}
+	out, err := ReadExecutorOutput(outputs.GetOutputFile())
+	if err != nil {
+		return &StepError{Task: tr.Name, Err: err, Tail: s.tail.get()}
+	}
+	collected, err := CollectOutputs(in, out, comp)
+	if err != nil {
+		return &StepError{Task: tr.Name, Err: err, Tail: s.tail.get()}
+	}
+	res.outputs[tr.Name] = collected
+	tr.outputs = collected
+	tr.Outputs = valuesToAny(collected.Parameters)
+	tr.Artifacts = artifactSummaries(collected.Artifacts)
+	return nil
+}
+
+// mountClaims resolves the executor's pvcMounts as KFP's driver does (makeVolumeMountPatch: the
+// claim from a constant, a pipeline parameter or an upstream output; a non-empty string), makes
+// the folder standing for each claim, and points the task's pvc_mount_path at it when it equals
+// the mount path.
+func (r *runner) mountClaims(taskName string, mounts []*kubernetesplatform.PvcMount, res *Result, in *pipelinespec.ExecutorInput,
+	comp *pipelinespec.ComponentSpec) (map[string]string, []string, error) {
+	if len(mounts) == 0 {
+		return nil, nil, nil
+	}
+	out := map[string]string{}
+	var notes []string
+	withDefaults := WithDefaults(in, comp)
+	_, hasInput := comp.GetInputDefinitions().GetParameters()[PVCMountPathInput]
+	current := withDefaults.GetInputs().GetParameterValues()[PVCMountPathInput].GetStringValue()
+	for _, m := range mounts {
+		claim, err := resolveClaim(res, m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("task %s: failed to resolve pvc name: %w", taskName, err)
+		}
+		if claim == "" || m.GetMountPath() == "" {
+			return nil, nil, fmt.Errorf("task %s: failed to mount volume, missing mountpath or pvc name", taskName)
+		}
+		if strings.ContainsAny(claim, "/\\") || claim == "." || claim == ".." {
+			return nil, nil, fmt.Errorf("task %s: claim name %q is not a valid PersistentVolumeClaim name", taskName, claim)
+		}
+		dir := filepath.Join(r.workDir, "pvc", claim)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, err
+		}
+		out[m.GetMountPath()] = dir
+		if hasInput && filepath.Clean(current) == filepath.Clean(m.GetMountPath()) {
+			in.Inputs.ParameterValues[PVCMountPathInput] = structpb.NewStringValue(dir)
+			notes = append(notes, fmt.Sprintf("claim %s (mounted at %s in a cluster) is %s", claim, m.GetMountPath(), dir))
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("claim %s is mounted at %s, which the step cannot see locally: its component has no %s input equal to that path",
+			claim, m.GetMountPath(), PVCMountPathInput))
+	}
+	return out, notes, nil
+}
+
+func (r *runner) stepEnv(c *pipelinespec.PipelineDeploymentConfig_PipelineContainerSpec) []string {
+	ours := map[string]string{EnvBackend: "local", EnvBinDir: r.binDir, EnvLocalState: r.stateDir}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, override := ours[k]; !override {
+			env = append(env, kv)
+		}
+	}
+	for _, e := range c.GetEnv() {
+		if _, override := ours[e.GetName()]; !override {
+			env = append(env, e.GetName()+"="+e.GetValue())
+		}
+	}
+	keys := make([]string, 0, len(ours))
+	for k := range ours {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+ours[k])
+	}
+	return env
+}
+
+// prepareOutputFolders makes the folders the step writes its outputs to (the launcher's
+// prepareOutputFolders, plus the ExecutorOutput's).
+func prepareOutputFolders(in *pipelinespec.ExecutorInput) error {
+	dirs := []string{filepath.Dir(in.GetOutputs().GetOutputFile())}
+	for _, p := range in.GetOutputs().GetParameters() {
+		dirs = append(dirs, filepath.Dir(p.GetOutputFile()))
+	}
+	for _, l := range in.GetOutputs().GetArtifacts() {
+		for _, a := range l.GetArtifacts() {
+			dirs = append(dirs, filepath.Dir(a.GetUri()))
+		}
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newRunInfo(pipelineName, root string) RunInfo {
+	id := newUUID()
+	now := time.Now().UTC()
+	return RunInfo{
+		PipelineName: pipelineName,
+		RunID:        id,
+		RunName:      pipelineName + "-" + id[:5],
+		DisplayName:  pipelineName + " " + now.Format("2006-01-02 15-04-05"),
+		PipelineRoot: root,
+		Created:      now,
+	}
+}
+
+func valuesToAny(m map[string]*structpb.Value) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v.AsInterface()
+	}
+	return out
+}
+
+func artifactSummaries(m map[string]*pipelinespec.ArtifactList) map[string][]ArtifactSummary {
+	out := map[string][]ArtifactSummary{}
+	for name, l := range m {
+		for _, a := range l.GetArtifacts() {
+			s := ArtifactSummary{Type: a.GetType().GetSchemaTitle(), URI: a.GetUri()}
+			if a.GetMetadata() != nil {
+				s.Metadata = a.GetMetadata().AsMap()
+			}
+			out[name] = append(out[name], s)
+		}
+	}
+	return out
+}
+
+func writeSummary(res *Result) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(res.Summary, append(b, '\n'), 0o644)
+}
+
+// lockWorkDir takes an exclusive lock on the work folder for the run: two runs in one folder would
+// share claims and process records.
+func lockWorkDir(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("work folder %s is in use by another local run (%v)", dir, err)
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+// resolveClaim is the driver's resolveInputParameterStr for a pvcMount's claim.
+func resolveClaim(res *Result, m *kubernetesplatform.PvcMount) (string, error) {
+	var v *structpb.Value
+	switch k := m.GetPvcReference().(type) {
+	case *kubernetesplatform.PvcMount_Constant:
+		v = structpb.NewStringValue(k.Constant)
+	case *kubernetesplatform.PvcMount_ComponentInputParameter:
+		var ok bool
+		if v, ok = res.params[k.ComponentInputParameter]; !ok {
+			return "", fmt.Errorf("the pipeline has no input parameter %s", k.ComponentInputParameter)
+		}
+	case *kubernetesplatform.PvcMount_TaskOutputParameter:
+		producer, key := k.TaskOutputParameter.GetProducerTask(), k.TaskOutputParameter.GetOutputParameterKey()
+		out, ok := res.outputs[producer]
+		if !ok {
+			return "", fmt.Errorf("producer task %s has not run", producer)
+		}
+		if v, ok = out.Parameters[key]; !ok {
+			return "", fmt.Errorf("task %s has no output parameter %q", producer, key)
+		}
+	default:
+		return "", fmt.Errorf("volume name not provided")
+	}
+	s, ok := v.GetKind().(*structpb.Value_StringValue)
+	if !ok {
+		return "", fmt.Errorf("expected a string but got %T", v.GetKind())
+	}
+	if s.StringValue == "" {
+		return "", fmt.Errorf("expected a non-empty string")
+	}
+	return s.StringValue, nil
+}
