@@ -39,6 +39,9 @@ const (
 	EnvBackend    = "GANGBOOST_BACKEND"
 	EnvBinDir     = "GANGBOOST_BIN_DIR"
 	EnvLocalState = "GANGBOOST_LOCAL_STATE"
+	// EnvLocalRun carries the run's ID into every step, and so into every process a step starts:
+	// the mark by which the runner finds what a run left behind.
+	EnvLocalRun = "GANGBOOST_LOCAL_RUN"
 )
 
 // PVCMountPathInput is the component input through which a step sees its claim: the local runner
@@ -171,6 +174,7 @@ type runner struct {
 	workDir  string
 	binDir   string
 	stateDir string
+	runID    string
 	mu       *sync.Mutex // serializes writes to opts.Out
 	steps    []*step
 }
@@ -201,6 +205,7 @@ func (r *runner) run(ctx context.Context) (res *Result, err error) {
 	}()
 	spec := r.opts.Package.Spec
 	run := newRunInfo(spec.GetPipelineInfo().GetName(), filepath.Join(r.workDir, "pipeline-root"))
+	r.runID = run.RunID
 	res = &Result{Run: run, State: StatePending, outputs: map[string]*TaskOutputs{}, started: time.Now()}
 	res.Summary = filepath.Join(run.RunRoot(), "summary.json")
 	res.Report = filepath.Join(run.RunRoot(), "report.html")
@@ -257,8 +262,8 @@ func (r *runner) run(ctx context.Context) (res *Result, err error) {
 	return res, runErr
 }
 
-// cleanup stops the recorded processes, then anything else still carrying this work folder's
-// state in its environment (a process that escaped both its step's group and the records).
+// cleanup stops the recorded processes, then anything else still carrying the run's mark in its
+// environment (a process that escaped both its step's group and the records).
 func (r *runner) cleanup() {
 	stopped, err := StopProcesses(r.stateDir, r.opts.Grace)
 	if err != nil {
@@ -267,7 +272,8 @@ func (r *runner) cleanup() {
 	for _, p := range stopped {
 		r.printf("stopped %s (pid %d)\n", p.Name, p.PID)
 	}
-	stray := ProcessesWithEnv(EnvLocalState + "=" + r.stateDir)
+	mark := EnvLocalRun + "=" + r.runID
+	stray := ProcessesWithEnv(mark)
 	if len(stray) == 0 {
 		return
 	}
@@ -276,10 +282,10 @@ func (r *runner) cleanup() {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
 	deadline := time.Now().Add(r.opts.Grace)
-	for time.Now().Before(deadline) && len(ProcessesWithEnv(EnvLocalState+"="+r.stateDir)) > 0 {
+	for time.Now().Before(deadline) && len(ProcessesWithEnv(mark)) > 0 {
 		time.Sleep(50 * time.Millisecond)
 	}
-	for _, pid := range ProcessesWithEnv(EnvLocalState + "=" + r.stateDir) {
+	for _, pid := range ProcessesWithEnv(mark) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
@@ -445,7 +451,7 @@ func (r *runner) mountClaims(taskName string, mounts []*kubernetesplatform.PvcMo
 }
 
 func (r *runner) stepEnv(c *pipelinespec.PipelineDeploymentConfig_PipelineContainerSpec) []string {
-	ours := map[string]string{EnvBackend: "local", EnvBinDir: r.binDir, EnvLocalState: r.stateDir}
+	ours := map[string]string{EnvBackend: "local", EnvBinDir: r.binDir, EnvLocalState: r.stateDir, EnvLocalRun: r.runID}
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")

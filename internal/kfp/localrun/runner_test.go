@@ -146,7 +146,7 @@ func TestRunTinyPipeline(t *testing.T) {
 	start := time.Now()
 	res, err := Run(context.Background(), Options{
 		Package: tinyPackage(t), WorkDir: work, BinDir: bin, Out: &out, Grace: time.Second,
-		Params: map[string]string{"message": "hello", "count": "4", "behave": "consume=serve"},
+		Params: map[string]string{"message": "hello", "count": "4", "behave": "consume=serve,produce=escape"},
 		Finished: func(r *Result) {
 			// The recorded server is up until the run ends.
 			if len(r.Processes) != 1 {
@@ -204,7 +204,8 @@ func TestRunTinyPipeline(t *testing.T) {
 		t.Errorf("produce notes %q", produce.Notes)
 	}
 	for _, want := range []string{"[step 1/3] produce started", "[produce] produced 4 rows", "[step 2/3] transform succeeded in",
-		"[transform] score 4", "[step 3/3] consume succeeded in", "stopped tiny-server"} {
+		"[transform] score 4", "[step 3/3] consume succeeded in", "stopped tiny-server",
+		"warning: 1 processes started by the run's steps were still running"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -2,7 +2,8 @@
 // produce, transform and consume, it reads its ExecutorInput ({{$}}) with internal/kfp, checks that
 // the placeholders in its arguments were resolved as KFP's launcher resolves them, and writes its
 // outputs. The input "behave" (task=fail|sleep|serve, comma separated) makes a task fail, sleep
-// (with a child that ignores SIGTERM), or start a server that outlives the step and record it.
+// (with a child that ignores SIGTERM), start a server that outlives the step and record it, or
+// escape: leave a process in a group of its own without recording it.
 package main
 
 import (
@@ -86,6 +87,14 @@ func run(name string, args []string) error {
 			}
 			fmt.Println("sleeping, child", child.Process.Pid)
 			time.Sleep(time.Hour)
+		case "escape":
+			// A process that leaves its step's group and records nothing: the run's sweep finds it.
+			child := exec.Command(os.Args[0], "linger")
+			child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := child.Start(); err != nil {
+				return err
+			}
+			fmt.Println("escaped, pid", child.Process.Pid)
 		case "serve":
 			self, _ := os.Executable()
 			srv := exec.Command(self, "serve")
