@@ -7,8 +7,8 @@
 //
 // Local layout under the work folder:
 //
-//	pvc/<claim>/                      the claim; a step whose component has a pvc_mount_path input
-//	                                  equal to the platform's mountPath gets this folder instead
+//	pvc/<claim>/                      the claim: a step's pvc_mount_path (or pvc_local_path) input
+//	                                  equal to the platform's mountPath becomes this folder
 //	state/processes/<name>.json       processes that outlive their step (the local model server)
 //	pipeline-root/<pipeline>/<run>/   the run: KFP's artifact layout <task>/<uuid>/<artifact>,
 //	                                  summary.json and report.html
@@ -44,10 +44,11 @@ const (
 	EnvLocalRun = "GANGBOOST_LOCAL_RUN"
 )
 
-// PVCMountPathInput is the component input through which a step sees its claim: the local runner
-// cannot mount, so when a task's pvc_mount_path equals a pvcMount's mountPath it becomes the local
-// folder standing for the claim.
-const PVCMountPathInput = "pvc_mount_path"
+// PVCPathInputs are the component inputs through which a step sees its claim: pvc_mount_path
+// (the components' contract) and pvc_local_path (launch-xgboostjob's: where the launching step sees
+// the claim, when its trainer pods mount it elsewhere). A local process cannot mount, so each of
+// these inputs whose value equals a pvcMount's mountPath becomes the folder standing for the claim.
+var PVCPathInputs = []string{"pvc_mount_path", "pvc_local_path"}
 
 // Options configure a local run.
 type Options struct {
@@ -420,9 +421,7 @@ func (r *runner) mountClaims(taskName string, mounts []*kubernetesplatform.PvcMo
 	}
 	out := map[string]string{}
 	var notes []string
-	withDefaults := WithDefaults(in, comp)
-	_, hasInput := comp.GetInputDefinitions().GetParameters()[PVCMountPathInput]
-	current := withDefaults.GetInputs().GetParameterValues()[PVCMountPathInput].GetStringValue()
+	withDefaults := WithDefaults(in, comp).GetInputs().GetParameterValues()
 	for _, m := range mounts {
 		claim, err := resolveClaim(res, m)
 		if err != nil {
@@ -439,13 +438,23 @@ func (r *runner) mountClaims(taskName string, mounts []*kubernetesplatform.PvcMo
 			return nil, nil, err
 		}
 		out[m.GetMountPath()] = dir
-		if hasInput && filepath.Clean(current) == filepath.Clean(m.GetMountPath()) {
-			in.Inputs.ParameterValues[PVCMountPathInput] = structpb.NewStringValue(dir)
-			notes = append(notes, fmt.Sprintf("claim %s (mounted at %s in a cluster) is %s", claim, m.GetMountPath(), dir))
+		var mapped []string
+		for _, name := range PVCPathInputs {
+			if _, declared := comp.GetInputDefinitions().GetParameters()[name]; !declared {
+				continue
+			}
+			v, ok := withDefaults[name].GetKind().(*structpb.Value_StringValue)
+			if ok && v.StringValue != "" && filepath.Clean(v.StringValue) == filepath.Clean(m.GetMountPath()) {
+				in.Inputs.ParameterValues[name] = structpb.NewStringValue(dir)
+				mapped = append(mapped, name)
+			}
+		}
+		if len(mapped) > 0 {
+			notes = append(notes, fmt.Sprintf("claim %s (mounted at %s in a cluster) is %s, given as %s", claim, m.GetMountPath(), dir, strings.Join(mapped, ", ")))
 			continue
 		}
 		notes = append(notes, fmt.Sprintf("claim %s is mounted at %s, which the step cannot see locally: its component has no %s input equal to that path",
-			claim, m.GetMountPath(), PVCMountPathInput))
+			claim, m.GetMountPath(), strings.Join(PVCPathInputs, " or ")))
 	}
 	return out, notes, nil
 }

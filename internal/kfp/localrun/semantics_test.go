@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
+	"github.com/kubeflow/pipelines/kubernetes_platform/go/kubernetesplatform"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -473,5 +474,50 @@ func TestParsePackage(t *testing.T) {
 		if _, err := ParsePackage([]byte(b)); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 			t.Errorf("%s: err %v, want %q", tt.name, err, tt.wantErr)
 		}
+	}
+}
+
+func TestMountClaims(t *testing.T) {
+	work := t.TempDir()
+	r := &runner{workDir: work}
+	res := &Result{params: map[string]*structpb.Value{"pvc_name": val("models")}}
+	comp := &pipelinespec.ComponentSpec{InputDefinitions: &pipelinespec.ComponentInputsSpec{Parameters: map[string]*pipelinespec.ComponentInputsSpec_ParameterSpec{
+		"pvc_mount_path": paramSpec(pipelinespec.ParameterType_STRING, "/mnt/pvc"),
+		"pvc_local_path": paramSpec(pipelinespec.ParameterType_STRING, ""),
+		"other":          paramSpec(pipelinespec.ParameterType_STRING, "/mnt/pvc"),
+	}}}
+	in := &pipelinespec.ExecutorInput{Inputs: &pipelinespec.ExecutorInput_Inputs{ParameterValues: map[string]*structpb.Value{
+		"pvc_local_path": val("/mnt/pvc/"),
+	}}}
+	mounts := []*kubernetesplatform.PvcMount{{PvcReference: &kubernetesplatform.PvcMount_ComponentInputParameter{ComponentInputParameter: "pvc_name"}, MountPath: "/mnt/pvc"}}
+	got, notes, err := r.mountClaims("train", mounts, res, in, comp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(work, "pvc", "models")
+	if got["/mnt/pvc"] != dir {
+		t.Errorf("mounts %v", got)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Errorf("claim folder: %v", err)
+	}
+	params := valuesToAny(in.GetInputs().GetParameterValues())
+	if params["pvc_mount_path"] != dir || params["pvc_local_path"] != dir || params["other"] != nil {
+		t.Errorf("parameters %v: want both claim paths (the default one too) mapped, nothing else", params)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "given as pvc_mount_path, pvc_local_path") {
+		t.Errorf("notes %q", notes)
+	}
+
+	// A component without such an input gets the folder, and a note that it cannot see it.
+	bare := &pipelinespec.ComponentSpec{}
+	in = &pipelinespec.ExecutorInput{Inputs: &pipelinespec.ExecutorInput_Inputs{ParameterValues: map[string]*structpb.Value{}}}
+	if _, notes, err = r.mountClaims("x", mounts, res, in, bare); err != nil || len(notes) != 1 || !strings.Contains(notes[0], "cannot see locally") {
+		t.Errorf("notes %q, err %v", notes, err)
+	}
+	// An empty claim fails as in KFP.
+	res.params["pvc_name"] = val("")
+	if _, _, err = r.mountClaims("x", mounts, res, in, bare); err == nil || !strings.Contains(err.Error(), "non-empty string") {
+		t.Errorf("empty claim: err %v", err)
 	}
 }
