@@ -74,6 +74,7 @@ type Options struct {
 // Result is what a run did.
 type Result struct {
 	Run        RunInfo        `json:"run"`
+	WorkDir    string         `json:"work_dir"`
 	Parameters map[string]any `json:"parameters"`
 	Tasks      []*TaskResult  `json:"tasks"`
 	Processes  []Process      `json:"processes,omitempty"`
@@ -207,7 +208,7 @@ func (r *runner) run(ctx context.Context) (res *Result, err error) {
 	spec := r.opts.Package.Spec
 	run := newRunInfo(spec.GetPipelineInfo().GetName(), filepath.Join(r.workDir, "pipeline-root"))
 	r.runID = run.RunID
-	res = &Result{Run: run, State: StatePending, outputs: map[string]*TaskOutputs{}, started: time.Now()}
+	res = &Result{Run: run, WorkDir: r.workDir, State: StatePending, outputs: map[string]*TaskOutputs{}, started: time.Now()}
 	res.Summary = filepath.Join(run.RunRoot(), "summary.json")
 	res.Report = filepath.Join(run.RunRoot(), "report.html")
 	params, err := PipelineParameters(spec, r.opts.Params)
@@ -592,4 +593,27 @@ func resolveClaim(res *Result, m *kubernetesplatform.PvcMount) (string, error) {
 		return "", fmt.Errorf("expected a non-empty string")
 	}
 	return s.StringValue, nil
+}
+
+// Task returns the named task's result, or nil.
+func (res *Result) Task(name string) *TaskResult {
+	for _, t := range res.Tasks {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// ClaimPath maps pvc://<claim>/<path> to the file in the folder standing for the claim.
+func (res *Result) ClaimPath(uri string) (string, bool) {
+	rest, ok := strings.CutPrefix(uri, "pvc://")
+	if !ok {
+		return "", false
+	}
+	claim, path, _ := strings.Cut(rest, "/")
+	if claim == "" || claim == "." || claim == ".." {
+		return "", false
+	}
+	return filepath.Join(res.WorkDir, "pvc", claim, filepath.FromSlash(path)), true
 }
