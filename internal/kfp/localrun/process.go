@@ -273,7 +273,7 @@ func startStep(argv, env []string, dir string, sio stepIO) (*step, error) {
 
 // wait waits for the step's main process; when ctx ends first, the step's group is stopped (TERM,
 // then KILL after grace). Either way, whatever is left in its group afterwards is stopped.
-func (s *step) wait(ctx context.Context, grace time.Duration) (exitCode int, interrupted bool, err error) {
+func (s *step) wait(ctx context.Context, grace time.Duration, onInterrupt func()) (exitCode int, interrupted bool, err error) {
 	done := make(chan error, 1)
 	go func() { done <- s.cmd.Wait() }()
 	pgid := s.cmd.Process.Pid
@@ -281,6 +281,9 @@ func (s *step) wait(ctx context.Context, grace time.Duration) (exitCode int, int
 	case err = <-done:
 	case <-ctx.Done():
 		interrupted = true
+		if onInterrupt != nil {
+			onInterrupt()
+		}
 		stopped := make(chan struct{})
 		go func() { StopGroup(pgid, grace); close(stopped) }()
 		err = <-done

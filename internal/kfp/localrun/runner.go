@@ -392,7 +392,9 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 		return fmt.Errorf("task %s: start %s: %w", tr.Name, bin, err)
 	}
 	r.steps = append(r.steps, s)
-	code, _, err := s.wait(ctx, r.opts.Grace)
+	code, _, err := s.wait(ctx, r.opts.Grace, func() {
+		r.printf("[%s] stopping: SIGTERM to its process group, SIGKILL after %v\n", tr.Name, r.opts.Grace)
+	})
 	if err != nil {
 		return &StepError{Task: tr.Name, ExitCode: code, Err: err, Tail: s.tail.get()}
 	}
