@@ -10,6 +10,8 @@ import (
 
 	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/gangboost/gangboost/internal/kfp"
 )
 
 // This file does locally what KFP's container driver does (backend/src/v2/driver: resolveInputs,
@@ -25,15 +27,25 @@ type RunInfo struct {
 	RunName string
 	// DisplayName is the run's display name: {{$.pipeline_job_name}}.
 	DisplayName string
-	// PipelineRoot is the root every run's artifacts go under: {{$.pipeline_root}}.
+	// PipelineRoot is the URI every run's artifacts go under ({{$.pipeline_root}}): KFP's is
+	// minio://mlpipeline/v2/artifacts; a local run's is a file:// URI, whose path is the file.
 	PipelineRoot string
 	Created      time.Time
 }
 
-// RunRoot is the run's folder under the pipeline root, as KFP's metadata client makes it
+// RunRoot is the URI of the run under the pipeline root, as KFP's metadata client makes it
 // (GenerateOutputURI(root, [pipeline, run])).
 func (r RunInfo) RunRoot() string {
 	return strings.TrimRight(r.PipelineRoot, "/") + "/" + r.PipelineName + "/" + r.RunID
+}
+
+// RunDir is the run's folder on local disk.
+func (r RunInfo) RunDir() string {
+	p, err := kfp.LocalPathForURI(r.RunRoot())
+	if err != nil {
+		return r.RunRoot()
+	}
+	return p
 }
 
 // rootDAGExecutionID stands for the MLMD execution ID of the root DAG, which KFP gives tasks as
@@ -225,25 +237,29 @@ func checkParameterTypes(taskName string, specs map[string]*pipelinespec.Compone
 // (objectstore.ParseBucketConfigForArtifactURI): only the run's own pipeline root is readable
 // locally, and a pvc:// URI fails in a cluster too ("unsupported Cloud bucket").
 func checkInputArtifactURI(run RunInfo, uri string) error {
-	if filepath.IsAbs(uri) && strings.HasPrefix(uri, strings.TrimRight(run.PipelineRoot, "/")+"/") {
+	if strings.HasPrefix(uri, strings.TrimRight(run.PipelineRoot, "/")+"/") {
 		return nil
 	}
-	if strings.HasPrefix(uri, "pvc://") || !strings.Contains(uri, "://") {
+	if strings.HasPrefix(uri, "pvc://") || !strings.Contains(uri, "://") || strings.HasPrefix(uri, "file://") {
 		return fmt.Errorf("parse bucket config failed: unsupported Cloud bucket: %q (KFP's launcher downloads input artifacts from gs, s3, minio or mem only: pass a location on a claim as a string parameter)", uri)
 	}
 	return fmt.Errorf("input artifact %q is in remote storage, which the local runner does not download", uri)
 }
 
 // ProvisionOutputs is KFP's provisionOutputs with the pipeline root on local disk: the task root is
-// <run root>/<task>/<uuid>, each output artifact's URI is <task root>/<name> (on local disk the
-// URI is the path, as in kfp.local), each output parameter's file is under the task root, and the
-// ExecutorOutput goes to <task root>/output_metadata.json.
+// <run root>/<task>/<uuid>, each output artifact's URI is <task root>/<name>, the ExecutorOutput
+// goes to <task root's path>/output_metadata.json (as in KFP 2.15+), and each output parameter's
+// file is under the task root's path (KFP: /tmp/kfp/outputs/<name>). It returns the task root's path.
 func ProvisionOutputs(run RunInfo, taskName string, outputs *pipelinespec.ComponentOutputsSpec) (*pipelinespec.ExecutorInput_Outputs, string) {
 	taskRoot := run.RunRoot() + "/" + taskName + "/" + newUUID()
+	taskDir, err := kfp.LocalPathForURI(taskRoot)
+	if err != nil {
+		taskDir = filepath.Join(run.RunDir(), taskName, filepath.Base(taskRoot))
+	}
 	out := &pipelinespec.ExecutorInput_Outputs{
 		Artifacts:  map[string]*pipelinespec.ArtifactList{},
 		Parameters: map[string]*pipelinespec.ExecutorInput_OutputParameter{},
-		OutputFile: taskRoot + "/output_metadata.json",
+		OutputFile: taskDir + "/output_metadata.json",
 	}
 	for name, a := range outputs.GetArtifacts() {
 		out.Artifacts[name] = &pipelinespec.ArtifactList{Artifacts: []*pipelinespec.RuntimeArtifact{{
@@ -251,9 +267,9 @@ func ProvisionOutputs(run RunInfo, taskName string, outputs *pipelinespec.Compon
 		}}}
 	}
 	for name := range outputs.GetParameters() {
-		out.Parameters[name] = &pipelinespec.ExecutorInput_OutputParameter{OutputFile: taskRoot + "/output-parameters/" + name}
+		out.Parameters[name] = &pipelinespec.ExecutorInput_OutputParameter{OutputFile: taskDir + "/output-parameters/" + name}
 	}
-	return out, taskRoot
+	return out, taskDir
 }
 
 func newUUID() string {

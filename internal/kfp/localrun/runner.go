@@ -10,7 +10,8 @@
 //	pvc/<claim>/                      the claim: a step's pvc_mount_path (or pvc_local_path) input
 //	                                  equal to the platform's mountPath becomes this folder
 //	state/processes/<name>.json       processes that outlive their step (the local model server)
-//	pipeline-root/<pipeline>/<run>/   the run: KFP's artifact layout <task>/<uuid>/<artifact>,
+//	pipeline-root/<pipeline>/<run>/   the run: KFP's artifact layout <task>/<uuid>/<artifact>
+//	                                  (artifact URIs are file:// URIs of these files),
 //	                                  summary.json and report.html
 package localrun
 
@@ -32,6 +33,8 @@ import (
 	"github.com/kubeflow/pipelines/kubernetes_platform/go/kubernetesplatform"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/gangboost/gangboost/internal/kfp"
 )
 
 // The environment every step gets (the components' local backends read it).
@@ -206,11 +209,11 @@ func (r *runner) run(ctx context.Context) (res *Result, err error) {
 		}
 	}()
 	spec := r.opts.Package.Spec
-	run := newRunInfo(spec.GetPipelineInfo().GetName(), filepath.Join(r.workDir, "pipeline-root"))
+	run := newRunInfo(spec.GetPipelineInfo().GetName(), "file://"+filepath.Join(r.workDir, "pipeline-root"))
 	r.runID = run.RunID
 	res = &Result{Run: run, WorkDir: r.workDir, State: StatePending, outputs: map[string]*TaskOutputs{}, started: time.Now()}
-	res.Summary = filepath.Join(run.RunRoot(), "summary.json")
-	res.Report = filepath.Join(run.RunRoot(), "report.html")
+	res.Summary = filepath.Join(run.RunDir(), "summary.json")
+	res.Report = filepath.Join(run.RunDir(), "report.html")
 	params, err := PipelineParameters(spec, r.opts.Params)
 	if err != nil {
 		return nil, err
@@ -225,11 +228,11 @@ func (r *runner) run(ctx context.Context) (res *Result, err error) {
 		res.Tasks = append(res.Tasks, &TaskResult{Name: name, State: StatePending,
 			Component: spec.GetRoot().GetDag().GetTasks()[name].GetComponentRef().GetName()})
 	}
-	if err := os.MkdirAll(run.RunRoot(), 0o755); err != nil {
+	if err := os.MkdirAll(run.RunDir(), 0o755); err != nil {
 		return nil, err
 	}
 	r.printf("run %s of pipeline %s: %d tasks (%s)\n  run folder %s\n", run.RunName, run.PipelineName, len(order),
-		strings.Join(order, " -> "), run.RunRoot())
+		strings.Join(order, " -> "), run.RunDir())
 
 	runErr := r.runTasks(ctx, run, res)
 	res.finishedAt = time.Now()
@@ -496,7 +499,11 @@ func prepareOutputFolders(in *pipelinespec.ExecutorInput) error {
 	}
 	for _, l := range in.GetOutputs().GetArtifacts() {
 		for _, a := range l.GetArtifacts() {
-			dirs = append(dirs, filepath.Dir(a.GetUri()))
+			path, err := kfp.LocalPathForURI(a.GetUri())
+			if err != nil {
+				return err
+			}
+			dirs = append(dirs, filepath.Dir(path))
 		}
 	}
 	for _, d := range dirs {

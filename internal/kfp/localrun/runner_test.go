@@ -187,11 +187,11 @@ func TestRunTinyPipeline(t *testing.T) {
 		t.Errorf("consume summary %q", consume.Outputs["summary"])
 	}
 	data := produce.Artifacts["data"][0]
-	wantPrefix := filepath.Join(work, "pipeline-root", "tiny-pipeline", res.Run.RunID, "produce") + "/"
+	wantPrefix := "file://" + filepath.Join(work, "pipeline-root", "tiny-pipeline", res.Run.RunID, "produce") + "/"
 	if !strings.HasPrefix(data.URI, wantPrefix) || !strings.HasSuffix(data.URI, "/data") || data.Metadata["rows"] != 4.0 {
 		t.Errorf("data artifact %+v, want a URI under %s and rows 4", data, wantPrefix)
 	}
-	if b, err := os.ReadFile(data.URI); err != nil || strings.Count(string(b), "\n") != 4 {
+	if b, err := os.ReadFile(strings.TrimPrefix(data.URI, "file://")); err != nil || strings.Count(string(b), "\n") != 4 {
 		t.Errorf("data file: %q %v", b, err)
 	}
 	if b, err := os.ReadFile(filepath.Join(work, "pvc", "tiny-claim", "shared", "message.txt")); err != nil || string(b) != "hello" {

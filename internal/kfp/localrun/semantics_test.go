@@ -63,11 +63,11 @@ func testExecutorInput() *pipelinespec.ExecutorInput {
 		Inputs: &pipelinespec.ExecutorInput_Inputs{
 			ParameterValues: map[string]*structpb.Value{"s": val("hello world"), "i": val(7)},
 			Artifacts: map[string]*pipelinespec.ArtifactList{"data": {Artifacts: []*pipelinespec.RuntimeArtifact{{
-				Uri: "/root/p/run/up/u1/data", Metadata: &structpb.Struct{Fields: map[string]*structpb.Value{"rows": val(4)}}}}}},
+				Uri: "file:///root/p/run/up/u1/data", Metadata: &structpb.Struct{Fields: map[string]*structpb.Value{"rows": val(4)}}}}}},
 		},
 		Outputs: &pipelinespec.ExecutorInput_Outputs{
 			Artifacts: map[string]*pipelinespec.ArtifactList{
-				"model":  {Artifacts: []*pipelinespec.RuntimeArtifact{{Uri: "/root/p/run/t/u2/model"}}},
+				"model":  {Artifacts: []*pipelinespec.RuntimeArtifact{{Uri: "file:///root/p/run/t/u2/model"}}},
 				"remote": {Artifacts: []*pipelinespec.RuntimeArtifact{{Uri: "minio://mlpipeline/v2/artifacts/p/run/t/u2/remote"}}},
 			},
 			Parameters: map[string]*pipelinespec.ExecutorInput_OutputParameter{"out_s": {OutputFile: "/root/p/run/t/u2/output-parameters/out_s"}},
@@ -94,11 +94,11 @@ func TestCompileCommand(t *testing.T) {
 		{name: "placeholders inside a longer argument are replaced",
 			command: []string{"step"}, args: []string{"--s=<{{$.inputs.parameters['s']}}>/{{$.inputs.parameters['i']}}"},
 			want: []string{"step", "--s=<hello world>/7"}},
-		{name: "artifacts: uri and path (a local absolute URI is its path; minio:// maps to /minio/)",
+		{name: "artifacts: uri and path (a file:// URI's path is the file; minio:// maps to /minio/)",
 			command: []string{"step"},
 			args: []string{"{{$.inputs.artifacts['data'].uri}}", "{{$.inputs.artifacts['data'].path}}",
 				"{{$.outputs.artifacts['model'].uri}}", "{{$.outputs.artifacts['model'].path}}", "{{$.outputs.artifacts['remote'].path}}"},
-			want: []string{"step", "/root/p/run/up/u1/data", "/root/p/run/up/u1/data", "/root/p/run/t/u2/model", "/root/p/run/t/u2/model",
+			want: []string{"step", "file:///root/p/run/up/u1/data", "/root/p/run/up/u1/data", "file:///root/p/run/t/u2/model", "/root/p/run/t/u2/model",
 				"/minio/mlpipeline/v2/artifacts/p/run/t/u2/remote"}},
 		{name: "output parameter files",
 			command: []string{"step"}, args: []string{"{{$.outputs.parameters['out_s'].output_file}}"},
@@ -175,12 +175,12 @@ func TestExecutorInputPlaceholderIsTheInputWithDefaults(t *testing.T) {
 
 func TestResolveInputs(t *testing.T) {
 	run := RunInfo{PipelineName: "p", RunID: "6f1c2a8e-0000-4000-8000-000000000001", RunName: "p-6f1c2", DisplayName: "p run",
-		PipelineRoot: "/work/pipeline-root", Created: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+		PipelineRoot: "file:///work/pipeline-root", Created: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
 	params := map[string]*structpb.Value{"count": val(5), "name": val("iris"), "unset": structpb.NewNullValue()}
 	done := map[string]*TaskOutputs{"up": {
 		Parameters: map[string]*structpb.Value{"n": val(9), "text": val("t")},
 		Artifacts: map[string]*pipelinespec.ArtifactList{
-			"data":  {Artifacts: []*pipelinespec.RuntimeArtifact{{Uri: "/work/pipeline-root/p/run/up/u/data"}}},
+			"data":  {Artifacts: []*pipelinespec.RuntimeArtifact{{Uri: "file:///work/pipeline-root/p/run/up/u/data"}}},
 			"model": {Artifacts: []*pipelinespec.RuntimeArtifact{{Uri: "pvc://claim/models/m/v1"}}},
 		},
 	}}
@@ -216,7 +216,7 @@ func TestResolveInputs(t *testing.T) {
 				"a": constant("{{$.pipeline_job_uuid}}"), "b": constant("{{$.pipeline_task_name}}"), "c": constant("{{$.pipeline_job_name}}"),
 				"d": constant("{{$.pipeline_job_resource_name}}"), "e": constant("{{$.pipeline_root}}"),
 				"f": constant("run-{{$.pipeline_job_uuid}}"), "g": constant("{{$.pipeline_task_uuid}}")},
-			want: map[string]any{"a": run.RunID, "b": "train", "c": "p run", "d": "p-6f1c2", "e": "/work/pipeline-root",
+			want: map[string]any{"a": run.RunID, "b": "train", "c": "p run", "d": "p-6f1c2", "e": "file:///work/pipeline-root",
 				"f": "run-{{$.pipeline_job_uuid}}", "g": "1"}},
 		{name: "pipeline parameters and upstream outputs; a STRING input given a number gets its text",
 			specs: map[string]*pipelinespec.ComponentInputsSpec_ParameterSpec{"count": {ParameterType: num}, "count_text": {ParameterType: str},
@@ -277,7 +277,7 @@ func TestResolveInputs(t *testing.T) {
 }
 
 func TestProvisionOutputs(t *testing.T) {
-	run := RunInfo{PipelineName: "p", RunID: "r1", PipelineRoot: "/w/pipeline-root/"}
+	run := RunInfo{PipelineName: "p", RunID: "r1", PipelineRoot: "file:///w/pipeline-root/"}
 	outs, root := ProvisionOutputs(run, "train", &pipelinespec.ComponentOutputsSpec{
 		Artifacts: map[string]*pipelinespec.ComponentOutputsSpec_ArtifactSpec{"model": {ArtifactType: &pipelinespec.ArtifactTypeSchema{
 			Kind: &pipelinespec.ArtifactTypeSchema_SchemaTitle{SchemaTitle: "system.Model"}}}},
@@ -287,7 +287,7 @@ func TestProvisionOutputs(t *testing.T) {
 		t.Fatalf("task root %s: want <root>/<pipeline>/<run>/<task>/<uuid>", root)
 	}
 	a := outs.GetArtifacts()["model"].GetArtifacts()[0]
-	if a.GetUri() != root+"/model" || a.GetName() != "model" || a.GetType().GetSchemaTitle() != "system.Model" {
+	if a.GetUri() != "file://"+root+"/model" || a.GetName() != "model" || a.GetType().GetSchemaTitle() != "system.Model" {
 		t.Errorf("artifact %v", a)
 	}
 	if outs.GetOutputFile() != root+"/output_metadata.json" || outs.GetParameters()["uri"].GetOutputFile() != root+"/output-parameters/uri" {

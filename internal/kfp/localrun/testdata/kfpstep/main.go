@@ -174,7 +174,11 @@ func run(name string, args []string) error {
 		}
 		factor, _ := e.Float("factor", 0)
 		inData := e.Input().GetInputs().GetArtifacts()["data"].GetArtifacts()[0]
-		if err := want("in-data", inData.GetUri()); err != nil {
+		inPath, err := kfp.LocalPathForURI(inData.GetUri())
+		if err != nil {
+			return err
+		}
+		if err := want("in-data", inPath); err != nil {
 			return err
 		}
 		if err := want("in-data-uri", inData.GetUri()); err != nil {
@@ -192,7 +196,7 @@ func run(name string, args []string) error {
 				return fmt.Errorf("--metadata %s, want %s", got, md)
 			}
 		}
-		b, err := os.ReadFile(inData.GetUri())
+		b, err := os.ReadFile(inPath)
 		if err != nil {
 			return err
 		}
