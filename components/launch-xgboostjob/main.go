@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -18,6 +19,7 @@ import (
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/launch"
 	"github.com/gangboost/gangboost/internal/launch/kube"
+	"github.com/gangboost/gangboost/internal/launch/local"
 	"github.com/gangboost/gangboost/internal/version"
 )
 
@@ -65,18 +67,28 @@ func launchJob(ctx context.Context, executorInput, kubeconfig, image string) err
 	if err != nil {
 		ns = ""
 	}
+	isLocal := os.Getenv("GANGBOOST_BACKEND") == "local"
+	if isLocal && ns == "" {
+		ns = "default" // a local gang has no namespace; the job's name and labels still carry one
+	}
 	// Inputs are checked before the cluster is contacted.
 	job, localClaim, err := launch.JobFromExecutor(exec, launch.Defaults{Namespace: ns, Image: image})
 	if err != nil {
 		return err
 	}
-	cfg, err := cc.ClientConfig()
-	if err != nil {
-		return fmt.Errorf("kubernetes config (set --kubeconfig or run in a pod with a service account): %w", err)
-	}
-	backend, err := kube.New(cfg)
-	if err != nil {
-		return err
+	var backend launch.Backend
+	if isLocal {
+		if backend, err = localBackend(localClaim); err != nil {
+			return err
+		}
+	} else {
+		cfg, err := cc.ClientConfig()
+		if err != nil {
+			return fmt.Errorf("kubernetes config (set --kubeconfig or run in a pod with a service account): %w", err)
+		}
+		if backend, err = kube.New(cfg); err != nil {
+			return err
+		}
 	}
 	l := &launch.Launcher{Backend: backend, Log: os.Stdout}
 	res, err := l.Run(ctx, job)
@@ -92,4 +104,22 @@ func launchJob(ctx context.Context, executorInput, kubeconfig, image string) err
 		fmt.Printf("job %s succeeded: model %s\n", res.Job, job.ModelURI())
 	}
 	return nil
+}
+
+// localBackend is the local job backend (GANGBOOST_BACKEND=local, set by the local pipeline
+// runner): the gang runs as gangboost-train processes from $GANGBOOST_BIN_DIR (default this
+// executable's folder), with the folder where this step sees the claim standing for it.
+func localBackend(claim string) (*local.Backend, error) {
+	binDir := os.Getenv("GANGBOOST_BIN_DIR")
+	if binDir == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("GANGBOOST_BIN_DIR is not set and this executable's folder is unknown: %w", err)
+		}
+		binDir = filepath.Dir(self)
+	}
+	if claim == "" || !filepath.IsAbs(claim) {
+		return nil, fmt.Errorf("GANGBOOST_BACKEND=local: the claim's local folder (pvc_local_path or pvc_mount_path) must be an absolute path, got %q", claim)
+	}
+	return &local.Backend{Trainer: filepath.Join(binDir, "gangboost-train"), Root: claim, Log: os.Stdout}, nil
 }
