@@ -121,5 +121,5 @@ func localBackend(claim string) (*local.Backend, error) {
 	if claim == "" || !filepath.IsAbs(claim) {
 		return nil, fmt.Errorf("GANGBOOST_BACKEND=local: the claim's local folder (pvc_local_path or pvc_mount_path) must be an absolute path, got %q", claim)
 	}
-	return &local.Backend{Trainer: filepath.Join(binDir, "gangboost-train"), Root: claim, Log: os.Stdout}, nil
+	return &local.Backend{Trainer: filepath.Join(binDir, "gangboost-train"), Root: claim}, nil
 }
