@@ -103,6 +103,20 @@ proto:
 clean:
 	rm -rf $(BIN) dist
 
+# The pipeline package run on this machine (gangboost pipeline run --local; README "Quick start"):
+# prepare-data on the built-in Iris, launch-xgboostjob's gang of 1 Master + DEMO_WORKERS Workers as
+# local processes, deploy-inferenceservice's gangboost-runtime on localhost, evaluate against it.
+# DEMO_FLAGS=--keep-serving keeps the endpoint up until Ctrl-C.
+DEMO_WORKDIR ?= $(CURDIR)/.demo
+DEMO_WORKERS ?= 2
+DEMO_ROUNDS ?= 30
+DEMO_FLAGS ?=
+.PHONY: demo
+## demo: run the pipeline package locally on Iris (1 Master + 2 Workers) and print accuracy, confusion matrix, endpoint, report
+demo: build
+	$(BIN)/gangboost pipeline run --local pipelines/xgboost-volcano.yaml --workdir $(DEMO_WORKDIR) \
+		--param workers=$(DEMO_WORKERS) --param num_round=$(DEMO_ROUNDS) $(DEMO_FLAGS)
+
 # --- On a cluster: each target prints the commands it runs. -------------------------------
 
 ## install-volcano: install Volcano VOLCANO_VERSION and gangboost's queue, scheduler config and priority classes
