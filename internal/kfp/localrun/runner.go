@@ -115,8 +115,6 @@ type TaskResult struct {
 	Inputs    map[string]any               `json:"inputs,omitempty"`
 	Outputs   map[string]any               `json:"outputs,omitempty"`
 	Artifacts map[string][]ArtifactSummary `json:"artifacts,omitempty"`
-	outputs   *TaskOutputs
-	input     *pipelinespec.ExecutorInput
 }
 
 // ArtifactSummary is an output artifact as the run recorded it.
@@ -353,7 +351,6 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 	outputs, taskRoot := ProvisionOutputs(run, tr.Name, comp.GetOutputDefinitions())
 	in := &pipelinespec.ExecutorInput{Inputs: inputs, Outputs: outputs}
 	tr.Root = taskRoot
-	tr.input = in
 
 	mounts, notes, err := r.mountClaims(tr.Name, pkg.Kubernetes[execLabel].GetPvcMount(), res, in, comp)
 	if err != nil {
@@ -410,7 +407,6 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 		return &StepError{Task: tr.Name, Err: err, Tail: s.tail.get()}
 	}
 	res.outputs[tr.Name] = collected
-	tr.outputs = collected
 	tr.Outputs = valuesToAny(collected.Parameters)
 	tr.Artifacts = artifactSummaries(collected.Artifacts)
 	return nil
