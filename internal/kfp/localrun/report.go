@@ -30,6 +30,8 @@ type reportArtifact struct {
 	HTML                  string
 	Markdown              string
 	Link                  string
+	// Local is where a pvc:// artifact is in the folder standing for its claim.
+	Local string
 }
 
 type kv struct{ Key, Value string }
@@ -60,7 +62,11 @@ func WriteHTML(w io.Writer, res *Result) error {
 		tv := taskView{TaskResult: t, InputList: sortedKV(t.Inputs), OutputList: sortedKV(t.Outputs)}
 		for _, name := range sortedNames(t.Artifacts) {
 			for _, a := range t.Artifacts[name] {
-				tv.ArtifactList = append(tv.ArtifactList, viewArtifact(t.Name, name, a))
+				v := viewArtifact(t.Name, name, a)
+				if p, ok := res.ClaimPath(a.URI); ok {
+					v.Local = p
+				}
+				tv.ArtifactList = append(tv.ArtifactList, v)
 			}
 		}
 		tasks = append(tasks, tv)
@@ -261,14 +267,15 @@ iframe{width:100%;height:28em;border:1px solid #dadce0} pre{background:#f8f9fa;p
 <table><tr><th>name</th><th>value</th></tr>{{range .Params}}<tr><td>{{.Key}}</td><td>{{.Value}}</td></tr>{{end}}</table>
 {{range .Tasks}}
 <h2>{{.Name}} <span class="state {{.State}}">{{.State}}</span> {{if .Seconds}}<span class="muted">{{printf "%.1f" .Seconds}}s</span>{{end}}</h2>
-<div class="muted">component {{.Component}}{{if .Root}} · {{.Root}}{{end}}</div>
+<div class="muted">component {{.Component}}{{if .Root}} · {{.Root}}{{end}}{{if .LogFile}} · <a href="file://{{.LogFile}}">log</a>{{end}}</div>
+{{if .Notes}}<ul class="muted">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Error}}<p><b>Error:</b> {{.Error}}</p>{{end}}
 {{if .LogTail}}<h3>Last lines of its log</h3><pre>{{range .LogTail}}{{.}}
 {{end}}</pre>{{end}}
 {{if .InputList}}<details><summary>Inputs ({{len .InputList}})</summary><table>{{range .InputList}}<tr><td>{{.Key}}</td><td>{{.Value}}</td></tr>{{end}}</table></details>{{end}}
 {{if .OutputList}}<h3>Output parameters</h3><table>{{range .OutputList}}<tr><td>{{.Key}}</td><td>{{.Value}}</td></tr>{{end}}</table>{{end}}
 {{range .ArtifactList}}<div class="artifact"><h3>{{.Name}} <span class="muted">{{.Type}}</span></h3>
-<div class="muted">{{.URI}}</div>
+<div class="muted">{{.URI}}{{if .Local}} · on this machine {{.Local}}{{end}}</div>
 {{if .Metrics}}<table><tr><th>metric</th><th>value</th></tr>{{range .Metrics}}<tr><td>{{.Key}}</td><td class="num">{{.Value}}</td></tr>{{end}}</table>{{end}}
 {{with .Matrix}}{{$m := .}}<table class="cm"><tr><th>actual \ predicted</th>{{range .Labels}}<th>{{.}}</th>{{end}}</tr>
 {{range $i, $row := .Rows}}<tr><th>{{index $m.Labels $i}}</th>{{range $row}}<td>{{.}}</td>{{end}}</tr>{{end}}</table>{{end}}
