@@ -47,10 +47,7 @@ type Summary struct {
 
 // Summarize reads a run's outputs.
 func Summarize(res *localrun.Result) Summary {
-	s := Summary{State: res.State, Report: res.Report, SummaryFile: res.Summary}
-	for _, t := range res.Tasks {
-		s.Seconds += t.Seconds
-	}
+	s := Summary{State: res.State, Seconds: res.Seconds, Report: res.Report, SummaryFile: res.Summary}
 	if w, ok := res.Parameters["workers"]; ok {
 		s.Workers = format(w)
 	}
@@ -147,7 +144,7 @@ func (s Summary) Write(w io.Writer, keepServing bool) {
 	if s.Workers != "" {
 		fmt.Fprintf(w, " (1 Master + %s Workers)", s.Workers)
 	}
-	fmt.Fprintf(w, ", steps took %.1fs ==\n", s.Seconds)
+	fmt.Fprintf(w, " in %.1fs ==\n", s.Seconds)
 	line("accuracy", s.Accuracy)
 	line("rmse", s.RMSE)
 	if s.ConfusionMatrix != "" {

@@ -17,7 +17,7 @@ func TestSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(test, []byte("sepal_length,sepal_width,petal_length,petal_width,species\n5.1,3.5,1.4,0.2,0\n"), 0o644)
-	res := &localrun.Result{WorkDir: work, State: localrun.StateSucceeded, Report: "/r/report.html", Summary: "/r/summary.json",
+	res := &localrun.Result{WorkDir: work, State: localrun.StateSucceeded, Seconds: 8, Report: "/r/report.html", Summary: "/r/summary.json",
 		Parameters: map[string]any{"workers": 2.0, "pvc_name": "models"},
 		Tasks: []*localrun.TaskResult{
 			{Name: "prepare-data", Component: prepareData, Seconds: 1, Outputs: map[string]any{"test_path": "datasets/iris/test.csv", "label": "species"}},
@@ -35,7 +35,7 @@ func TestSummary(t *testing.T) {
 	var b bytes.Buffer
 	s.Write(&b, false)
 	out := b.String()
-	for _, want := range []string{"SUCCEEDED (1 Master + 2 Workers), steps took 8.0s", "accuracy   0.966667", "versicolor",
+	for _, want := range []string{"SUCCEEDED (1 Master + 2 Workers) in 8.0s", "accuracy   0.966667", "versicolor",
 		"model      " + filepath.Join(work, "pvc", "models", "models", "iris", "v1") + " (pvc://models/models/iris/v1)",
 		"endpoint   http://127.0.0.1:4000 (REST), 127.0.0.1:4001 (gRPC)", "latency    p50 0.8 ms, p99 2.5 ms over 60 calls",
 		`curl -s http://127.0.0.1:4000/v2/models/iris/infer -H 'Content-Type: application/json' -d '{"inputs":[{"data":[5.1,3.5,1.4,0.2],"datatype":"FP32","name":"input-0","shape":[1,4]}]}'`,

@@ -73,7 +73,7 @@ func WriteHTML(w io.Writer, res *Result) error {
 	}
 	return reportTemplate.Execute(w, map[string]any{
 		"Res": res, "Params": sortedKV(res.Parameters), "Tasks": tasks,
-		"Seconds": res.finishedAt.Sub(res.started).Seconds(),
+		"Seconds": res.Seconds,
 	})
 }
 

@@ -83,8 +83,10 @@ type Result struct {
 	Processes  []Process      `json:"processes,omitempty"`
 	State      string         `json:"state"`
 	Error      string         `json:"error,omitempty"`
-	Summary    string         `json:"summary_file"`
-	Report     string         `json:"report_file"`
+	// Seconds is the run's wall time, from reading the parameters to the last task's end.
+	Seconds    float64 `json:"seconds"`
+	Summary    string  `json:"summary_file"`
+	Report     string  `json:"report_file"`
 	outputs    map[string]*TaskOutputs
 	params     map[string]*structpb.Value
 	started    time.Time
@@ -234,6 +236,7 @@ func (r *runner) run(ctx context.Context) (res *Result, err error) {
 
 	runErr := r.runTasks(ctx, run, res)
 	res.finishedAt = time.Now()
+	res.Seconds = res.finishedAt.Sub(res.started).Seconds()
 	switch {
 	case runErr == nil:
 		res.State = StateSucceeded
