@@ -45,6 +45,9 @@ func TestUploadVersionRun(t *testing.T) {
 	if got := srv.Pipelines()[0].Versions[0]; string(got.Package) != string(pkg) || got.FileName != "xgboost-volcano.yaml" {
 		t.Errorf("the server got file %s with %d bytes, want the package's %d", got.FileName, len(got.Package), len(pkg))
 	}
+	if !srv.Pipelines()[0].Versions[0].HasPlatform {
+		t.Error("the server dropped the platform document")
+	}
 	if _, err := c.UploadPipeline(ctx, "xgboost-volcano.yaml", pkg, kfpapi.UploadOptions{Name: "xgboost-volcano"}); !kfpapi.IsConflict(err) {
 		t.Fatalf("second upload: %v, want a conflict", err)
 	}

@@ -13,13 +13,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
-
-	"github.com/gangboost/gangboost/pipelines"
 )
 
 // Pipeline and Version are what the server holds.
@@ -28,8 +27,9 @@ type Pipeline struct {
 	Versions                                      []*Version
 }
 
-// Version is one uploaded package.
+// Version is one uploaded package. HasPlatform is whether the server kept its platform document.
 type Version struct {
+	HasPlatform                        bool
 	ID, Name, DisplayName, Description string
 	Package                            []byte
 	FileName                           string
@@ -153,7 +153,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, version bool) {
 		uploadError(w, http.StatusBadRequest, "Failed to read a pipeline spec file", "unexpected file extension "+header.Filename)
 		return
 	}
-	parsed, err := pipelines.Parse(pkg)
+	spec, platform, err := ReadPackage(pkg)
 	if err != nil {
 		uploadError(w, http.StatusBadRequest, "Failed to read a pipeline spec file", err.Error())
 		return
@@ -171,9 +171,10 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, version bool) {
 		display = name
 	}
 	v := &Version{ID: s.id("version"), Name: name, DisplayName: display, Description: q.Get("description"), Package: pkg, FileName: header.Filename}
-	v.spec, _ = protojson.Marshal(parsed.Spec)
-	if len(parsed.Platform.GetPlatforms()) > 0 {
-		v.platform, _ = protojson.Marshal(parsed.Platform)
+	v.spec, _ = protojson.Marshal(spec)
+	if platform != nil {
+		v.platform, _ = protojson.Marshal(platform)
+		v.HasPlatform = true
 	}
 	if !version {
 		for _, p := range s.pipelines {
@@ -422,12 +423,19 @@ func checkParameters(spec json.RawMessage, params map[string]any) error {
 	if err := json.Unmarshal(spec, &s); err != nil {
 		return err
 	}
-	for name, v := range params {
-		def, ok := s.Root.InputDefinitions.Parameters[name]
-		if !ok {
-			return fmt.Errorf("parameter %s is not a parameter of the pipeline", name)
+	var extra []string
+	for name := range params {
+		if _, ok := s.Root.InputDefinitions.Parameters[name]; !ok {
+			extra = append(extra, name)
 		}
-		ok = false
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return fmt.Errorf("parameter(s) provided are not required by pipeline: %s", strings.Join(extra, ", "))
+	}
+	for name, v := range params {
+		def := s.Root.InputDefinitions.Parameters[name]
+		ok := false
 		switch def.ParameterType {
 		case "STRING":
 			_, ok = v.(string)
@@ -444,7 +452,7 @@ func checkParameters(spec json.RawMessage, params map[string]any) error {
 			_, ok = v.([]any)
 		}
 		if !ok {
-			return fmt.Errorf("parameter %s: %#v is not a %s", name, v, def.ParameterType)
+			return fmt.Errorf("input parameter %s requires type %s, but the parameter value %v is not of that type", name, def.ParameterType, v)
 		}
 	}
 	return nil
