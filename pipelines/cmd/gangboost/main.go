@@ -302,8 +302,16 @@ func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return fail(stderr, err)
 	}
+	if len(v.PipelineSpec) == 0 {
+		// A listing may leave the spec out; the version itself carries it.
+		if full, err := c.GetVersion(ctx, *pipelineID, v.PipelineVersionID); err == nil {
+			v = full
+		}
+	}
 	var types map[string]string
-	if len(v.PipelineSpec) > 0 {
+	if len(v.PipelineSpec) == 0 {
+		fmt.Fprintf(stderr, "gangboost: version %s has no pipeline_spec; parameters are typed by their look (3 is a number, x a string)\n", v.PipelineVersionID)
+	} else {
 		if types, err = kfpapi.ParameterTypes(v.PipelineSpec); err != nil {
 			return fail(stderr, fmt.Errorf("version %s: %w", v.PipelineVersionID, err))
 		}

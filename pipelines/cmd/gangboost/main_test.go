@@ -177,6 +177,16 @@ func TestRun(t *testing.T) {
 	if code, _, errs := gangboost(t, "pipeline", "run", "--pipeline-id", p.ID, "--version-id", p.Versions[0].ID, "--host", srv.URL); code != 0 {
 		t.Errorf("--pipeline-id --version-id: exit %d: %s", code, errs)
 	}
+
+	// A listing without the spec: the version is fetched to type the parameters.
+	srv.ListsWithoutSpec = true
+	if code, _, errs := gangboost(t, "pipeline", "run", "--host", srv.URL, "--param", "max_depth=5"); code != 0 {
+		t.Fatalf("run with a spec-less listing: exit %d: %s", code, errs)
+	}
+	runs = srv.Runs()
+	if got, _ := json.Marshal(runs[len(runs)-1]["runtime_config"]); string(got) != `{"parameters":{"max_depth":"5"}}` {
+		t.Errorf("runtime_config %s", got)
+	}
 }
 
 func TestUsage(t *testing.T) {

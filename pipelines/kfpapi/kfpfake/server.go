@@ -48,6 +48,9 @@ type Server struct {
 	*httptest.Server
 	// Token, when set, is the bearer token every request must carry.
 	Token string
+	// ListsWithoutSpec makes version listings leave pipeline_spec out (GET of one version
+	// still has it).
+	ListsWithoutSpec bool
 
 	mu        sync.Mutex
 	pipelines []*Pipeline
@@ -314,7 +317,11 @@ func (s *Server) listVersions(w http.ResponseWriter, r *http.Request, id string)
 	list := []any{}
 	for _, v := range vs {
 		if !filtered || v.Name == name {
-			list = append(list, versionJSON(p, v))
+			j := versionJSON(p, v)
+			if s.ListsWithoutSpec {
+				delete(j, "pipeline_spec")
+			}
+			list = append(list, j)
 		}
 	}
 	if q.Get("page_size") == "1" && len(list) > 1 {
