@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // pipelinePlaceholders are the values KFP's driver replaces in a task input constant, and only
@@ -130,6 +131,17 @@ func Check(p *Package) []error {
 		bad("tasks form a cycle: %s", strings.Join(cycle, " -> "))
 	}
 
+	// A step told the claim's name must see the claim: its executor mounts it.
+	for _, taskName := range sortedKeys(dag.GetTasks()) {
+		task := dag.GetTasks()[taskName]
+		if task.GetInputs().GetParameters()[claimInput] == nil {
+			continue
+		}
+		exec := spec.GetComponents()[task.GetComponentRef().GetName()].GetExecutorLabel()
+		if len(p.Kubernetes[exec].GetPvcMount()) == 0 {
+			bad("task %s takes the claim (%s) but executor %s mounts no claim", taskName, claimInput, exec)
+		}
+	}
 	for _, exec := range sortedKeys(p.Kubernetes) {
 		if executors[exec] == nil {
 			bad("platform document: executor %s is not in deploymentSpec.executors", exec)
@@ -171,9 +183,7 @@ func checkClaimTasks(spec *pipelinespec.PipelineSpec, exec, param, mountPath str
 
 // checkContainer: only {{$}} is replaced inside command; args placeholders name the component's
 // own inputs and outputs; the image has none.
-func checkContainer(name string, comp *pipelinespec.ComponentSpec, container interface {
-	AsMap() map[string]any
-}, bad func(string, ...any)) {
+func checkContainer(name string, comp *pipelinespec.ComponentSpec, container *structpb.Struct, bad func(string, ...any)) {
 	if container == nil {
 		bad("component %s: executor has no container", name)
 		return

@@ -153,6 +153,7 @@ func TestCheckCatches(t *testing.T) {
 		{"step looks elsewhere than the mount", func(p *Package) {
 			p.Kubernetes["exec-evaluate"].PvcMount[0].MountPath = "/data"
 		}, "pvc_mount_path is \"/mnt/pvc\" but the claim is mounted at /data"},
+		{"step without its mount", func(p *Package) { delete(p.Kubernetes, "exec-prepare-data") }, "task prepare-data takes the claim (pvc_name) but executor exec-prepare-data mounts no claim"},
 		{"default of the wrong type", func(p *Package) {
 			p.Spec.Root.InputDefinitions.Parameters["workers"].DefaultValue = structpb.NewStringValue("2")
 		}, "pipeline parameter workers default"},
