@@ -283,11 +283,20 @@ func apiError(method, path string, status int, body []byte) error {
 	}
 	if json.Unmarshal(body, &fields) == nil {
 		e.Code = fields.Code
-		for _, m := range []string{fields.Message, fields.Error, fields.ErrorMessage, fields.ErrorDetails} {
+		for _, m := range []string{fields.Message, fields.Error, fields.ErrorMessage} {
 			if m != "" {
 				e.Message = m
 				break
 			}
+		}
+	}
+	// The upload endpoints' details are the error with its stack (%+v): its first line names
+	// what was wrong.
+	if d, _, _ := strings.Cut(strings.TrimSpace(fields.ErrorDetails), "\n"); d != "" && !strings.Contains(e.Message, d) {
+		if strings.HasPrefix(d, e.Message) {
+			e.Message = d
+		} else {
+			e.Message += ": " + d
 		}
 	}
 	if e.Message == "" {

@@ -112,7 +112,7 @@ func TestErrors(t *testing.T) {
 	}
 	c.Token = "right"
 	_, err = c.UploadPipeline(ctx, "p.txt", committed(t), kfpapi.UploadOptions{})
-	if !errors.As(err, &e) || e.Status != 400 || !strings.Contains(err.Error(), "Failed to read a pipeline spec file") {
+	if !errors.As(err, &e) || e.Status != 400 || !strings.Contains(err.Error(), "Failed to read a pipeline spec file: unexpected file extension p.txt") {
 		t.Errorf("bad file name: %v", err)
 	}
 	_, err = c.UploadPipeline(ctx, "p.yaml", []byte("pipelineInfo:\n  name: x\n  nope: 1\n"), kfpapi.UploadOptions{})

@@ -19,7 +19,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -214,7 +213,9 @@ func upload(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		sum := sha256.Sum256(pkg)
 		*versionName = version.Version + "-" + hex.EncodeToString(sum[:])[:12]
 	}
-	fileName := filepath.Base(file)
+	// The server picks the parser by the part's file name; the package is YAML whatever the
+	// local file is called.
+	fileName := *name + ".yaml"
 
 	existing, err := c.FindPipeline(ctx, *name, s.namespace)
 	if err != nil {

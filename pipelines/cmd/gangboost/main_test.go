@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,5 +211,25 @@ func TestUsage(t *testing.T) {
 		if code != c.code || !strings.Contains(out+errs, c.want) {
 			t.Errorf("%v: exit %d (want %d): %s%s; want %q", c.args, code, c.code, out, errs, c.want)
 		}
+	}
+}
+
+// TestServerErrors: the API server's error bodies become one clear line naming the call.
+func TestServerErrors(t *testing.T) {
+	noTokenFile(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/apis/v2beta1/pipelines":
+			w.Write([]byte(`{}`)) // no pipelines: gRPC-gateway leaves empty fields out
+		case "/apis/v2beta1/pipelines/upload":
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte(`{"error_message":"Failed to create a pipeline and a pipeline version","error_details":"Failed to create a pipeline and a pipeline version: InternalServerError: database is locked\ngithub.com/kubeflow/pipelines/backend/src/apiserver/resource.(*ResourceManager).CreatePipelineAndPipelineVersion\n\t/go/src/resource_manager.go:412"}`))
+		}
+	}))
+	defer srv.Close()
+	code, _, errs := gangboost(t, "pipeline", "upload", "--host", srv.URL, pkgFile)
+	want := "gangboost: KFP API POST /apis/v2beta1/pipelines/upload: 500 Internal Server Error: Failed to create a pipeline and a pipeline version: InternalServerError: database is locked\n"
+	if code != 1 || errs != want {
+		t.Errorf("exit %d, stderr %q; want %q", code, errs, want)
 	}
 }
