@@ -39,6 +39,21 @@ build: deps
 	$(GO) build -o $(BIN)/gangboost-train ./components/xgboost-trainer
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/launch-xgboostjob ./components/launch-xgboostjob
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost ./pipelines/cmd/gangboost
+
+# The pipeline package: pipelines/xgboost-volcano.yaml is what the Go code in pipelines/ builds
+# (go test ./pipelines fails when they differ).
+.PHONY: compile-pipeline upload-pipeline
+KFP_HOST ?=
+## compile-pipeline: regenerate pipelines/xgboost-volcano.yaml with bin/gangboost
+compile-pipeline:
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost ./pipelines/cmd/gangboost
+	$(BIN)/gangboost pipeline compile -o pipelines/xgboost-volcano.yaml
+
+## upload-pipeline: KFP_HOST=<url> [KFP_TOKEN=...]: upload the package to Kubeflow Pipelines (a new version when it exists)
+upload-pipeline: compile-pipeline
+	$(BIN)/gangboost pipeline upload $(if $(KFP_HOST),--host $(KFP_HOST)) pipelines/xgboost-volcano.yaml
 
 # Container images without a Docker daemon or a base image pull: gangboost-runtime (FROM scratch)
 # and gangboost (trainer + components on a root of Debian packages), as OCI archives in dist/.
