@@ -12,7 +12,7 @@ VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
 export VERSION REGISTRY
 
-.PHONY: all help deps build images push cluster-tools test test-e2e bench fuzz load-test proto clean \
+.PHONY: all help deps build images push cluster-tools cluster-up test test-e2e bench fuzz load-test proto clean \
 	install-volcano verify-volcano configure-training-operator deploy-runtime deploy-example \
 	status logs describe-job port-forward clean-app clean-all
 
@@ -75,6 +75,12 @@ push: images
 ## cluster-tools: build the test control plane's binaries into the cache
 cluster-tools: deps
 	$(GO) run ./test/cluster/cmd/build-tools
+
+# The test control plane with gangboost installed (namespace, claim, RBAC, ClusterServingRuntimes),
+# its pods run as local processes: watch XGBoostJobs, PodGroups and InferenceServices with kubectl.
+## cluster-up: start the test control plane with gangboost installed, until Ctrl-C
+cluster-up: build cluster-tools
+	$(GO) run ./test/cluster/cmd/gangboost-cluster --kubeconfig $(CURDIR)/.gangboost-cluster.kubeconfig
 
 # CI=true: a control plane that cannot start fails the e2e tests instead of skipping them.
 ## test: run every test tier (installs what it needs)
