@@ -96,3 +96,19 @@ func TestNiceTicks(t *testing.T) {
 		}
 	}
 }
+
+// TestLearningCurve: one chart per metric, each with the train and eval lines.
+func TestLearningCurve(t *testing.T) {
+	p := string(LearningCurve("iris v1", map[string][]float64{
+		"eval-mlogloss": {0.9, 0.5}, "train-mlogloss": {0.8, 0.4}, "eval-merror": {0.1, 0.05}, "train-merror": {0.05, 0},
+	}, [2]string{"rounds", "2"}))
+	if n := strings.Count(p, "<svg"); n != 2 {
+		t.Errorf("%d charts, want 2 (merror, mlogloss)", n)
+	}
+	if strings.Count(p, "<polyline") != 4 || strings.Index(p, ">merror<") > strings.Index(p, ">mlogloss<") {
+		t.Errorf("page:\n%s", p)
+	}
+	if !strings.Contains(string(LearningCurve("none", nil)), "no metrics") {
+		t.Error("an empty run does not say so")
+	}
+}
