@@ -6,7 +6,7 @@ BIN := $(CURDIR)/bin
 export GONOSUMDB := github.com/kubeflow/pipelines
 export GANGBOOST_BIN_DIR := $(BIN)
 
-BINARIES := gangboost-train gangboost-runtime launch-xgboostjob
+BINARIES := gangboost-train gangboost-runtime launch-xgboostjob prepare-data evaluate
 # The one version every image tag, manifest and component spec carries (a test checks).
 VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
@@ -39,6 +39,8 @@ build: deps
 	$(GO) build -o $(BIN)/gangboost-train ./components/xgboost-trainer
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/launch-xgboostjob ./components/launch-xgboostjob
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/prepare-data ./components/prepare-data
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/evaluate ./components/evaluate
 
 # Container images without a Docker daemon or a base image pull: gangboost-runtime (FROM scratch)
 # and gangboost (trainer + components on a root of Debian packages), as OCI archives in dist/.
