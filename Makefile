@@ -86,6 +86,7 @@ FUZZTIME ?= 10s
 FUZZ_TARGETS := ./runtime/v2:FuzzDecodeJSONData ./runtime/v2:FuzzDecodeBinaryData ./runtime/v2:FuzzParseInferRequest \
 	./runtime/v2:FuzzSanitizeNonFinite ./runtime/rest:FuzzInferBody ./internal/forest:FuzzParse \
 	./internal/dataset:FuzzLoadCSV ./internal/dataset:FuzzLoadLibSVM ./internal/tracker:FuzzReadHello
+FUZZ_TARGETS += ./internal/evaluate:FuzzDecodeResponse
 ## fuzz: run every fuzz target for FUZZTIME
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \

@@ -305,11 +305,12 @@ func decodeResponse(body []byte, jsonLength string) (map[string]Tensor, error) {
 	}
 	out := make(map[string]Tensor, len(r.Outputs))
 	for _, o := range r.Outputs {
-		count := int64(1)
-		for _, s := range o.Shape {
-			count *= s
+		// The shape is the server's word only: the values are sized from the bytes that came.
+		count, ok := elements(o.Shape)
+		if !ok {
+			return nil, fmt.Errorf("output %s: shape %v is not a tensor shape", o.Name, o.Shape)
 		}
-		t := Tensor{Shape: o.Shape, Datatype: o.Datatype, Values: make([]float64, 0, count)}
+		t := Tensor{Shape: o.Shape, Datatype: o.Datatype}
 		if raw, ok := o.Parameters[paramBinaryDataSize]; ok {
 			size, err := strconv.Atoi(string(raw))
 			if err != nil || size < 0 || size > len(blobs) {
@@ -321,6 +322,7 @@ func decodeResponse(body []byte, jsonLength string) (map[string]Tensor, error) {
 			}
 			t.Values, blobs = vals, blobs[size:]
 		} else {
+			t.Values = make([]float64, 0, len(o.Data))
 			for _, v := range o.Data {
 				f, err := parseNumber(v, o.Datatype)
 				if err != nil {
@@ -335,6 +337,19 @@ func decodeResponse(body []byte, jsonLength string) (map[string]Tensor, error) {
 		out[o.Name] = t
 	}
 	return out, nil
+}
+
+// elements is the element count of a shape; false for a negative dimension or a count beyond
+// what any answer could hold.
+func elements(shape []int64) (int64, bool) {
+	n := int64(1)
+	for _, d := range shape {
+		if d < 0 || (d > 0 && n > (1<<40)/d) {
+			return 0, false
+		}
+		n *= d
+	}
+	return n, true
 }
 
 // parseNumber reads one JSON element: FP32 text as float32 (the server writes each float32's
