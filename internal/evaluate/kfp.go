@@ -67,14 +67,21 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
 			errs = append(errs, fmt.Errorf("unknown input parameter %q (the component's inputs are in component.yaml)", name))
 		}
 	}
+	// declared keeps what this code reads and what component.yaml declares the same list.
+	declared := func(name string) string {
+		if !known[name] {
+			errs = append(errs, fmt.Errorf("reads input %q, which component.yaml does not declare", name))
+		}
+		return name
+	}
 	str := func(name, def string) string {
-		v, err := e.String(name, def)
+		v, err := e.String(declared(name), def)
 		errs = append(errs, err)
 		return v
 	}
-	tolerance, err := e.Float("tolerance", 0.02)
+	tolerance, err := e.Float(declared("tolerance"), 0.02)
 	errs = append(errs, err)
-	timeout, err := e.Int("timeout_seconds", 120)
+	timeout, err := e.Int(declared("timeout_seconds"), 120)
 	errs = append(errs, err)
 	o := Options{
 		URL: str("url", ""), Model: str("model_name", ""), TestPath: str("test_path", ""), Label: str("label", ""),

@@ -60,14 +60,21 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, fetch Fetcher, log io.Wri
 			errs = append(errs, fmt.Errorf("unknown input parameter %q (the component's inputs are in component.yaml)", name))
 		}
 	}
+	// declared keeps what this code reads and what component.yaml declares the same list.
+	declared := func(name string) string {
+		if !known[name] {
+			errs = append(errs, fmt.Errorf("reads input %q, which component.yaml does not declare", name))
+		}
+		return name
+	}
 	str := func(name, def string) string {
-		v, err := e.String(name, def)
+		v, err := e.String(declared(name), def)
 		errs = append(errs, err)
 		return v
 	}
-	fraction, err := e.Float("test_fraction", 0.2)
+	fraction, err := e.Float(declared("test_fraction"), 0.2)
 	errs = append(errs, err)
-	seed, err := e.Int("seed", 42)
+	seed, err := e.Int(declared("seed"), 42)
 	errs = append(errs, err)
 	o := Options{
 		Dataset: str("dataset", "iris"), Name: str("name", "iris"), Label: str("label", ""),
