@@ -172,11 +172,35 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		s.Regression = &Regression{}
 	}
 
-	protocols := []bool{o.Protocol == ProtocolBinary}
-	if o.Protocol == ProtocolBoth {
+	if err := s.send(ctx, c, m, outputs, actual, k, o.BatchRows, log); err != nil {
+		return nil, err
+	}
+
+	if md != nil {
+		s.Checks = Compare(md, s, o.Tolerance)
+		if len(s.Checks) == 0 {
+			s.Notes = append(s.Notes, fmt.Sprintf("%s/%s records no evaluation metric to compare with (merror, error, mlogloss, logloss or rmse on an eval set)", s.ModelDir, modeldir.MetadataFile))
+		}
+		var failed []Check
+		for _, ch := range s.Checks {
+			fmt.Fprintf(log, "compare with the trainer: %s\n", ch)
+			if !ch.OK {
+				failed = append(failed, ch)
+			}
+		}
+		if len(failed) > 0 && o.Tolerance >= 0 {
+			return s, &DisagreementError{ModelDir: s.ModelDir, TestPath: o.TestPath, Tolerance: o.Tolerance, Failed: failed}
+		}
+	}
+	return s, nil
+}
+
+// send posts the test rows in batches, each batch once per protocol, and counts the answers.
+func (s *Summary) send(ctx context.Context, c *Client, m *dataset.Matrix, outputs []string, actual []float64, k, batch int, log io.Writer) error {
+	protocols := []bool{s.Protocol == ProtocolBinary}
+	if s.Protocol == ProtocolBoth {
 		protocols = []bool{false, true}
 	}
-	batch := o.BatchRows
 	if batch <= 0 {
 		batch = DefaultBatchRows
 	}
@@ -202,39 +226,22 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(answers) == 2 {
 			if err := sameAnswers(answers[0], answers[1], outputs, start); err != nil {
-				return nil, fmt.Errorf("model %s at %s: JSON and binary answers differ: %w", o.Model, o.URL, err)
+				return fmt.Errorf("model %s at %s: JSON and binary answers differ: %w", s.Model, s.URL, err)
 			}
 		}
 		if err := s.add(answers[0], actual[start:start+n], n, k); err != nil {
-			return nil, fmt.Errorf("model %s at %s, rows %d-%d: %w", o.Model, o.URL, start+1, start+n, err)
+			return fmt.Errorf("model %s at %s, rows %d-%d: %w", s.Model, s.URL, start+1, start+n, err)
 		}
 		start += n
 	}
 	s.BatchRows = batch
-	fmt.Fprintf(log, "sent %d rows in %d calls (%s, up to %d rows each): p50 %s, p99 %s\n", s.Rows, s.Calls(), o.Protocol, batch,
+	fmt.Fprintf(log, "sent %d rows in %d calls (%s, up to %d rows each): p50 %s, p99 %s\n", s.Rows, s.Calls(), s.Protocol, batch,
 		Percentile(s.Latencies, 50).Round(time.Microsecond), Percentile(s.Latencies, 99).Round(time.Microsecond))
-
-	if md != nil {
-		s.Checks = Compare(md, s, o.Tolerance)
-		if len(s.Checks) == 0 {
-			s.Notes = append(s.Notes, fmt.Sprintf("%s/%s records no evaluation metric to compare with (merror, error, mlogloss, logloss or rmse on an eval set)", s.ModelDir, modeldir.MetadataFile))
-		}
-		var failed []Check
-		for _, ch := range s.Checks {
-			fmt.Fprintf(log, "compare with the trainer: %s\n", ch)
-			if !ch.OK {
-				failed = append(failed, ch)
-			}
-		}
-		if len(failed) > 0 && o.Tolerance >= 0 {
-			return s, &DisagreementError{ModelDir: s.ModelDir, TestPath: o.TestPath, Tolerance: o.Tolerance, Failed: failed}
-		}
-	}
-	return s, nil
+	return nil
 }
 
 func (s *Summary) add(a map[string]Tensor, actual []float64, n, k int) error {
