@@ -100,16 +100,17 @@ func HeatMap(title string, labels []string, counts [][]int) string {
 	if k > 12 {
 		cell = max(14, 576/k)
 	}
-	left, top := 120, 64
-	w, h := left+cell*k+24, top+cell*k+40
+	// Column labels are written at a slant so names longer than a cell stay readable.
+	left, top := 120, 110
+	w, h := left+cell*k+96, top+cell*k+24
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s" font-family="sans-serif" font-size="12">`,
 		w, h, w, h, esc(title))
 	fmt.Fprintf(&b, `<text x="8" y="18" font-size="14" font-weight="bold">%s</text>`, esc(title))
-	fmt.Fprintf(&b, `<text x="%d" y="36" text-anchor="middle">predicted</text>`, left+cell*k/2)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">predicted</text>`, left+cell*k/2, top+cell*k+18)
 	fmt.Fprintf(&b, `<text transform="translate(14 %d) rotate(-90)" text-anchor="middle">actual</text>`, top+cell*k/2)
 	for j, l := range labels {
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`, left+cell*j+cell/2, top-8, esc(clip(l, cell/7)))
+		fmt.Fprintf(&b, `<text transform="translate(%d %d) rotate(-45)">%s</text>`, left+cell*j+cell/2, top-6, esc(clip(l, 16)))
 	}
 	for i, l := range labels {
 		total := 0
