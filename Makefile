@@ -6,7 +6,7 @@ BIN := $(CURDIR)/bin
 export GONOSUMDB := github.com/kubeflow/pipelines
 export GANGBOOST_BIN_DIR := $(BIN)
 
-BINARIES := gangboost-train gangboost-runtime launch-xgboostjob
+BINARIES := gangboost-train gangboost-runtime launch-xgboostjob prepare-data evaluate
 # The one version every image tag, manifest and component spec carries (a test checks).
 VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
@@ -40,6 +40,8 @@ build: deps
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/launch-xgboostjob ./components/launch-xgboostjob
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost ./pipelines/cmd/gangboost
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/prepare-data ./components/prepare-data
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/evaluate ./components/evaluate
 
 # The pipeline package: pipelines/xgboost-volcano.yaml is what the Go code in pipelines/ builds
 # (go test ./pipelines fails when they differ).
@@ -105,6 +107,7 @@ FUZZTIME ?= 10s
 FUZZ_TARGETS := ./runtime/v2:FuzzDecodeJSONData ./runtime/v2:FuzzDecodeBinaryData ./runtime/v2:FuzzParseInferRequest \
 	./runtime/v2:FuzzSanitizeNonFinite ./runtime/rest:FuzzInferBody ./internal/forest:FuzzParse \
 	./internal/dataset:FuzzLoadCSV ./internal/dataset:FuzzLoadLibSVM ./internal/tracker:FuzzReadHello
+FUZZ_TARGETS += ./internal/evaluate:FuzzDecodeResponse
 ## fuzz: run every fuzz target for FUZZTIME
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \
