@@ -1,0 +1,183 @@
+package kube
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gangboost/gangboost/internal/deploy"
+)
+
+func irisService() *deploy.Service {
+	return &deploy.Service{
+		Name: "iris", Namespace: "kubeflow-user", ModelURI: "pvc://gangboost-models/models/iris/v2",
+		Claim: "gangboost-models", ModelPath: "models/iris/v2", MountPath: "/mnt/pvc",
+		Runtime: "gangboost-xgboost", ProtocolVersion: "v2", CPU: "500m", Memory: "1Gi",
+		MinReplicas: 1, MaxReplicas: 3, Timeout: time.Minute, RunID: "0b7c3f8e",
+	}
+}
+
+// The InferenceService of the component's inputs, as the typed KServe API sees it.
+func TestInferenceService(t *testing.T) {
+	isvc, err := InferenceService(irisService())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := isvc.Spec.Predictor.Model
+	if m == nil || m.ModelFormat.Name != "xgboost" || *m.Runtime != "gangboost-xgboost" || string(*m.ProtocolVersion) != "v2" ||
+		*m.StorageURI != "pvc://gangboost-models/models/iris/v2" {
+		t.Fatalf("predictor.model = %+v", m)
+	}
+	// What KServe's controller reads: the model spec's runtime, protocol and storage URI.
+	if got := m.GetProtocol(); got != "v2" {
+		t.Errorf("protocol = %s", got)
+	}
+	if got := m.GetStorageUri(); got == nil || *got != "pvc://gangboost-models/models/iris/v2" {
+		t.Errorf("storage URI = %v", got)
+	}
+	for _, rl := range []corev1.ResourceList{m.Resources.Requests, m.Resources.Limits} {
+		if cpu := rl[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("0.5")) != 0 {
+			t.Errorf("cpu = %s", cpu.String())
+		}
+		if mem := rl[corev1.ResourceMemory]; mem.Cmp(resource.MustParse("1024Mi")) != 0 {
+			t.Errorf("memory = %s", mem.String())
+		}
+	}
+	ext := isvc.Spec.Predictor.ComponentExtensionSpec
+	if ext.MinReplicas == nil || *ext.MinReplicas != 1 || ext.MaxReplicas != 3 {
+		t.Errorf("replicas = %v-%d", ext.MinReplicas, ext.MaxReplicas)
+	}
+	if isvc.Annotations[ModelURIAnnotation] != "pvc://gangboost-models/models/iris/v2" || isvc.Annotations[RunIDAnnotation] != "0b7c3f8e" ||
+		isvc.Labels[ManagedByLabel] != ManagedBy {
+		t.Errorf("metadata = %+v", isvc.ObjectMeta)
+	}
+	s := irisService()
+	s.RunID = ""
+	isvc, _ = InferenceService(s)
+	if _, ok := isvc.Annotations[RunIDAnnotation]; ok {
+		t.Error("an empty run_id is recorded")
+	}
+}
+
+// The server-side apply request holds exactly the fields the component sets: no status, no
+// empty container name, no creationTimestamp.
+func TestApplyConfiguration(t *testing.T) {
+	isvc, err := InferenceService(irisService())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := ApplyConfiguration(isvc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := yaml.Marshal(u.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  annotations:
+    gangboost.dev/model-uri: pvc://gangboost-models/models/iris/v2
+    gangboost.dev/run-id: 0b7c3f8e
+  labels:
+    app.kubernetes.io/managed-by: gangboost-deploy-inferenceservice
+    app.kubernetes.io/part-of: gangboost
+  name: iris
+  namespace: kubeflow-user
+spec:
+  predictor:
+    maxReplicas: 3
+    minReplicas: 1
+    model:
+      modelFormat:
+        name: xgboost
+      protocolVersion: v2
+      resources:
+        limits:
+          cpu: 500m
+          memory: 1Gi
+        requests:
+          cpu: 500m
+          memory: 1Gi
+      runtime: gangboost-xgboost
+      storageUri: pvc://gangboost-models/models/iris/v2
+`
+	if string(got) != want {
+		t.Errorf("apply configuration:\n%s\nwant:\n%s", got, want)
+	}
+	// It is still an InferenceService to the typed API (strictly: no unknown field).
+	b, _ := json.Marshal(u.Object)
+	var back v1beta1.InferenceService
+	if err := yaml.UnmarshalStrict(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if *back.Spec.Predictor.Model.StorageURI != *isvc.Spec.Predictor.Model.StorageURI {
+		t.Errorf("round trip: %+v", back.Spec.Predictor.Model)
+	}
+}
+
+func TestServesApplied(t *testing.T) {
+	s := irisService()
+	w := &watcher{s: s}
+	pod := func(uri, cpu, mem string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "iris-predictor-1", Annotations: map[string]string{SourceURIAnnotation: uri}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: ContainerName, Resources: corev1.ResourceRequirements{
+				Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}},
+		}
+	}
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		{pod(s.ModelURI, "0.5", "1024Mi"), true},
+		{pod("pvc://gangboost-models/models/iris/v1", "500m", "1Gi"), false},
+		{pod(s.ModelURI, "1", "1Gi"), false},
+	} {
+		if got := w.servesApplied(tc.pod); got != tc.want {
+			t.Errorf("servesApplied(%s, %v) = %v, want %v", tc.pod.Annotations[SourceURIAnnotation], tc.pod.Spec.Containers[0].Resources.Limits, got, tc.want)
+		}
+	}
+}
+
+// KServe's lastFailureInfo carries the runtime's termination message; it is shown whole.
+func TestModelStatusLine(t *testing.T) {
+	ms := &v1beta1.ModelStatus{
+		TransitionStatus:    v1beta1.BlockedByFailedLoad,
+		ModelRevisionStates: &v1beta1.ModelRevisionStates{ActiveModelState: "", TargetModelState: v1beta1.FailedToLoad},
+		LastFailureInfo: &v1beta1.FailureInfo{Reason: v1beta1.ModelLoadFailed, ExitCode: 1,
+			Message: "load model iris: no model file in /mnt/models\n"},
+		ModelCopies: &v1beta1.ModelCopies{FailedCopies: 1},
+	}
+	got := modelStatus(ms)
+	for _, want := range []string{"transitionStatus BlockedByFailedLoad", "targetModelState FailedToLoad", "ModelLoadFailed (exit code 1): load model iris: no model file in /mnt/models"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+}
+
+func TestRelevantEvents(t *testing.T) {
+	at := func(s int) metav1.Time { return metav1.NewTime(time.Unix(1700000000+int64(s), 0)) }
+	evs := []corev1.Event{
+		{InvolvedObject: corev1.ObjectReference{Name: "iris-predictor-5d9c-abcde"}, LastTimestamp: at(3), Message: "pod"},
+		{InvolvedObject: corev1.ObjectReference{Name: "iris"}, LastTimestamp: at(1), Message: "isvc"},
+		{InvolvedObject: corev1.ObjectReference{Name: "iris2-predictor-x"}, LastTimestamp: at(2), Message: "other service"},
+		{InvolvedObject: corev1.ObjectReference{Name: "iris-predictor"}, LastTimestamp: at(2), Message: "deployment"},
+	}
+	var got []string
+	for _, ev := range relevantEvents(evs, "iris") {
+		got = append(got, ev.Message)
+	}
+	if strings.Join(got, ",") != "isvc,deployment,pod" {
+		t.Errorf("relevant events = %v", got)
+	}
+}
