@@ -167,17 +167,37 @@ func TestModelStatusLine(t *testing.T) {
 
 func TestRelevantEvents(t *testing.T) {
 	at := func(s int) metav1.Time { return metav1.NewTime(time.Unix(1700000000+int64(s), 0)) }
+	ev := func(kind, name, typ string, sec int, msg string) corev1.Event {
+		return corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: kind, Name: name}, Type: typ, LastTimestamp: at(sec), Message: msg}
+	}
 	evs := []corev1.Event{
-		{InvolvedObject: corev1.ObjectReference{Name: "iris-predictor-5d9c-abcde"}, LastTimestamp: at(3), Message: "pod"},
-		{InvolvedObject: corev1.ObjectReference{Name: "iris"}, LastTimestamp: at(1), Message: "isvc"},
-		{InvolvedObject: corev1.ObjectReference{Name: "iris2-predictor-x"}, LastTimestamp: at(2), Message: "other service"},
-		{InvolvedObject: corev1.ObjectReference{Name: "iris-predictor"}, LastTimestamp: at(2), Message: "deployment"},
+		ev("Pod", "iris-predictor-5d9c-abcde", corev1.EventTypeWarning, 4, "unhealthy"),
+		ev("Pod", "iris-predictor-5d9c-abcde", corev1.EventTypeNormal, 3, "scheduled"),
+		ev("InferenceService", "iris", corev1.EventTypeWarning, 1, "isvc"),
+		ev("InferenceService", "iris", corev1.EventTypeWarning, 1, "Operation cannot be fulfilled: the object has been modified; please apply your changes"),
+		ev("InferenceService", "iris", corev1.EventTypeNormal, 1, "normal isvc"),
+		ev("Pod", "iris2-predictor-x", corev1.EventTypeWarning, 2, "other service"),
+		ev("ReplicaSet", "iris-predictor-5d9c", corev1.EventTypeWarning, 2, "quota"),
+		ev("Endpoints", "iris-predictor", corev1.EventTypeWarning, 2, "endpoints"),
+		ev("HorizontalPodAutoscaler", "iris-predictor", corev1.EventTypeWarning, 2, "metrics"),
 	}
 	var got []string
 	for _, ev := range relevantEvents(evs, "iris") {
 		got = append(got, ev.Message)
 	}
-	if strings.Join(got, ",") != "isvc,deployment,pod" {
+	if strings.Join(got, ",") != "isvc,quota,scheduled,unhealthy" {
 		t.Errorf("relevant events = %v", got)
+	}
+}
+
+func TestConditionLine(t *testing.T) {
+	for _, tc := range []struct{ reason, message, want string }{
+		{"", "", "Ready=False"},
+		{"Predictor ingress not created", "", "Ready=False Predictor ingress not created"},
+		{"MinimumReplicasUnavailable", "Deployment does not have minimum availability.", "Ready=False MinimumReplicasUnavailable: Deployment does not have minimum availability."},
+	} {
+		if got := conditionLine("Ready", "False", tc.reason, tc.message); got != tc.want {
+			t.Errorf("conditionLine = %q, want %q", got, tc.want)
+		}
 	}
 }

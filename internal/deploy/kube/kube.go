@@ -242,10 +242,7 @@ func (w *watcher) observe(ctx context.Context) (bool, error) {
 	conds := append([]apis.Condition(nil), isvc.Status.Conditions...)
 	sort.Slice(conds, func(i, j int) bool { return conds[i].Type < conds[j].Type })
 	for _, c := range conds {
-		line := fmt.Sprintf("%s=%s", c.Type, c.Status)
-		if c.Reason != "" || c.Message != "" {
-			line += fmt.Sprintf(" %s: %s", c.Reason, c.Message)
-		}
+		line := conditionLine(c.Type, c.Status, c.Reason, c.Message)
 		if w.conditions[c.Type] != line {
 			w.conditions[c.Type] = line
 			w.progress("condition " + line)
@@ -447,7 +444,7 @@ func (b *Backend) Describe(ctx context.Context, s *deploy.Service) string {
 	} else {
 		fmt.Fprintf(&out, "InferenceService %s/%s (storageUri %s):\n", s.Namespace, s.Name, storageURI(&isvc))
 		for _, c := range isvc.Status.Conditions {
-			fmt.Fprintf(&out, "  condition %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+			fmt.Fprintf(&out, "  condition %s\n", conditionLine(c.Type, c.Status, c.Reason, c.Message))
 		}
 		if m := modelStatus(&isvc.Status.ModelStatus); m != "" {
 			fmt.Fprintf(&out, "  modelStatus: %s\n", m)
@@ -498,7 +495,7 @@ func describePod(out *strings.Builder, p *corev1.Pod) {
 		if c.Status == corev1.ConditionTrue {
 			continue
 		}
-		fmt.Fprintf(out, "  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, strings.TrimSpace(c.Message))
+		fmt.Fprintf(out, "  %s\n", conditionLine(c.Type, c.Status, c.Reason, c.Message))
 	}
 	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		st := "running"
@@ -525,18 +522,44 @@ func describePod(out *strings.Builder, p *corev1.Pod) {
 	}
 }
 
-// relevantEvents are the events about the service, its predictor Deployment, ReplicaSets and
-// pods (all named <name>-predictor...), oldest first.
+// relevantEvents are the events that can say why the service is not ready, oldest first: every
+// event of its predictor pods (scheduling, image, probes, restarts), and the warnings about the
+// InferenceService and its predictor Deployment and ReplicaSets (all named <name>-predictor...).
+// Left out: the Service, its endpoints and the autoscaler, and KServe's status writes that lost
+// an optimistic-concurrency race (it retries them).
 func relevantEvents(events []corev1.Event, name string) []corev1.Event {
 	var rel []corev1.Event
 	for _, ev := range events {
 		n := ev.InvolvedObject.Name
-		if n == name || strings.HasPrefix(n, name+"-predictor") {
-			rel = append(rel, ev)
+		if n != name && !strings.HasPrefix(n, name+"-predictor") {
+			continue
 		}
+		switch ev.InvolvedObject.Kind {
+		case "Pod":
+		case "InferenceService", "Deployment", "ReplicaSet":
+			if ev.Type != corev1.EventTypeWarning || strings.Contains(ev.Message, "the object has been modified") {
+				continue
+			}
+		default:
+			continue
+		}
+		rel = append(rel, ev)
 	}
 	sort.SliceStable(rel, func(i, j int) bool { return eventTime(&rel[i]).Before(eventTime(&rel[j])) })
 	return rel
+}
+
+// conditionLine is "Type=Status Reason: message", leaving out what is empty.
+func conditionLine[T ~string, S ~string](t T, status S, reason, message string) string {
+	line := fmt.Sprintf("%s=%s", t, status)
+	reason, message = strings.TrimSpace(reason), strings.TrimSpace(message)
+	switch {
+	case reason != "" && message != "":
+		line += " " + reason + ": " + message
+	case reason != "" || message != "":
+		line += " " + reason + message
+	}
+	return line
 }
 
 func eventTime(ev *corev1.Event) time.Time {
