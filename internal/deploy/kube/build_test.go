@@ -201,3 +201,23 @@ func TestConditionLine(t *testing.T) {
 		}
 	}
 }
+
+// A runtime that exits at start is reported with KServe's container name, restarts and its
+// termination message; a container that is only not ready is not.
+func TestCrashLooping(t *testing.T) {
+	crashing := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+		Name: ContainerName, RestartCount: 3,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Reason: "Error", Message: "listen on REST port 8080: address already in use\n"}},
+	}}}}
+	want := "container kserve-container in CrashLoopBackOff after 3 restarts; last exit 1 (Error): listen on REST port 8080: address already in use"
+	if got := crashLooping(crashing); got != want {
+		t.Errorf("crashLooping = %q\nwant %q", got, want)
+	}
+	notReady := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+		Name: ContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
+	if got := crashLooping(notReady); got != "" {
+		t.Errorf("crashLooping of a running container = %q", got)
+	}
+}

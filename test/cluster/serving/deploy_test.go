@@ -102,15 +102,23 @@ func newDeployEnv(t *testing.T) *deployEnv {
 	return e
 }
 
-// cleanup removes the namespace's InferenceServices and waits for their pods to be gone: the
-// runtime's host ports are then free for the next test.
+// cleanup removes the namespace, its InferenceServices first (see removeServices).
 func (e *deployEnv) cleanup() {
+	ctx := context.Background()
+	e.removeServices()
+	_ = e.c.Kube.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{})
+	_ = e.c.Kube.CoreV1().PersistentVolumes().Delete(ctx, e.ns+"-"+claim, metav1.DeleteOptions{})
+}
+
+// removeServices deletes the namespace's InferenceServices and waits for their pods to be gone:
+// the runtime's host ports are then free for the next one.
+func (e *deployEnv) removeServices() {
 	ctx := context.Background()
 	var list v1beta1.InferenceServiceList
 	if err := e.c.Client.List(ctx, &list, client.InNamespace(e.ns)); err == nil {
 		for i := range list.Items {
 			if e.t.Failed() {
-				e.t.Logf("InferenceService %s at the end:\n%+v", list.Items[i].Name, list.Items[i].Status)
+				e.t.Logf("InferenceService %s at the end: %+v", list.Items[i].Name, list.Items[i].Status)
 			}
 			_ = e.c.Client.Delete(ctx, &list.Items[i], client.PropagationPolicy(metav1.DeletePropagationForeground))
 		}
@@ -125,10 +133,8 @@ func (e *deployEnv) cleanup() {
 		return err == nil && len(isvcs.Items) == 0, nil
 	})
 	if err != nil {
-		e.t.Errorf("cleanup: InferenceServices or pods of namespace %s still there after 90s", e.ns)
+		e.t.Errorf("InferenceServices or pods of namespace %s still there 90s after their deletion", e.ns)
 	}
-	_ = e.c.Kube.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{})
-	_ = e.c.Kube.CoreV1().PersistentVolumes().Delete(ctx, e.ns+"-"+claim, metav1.DeleteOptions{})
 }
 
 // train writes an Iris model of rounds rounds to models/iris/<version> on the claim.
@@ -225,6 +231,12 @@ func (e *deployEnv) runDeploy(params map[string]any, timeout time.Duration) *dep
 // each value also in its output file.
 func (e *deployEnv) checkOutputs(r *deployRun, name string) {
 	e.t.Helper()
+	e.checkOutputsGRPC(r, name, "")
+}
+
+// checkOutputsGRPC is checkOutputs for a runtime that exposes gRPC at grpcAddress.
+func (e *deployEnv) checkOutputsGRPC(r *deployRun, name, grpcAddress string) {
+	e.t.Helper()
 	if r.exitCode != 0 || r.output == nil {
 		e.t.Fatalf("component exited %d with ExecutorOutput %v", r.exitCode, r.output)
 	}
@@ -235,7 +247,7 @@ func (e *deployEnv) checkOutputs(r *deployRun, name string) {
 	want := map[string]string{
 		"url":          fmt.Sprintf("http://%s-predictor.%s.svc.cluster.local", name, e.ns),
 		"external_url": isvc.Status.URL.String(),
-		"grpc_address": "",
+		"grpc_address": grpcAddress,
 		"model_name":   name,
 	}
 	if isvc.Status.Address == nil || isvc.Status.Address.URL.String() != want["url"] {
@@ -391,6 +403,26 @@ func TestDeployComponent(t *testing.T) {
 				t.Errorf("failure output lacks %q", want)
 			}
 		}
+	})
+
+	// The gRPC runtime: the predictor Service's port is gRPC (h2c), and grpc_address names it.
+	t.Run("GRPC", func(t *testing.T) {
+		e := *e
+		e.t = t
+		e.removeServices()
+		p := params("pvc://"+claim+"/models/iris/v2", 120)
+		p["name"], p["runtime"], p["protocol_version"] = "iris-grpc", "gangboost-xgboost-grpc", "grpc-v2"
+		r := e.runDeploy(p, 3*time.Minute)
+		want := fmt.Sprintf("iris-grpc-predictor.%s.svc.cluster.local:80", e.ns)
+		e.checkOutputsGRPC(r, "iris-grpc", want)
+		host, port, _ := strings.Cut(r.param("grpc_address"), ":")
+		var portNum int32
+		fmt.Sscan(port, &portNum)
+		addr, err := podrunner.ServiceAddr(context.Background(), e.c.Kube, e.ns, strings.Split(host, ".")[0], portNum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSame(t, "V2 gRPC output-0 at the grpc_address output", grpcInfer(t, addr, "iris-grpc", irisRows, 4), wantV2)
 	})
 
 	t.Run("RBAC", func(t *testing.T) {
