@@ -37,13 +37,15 @@ type Backend struct {
 	EventLimit int
 
 	mu sync.Mutex
-	// applied is the resourceVersion an Apply left each service at, and whether it changed it.
+	// applied is the resourceVersion an Apply left each service at, and what it changed.
 	applied map[string]appliedVersion
 }
 
 type appliedVersion struct {
 	resourceVersion string
 	changed         bool
+	// specChanged: the apply changed the spec (metadata.generation), not only metadata.
+	specChanged bool
 	// previous is the model the service served before, "" for a new service.
 	previous string
 }
@@ -88,10 +90,10 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 		return fmt.Errorf("build InferenceService %s: %w", s.Name, err)
 	}
 	var before v1beta1.InferenceService
-	beforeRV, previous := "", ""
+	beforeRV, previous, beforeGen := "", "", int64(0)
 	switch err := b.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &before); {
 	case err == nil:
-		beforeRV, previous = before.ResourceVersion, storageURI(&before)
+		beforeRV, previous, beforeGen = before.ResourceVersion, storageURI(&before), before.Generation
 	case apierrors.IsNotFound(err):
 	default:
 		return fmt.Errorf("read InferenceService %s/%s: %w", s.Namespace, s.Name, err)
@@ -103,7 +105,8 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 	if b.applied == nil {
 		b.applied = map[string]appliedVersion{}
 	}
-	b.applied[key(s)] = appliedVersion{resourceVersion: u.GetResourceVersion(), changed: u.GetResourceVersion() != beforeRV, previous: previous}
+	b.applied[key(s)] = appliedVersion{resourceVersion: u.GetResourceVersion(), changed: u.GetResourceVersion() != beforeRV,
+		specChanged: u.GetGeneration() != beforeGen, previous: previous}
 	b.mu.Unlock()
 	return nil
 }
@@ -211,8 +214,10 @@ type watcher struct {
 	since    time.Time
 
 	seen bool
-	// reconciled is set once KServe has written the service after the apply (or the apply
-	// changed nothing): only then does its status speak of the applied spec.
+	// reconciled is set once KServe has written the service's status after an apply that
+	// changed its spec (at once when it did not): only then may a failure in the status be
+	// taken as the applied spec's. KServe writes its status only when it changes, so being
+	// done does not wait for this: it rests on the pods.
 	reconciled bool
 	isvc       *v1beta1.InferenceService
 	conditions map[apis.ConditionType]string
@@ -234,7 +239,7 @@ func (w *watcher) observe(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	w.seen, w.isvc = true, &isvc
-	if !w.applied.changed || isvc.ResourceVersion != w.applied.resourceVersion {
+	if !w.applied.specChanged || isvc.ResourceVersion != w.applied.resourceVersion {
 		w.reconciled = true
 	}
 
@@ -317,7 +322,9 @@ func (w *watcher) observe(ctx context.Context) (bool, error) {
 	if crash != "" {
 		return false, fmt.Errorf("the runtime keeps failing: %s", crash)
 	}
-	done := w.reconciled && isvc.Status.IsReady() && isvc.Status.Address != nil && isvc.Status.Address.URL != nil &&
+	// A Ready condition left from the previous spec does not end the wait: the pods must be the
+	// applied version's, and the previous version's gone.
+	done := isvc.Status.IsReady() && isvc.Status.Address != nil && isvc.Status.Address.URL != nil &&
 		ready >= int(s.MinReplicas) && older == 0
 	return done, nil
 }

@@ -381,6 +381,28 @@ func TestDeployComponent(t *testing.T) {
 		return
 	}
 
+	// The same model again from another run: only the run's annotation changes (KServe has no
+	// new status to write), and the step is done at once.
+	t.Run("Redeploy", func(t *testing.T) {
+		e := *e
+		e.t = t
+		p := params("pvc://"+claim+"/models/iris/v2", 60)
+		p["run_id"] = "second-run"
+		r := e.runDeploy(p, 2*time.Minute)
+		e.checkOutputs(r, "iris")
+		if r.took > 20*time.Second {
+			t.Errorf("took %s to redeploy an unchanged model", r.took)
+		}
+		var isvc v1beta1.InferenceService
+		if err := e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "iris"}, &isvc); err != nil {
+			t.Fatal(err)
+		}
+		if isvc.Annotations[kube.RunIDAnnotation] != "second-run" {
+			t.Errorf("run annotation %q after the redeploy", isvc.Annotations[kube.RunIDAnnotation])
+		}
+		checkSame(t, "V2 REST output-0 after the redeploy", e.inferAt(r.param("url"), "iris"), wantV2)
+	})
+
 	t.Run("MissingModel", func(t *testing.T) {
 		e := *e
 		e.t = t
