@@ -5,6 +5,8 @@
 package kube
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -24,9 +26,13 @@ const (
 	// service serves.
 	ModelURIAnnotation = "gangboost.dev/model-uri"
 	RunIDAnnotation    = "gangboost.dev/run-id"
-	ManagedByLabel     = "app.kubernetes.io/managed-by"
-	PartOfLabel        = "app.kubernetes.io/part-of"
-	ManagedBy          = "gangboost-deploy-inferenceservice"
+	// ServingSpecAnnotation is a digest of what the predictor serves (the model spec and the
+	// annotations above, not the replicas). KServe copies the InferenceService's annotations
+	// into the predictor's pods, so a pod carrying the applied digest is of the applied version.
+	ServingSpecAnnotation = "gangboost.dev/serving-spec"
+	ManagedByLabel        = "app.kubernetes.io/managed-by"
+	PartOfLabel           = "app.kubernetes.io/part-of"
+	ManagedBy             = "gangboost-deploy-inferenceservice"
 	// FieldManager owns the fields the component applies (server-side apply).
 	FieldManager = "gangboost-deploy-inferenceservice"
 	// ModelFormat is the format the gangboost runtimes declare.
@@ -60,6 +66,26 @@ func InferenceService(s *deploy.Service) (*v1beta1.InferenceService, error) {
 		annotations[RunIDAnnotation] = s.RunID
 	}
 	runtime, protocol, uri := s.Runtime, constants.InferenceServiceProtocol(s.ProtocolVersion), s.ModelURI
+	model := &v1beta1.ModelSpec{
+		ModelFormat: v1beta1.ModelFormat{Name: ModelFormat},
+		Runtime:     &runtime,
+		PredictorExtensionSpec: v1beta1.PredictorExtensionSpec{
+			StorageURI:      &uri,
+			ProtocolVersion: &protocol,
+			Container: corev1.Container{
+				Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
+			},
+		},
+	}
+	digest, err := json.Marshal(struct {
+		Model       *v1beta1.ModelSpec `json:"model"`
+		Annotations map[string]string  `json:"annotations"`
+	}{model, annotations})
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(digest)
+	annotations[ServingSpecAnnotation] = hex.EncodeToString(sum[:8])
 	minReplicas := s.MinReplicas
 	isvc := &v1beta1.InferenceService{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: "InferenceService"},
@@ -69,17 +95,7 @@ func InferenceService(s *deploy.Service) (*v1beta1.InferenceService, error) {
 			Annotations: annotations,
 		},
 		Spec: v1beta1.InferenceServiceSpec{Predictor: v1beta1.PredictorSpec{
-			Model: &v1beta1.ModelSpec{
-				ModelFormat: v1beta1.ModelFormat{Name: ModelFormat},
-				Runtime:     &runtime,
-				PredictorExtensionSpec: v1beta1.PredictorExtensionSpec{
-					StorageURI:      &uri,
-					ProtocolVersion: &protocol,
-					Container: corev1.Container{
-						Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
-					},
-				},
-			},
+			Model:                  model,
 			ComponentExtensionSpec: v1beta1.ComponentExtensionSpec{MinReplicas: &minReplicas, MaxReplicas: s.MaxReplicas},
 		}},
 	}

@@ -87,6 +87,7 @@ metadata:
   annotations:
     gangboost.dev/model-uri: pvc://gangboost-models/models/iris/v2
     gangboost.dev/run-id: 0b7c3f8e
+    gangboost.dev/serving-spec: fe1c31ed9641a653
   labels:
     app.kubernetes.io/managed-by: gangboost-deploy-inferenceservice
     app.kubernetes.io/part-of: gangboost
@@ -124,27 +125,44 @@ spec:
 	}
 }
 
-func TestServesApplied(t *testing.T) {
-	s := irisService()
-	w := &watcher{s: s}
-	pod := func(uri, cpu, mem string) *corev1.Pod {
-		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "iris-predictor-1", Annotations: map[string]string{SourceURIAnnotation: uri}},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: ContainerName, Resources: corev1.ResourceRequirements{
-				Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}},
+// The serving digest, which KServe copies into the pods, changes with what the pods serve and
+// not with the number of replicas (scaling restarts nothing).
+func TestServingSpecDigest(t *testing.T) {
+	digest := func(change func(*deploy.Service)) string {
+		s := irisService()
+		change(s)
+		isvc, err := InferenceService(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return isvc.Annotations[ServingSpecAnnotation]
+	}
+	base := digest(func(*deploy.Service) {})
+	if len(base) != 16 || digest(func(*deploy.Service) {}) != base {
+		t.Fatalf("digest %q is not 16 stable hex digits", base)
+	}
+	if d := digest(func(s *deploy.Service) { s.MinReplicas, s.MaxReplicas = 2, 5 }); d != base {
+		t.Errorf("replicas change the digest")
+	}
+	if d := digest(func(s *deploy.Service) { s.CPU = "0.5" }); d != base {
+		t.Errorf("an equal quantity written otherwise changes the digest")
+	}
+	for name, change := range map[string]func(*deploy.Service){
+		"model_uri": func(s *deploy.Service) { s.ModelURI = "pvc://gangboost-models/models/iris/v3" },
+		"cpu":       func(s *deploy.Service) { s.CPU = "1" },
+		"memory":    func(s *deploy.Service) { s.Memory = "2Gi" },
+		"runtime":   func(s *deploy.Service) { s.Runtime = "gangboost-xgboost-grpc" },
+		"protocol":  func(s *deploy.Service) { s.ProtocolVersion = "grpc-v2" },
+		"run_id":    func(s *deploy.Service) { s.RunID = "another-run" },
+	} {
+		if digest(change) == base {
+			t.Errorf("%s does not change the digest", name)
 		}
 	}
-	for _, tc := range []struct {
-		pod  *corev1.Pod
-		want bool
-	}{
-		{pod(s.ModelURI, "0.5", "1024Mi"), true},
-		{pod("pvc://gangboost-models/models/iris/v1", "500m", "1Gi"), false},
-		{pod(s.ModelURI, "1", "1Gi"), false},
-	} {
-		if got := w.servesApplied(tc.pod); got != tc.want {
-			t.Errorf("servesApplied(%s, %v) = %v, want %v", tc.pod.Annotations[SourceURIAnnotation], tc.pod.Spec.Containers[0].Resources.Limits, got, tc.want)
-		}
+	w := &watcher{applied: appliedVersion{servingSpec: base}}
+	if !w.servesApplied(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ServingSpecAnnotation: base}}}) ||
+		w.servesApplied(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ServingSpecAnnotation: "0123456789abcdef"}}}) {
+		t.Error("servesApplied does not go by the digest")
 	}
 }
 

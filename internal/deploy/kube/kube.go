@@ -14,7 +14,6 @@ import (
 	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,6 +45,8 @@ type appliedVersion struct {
 	changed         bool
 	// specChanged: the apply changed the spec (metadata.generation), not only metadata.
 	specChanged bool
+	// servingSpec is the ServingSpecAnnotation the pods of the applied version carry.
+	servingSpec string
 	// previous is the model the service served before, "" for a new service.
 	previous string
 }
@@ -80,23 +81,30 @@ func key(s *deploy.Service) string { return s.Namespace + "/" + s.Name }
 
 // Apply creates the InferenceService or updates the one of that name by server-side apply with
 // the component's field manager: a new model_uri rolls the predictor out to the new model.
+// KServe copies the InferenceService's annotations into the predictor's pod template, so an
+// annotation that changed would restart the pods: the run annotation keeps naming the run that
+// deployed the model while the model stays the same.
 func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
-	isvc, err := InferenceService(s)
+	var before v1beta1.InferenceService
+	beforeRV, previous, beforeGen := "", "", int64(0)
+	desired := *s
+	switch err := b.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &before); {
+	case err == nil:
+		beforeRV, previous, beforeGen = before.ResourceVersion, storageURI(&before), before.Generation
+		if run, ok := before.Annotations[RunIDAnnotation]; ok && before.Annotations[ModelURIAnnotation] == s.ModelURI {
+			desired.RunID = run
+		}
+	case apierrors.IsNotFound(err):
+	default:
+		return fmt.Errorf("read InferenceService %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	isvc, err := InferenceService(&desired)
 	if err != nil {
 		return fmt.Errorf("build InferenceService %s: %w", s.Name, err)
 	}
 	u, err := ApplyConfiguration(isvc)
 	if err != nil {
 		return fmt.Errorf("build InferenceService %s: %w", s.Name, err)
-	}
-	var before v1beta1.InferenceService
-	beforeRV, previous, beforeGen := "", "", int64(0)
-	switch err := b.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &before); {
-	case err == nil:
-		beforeRV, previous, beforeGen = before.ResourceVersion, storageURI(&before), before.Generation
-	case apierrors.IsNotFound(err):
-	default:
-		return fmt.Errorf("read InferenceService %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	if err := b.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply InferenceService %s/%s: %w", s.Namespace, s.Name, err)
@@ -106,7 +114,7 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 		b.applied = map[string]appliedVersion{}
 	}
 	b.applied[key(s)] = appliedVersion{resourceVersion: u.GetResourceVersion(), changed: u.GetResourceVersion() != beforeRV,
-		specChanged: u.GetGeneration() != beforeGen, previous: previous}
+		specChanged: u.GetGeneration() != beforeGen, previous: previous, servingSpec: isvc.Annotations[ServingSpecAnnotation]}
 	b.mu.Unlock()
 	return nil
 }
@@ -329,25 +337,10 @@ func (w *watcher) observe(ctx context.Context) (bool, error) {
 	return done, nil
 }
 
-// servesApplied reports whether a predictor pod runs the applied spec: KServe's storageUri
-// annotation is the model_uri and its serving container has the applied resources.
+// servesApplied reports whether a predictor pod is of the applied version: KServe copied the
+// InferenceService's ServingSpecAnnotation into its template.
 func (w *watcher) servesApplied(p *corev1.Pod) bool {
-	if p.Annotations[SourceURIAnnotation] != w.s.ModelURI {
-		return false
-	}
-	for _, c := range p.Spec.Containers {
-		if c.Name != ContainerName {
-			continue
-		}
-		return sameQuantity(c.Resources.Limits, corev1.ResourceCPU, w.s.CPU) && sameQuantity(c.Resources.Limits, corev1.ResourceMemory, w.s.Memory)
-	}
-	return true
-}
-
-func sameQuantity(rl corev1.ResourceList, name corev1.ResourceName, want string) bool {
-	q, ok := rl[name]
-	w, err := resource.ParseQuantity(want)
-	return ok && err == nil && q.Cmp(w) == 0
+	return p.Annotations[ServingSpecAnnotation] == w.applied.servingSpec
 }
 
 func podReady(p *corev1.Pod) bool {

@@ -381,11 +381,13 @@ func TestDeployComponent(t *testing.T) {
 		return
 	}
 
-	// The same model again from another run: only the run's annotation changes (KServe has no
-	// new status to write), and the step is done at once.
+	// The same model again from another run: nothing the pods serve changes, so nothing restarts
+	// (KServe copies the InferenceService's annotations into the pods: the run annotation keeps
+	// naming the run that deployed this model), and the step is done at once.
 	t.Run("Redeploy", func(t *testing.T) {
 		e := *e
 		e.t = t
+		before, _ := e.predictorPod("iris")
 		p := params("pvc://"+claim+"/models/iris/v2", 60)
 		p["run_id"] = "second-run"
 		r := e.runDeploy(p, 2*time.Minute)
@@ -397,8 +399,11 @@ func TestDeployComponent(t *testing.T) {
 		if err := e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "iris"}, &isvc); err != nil {
 			t.Fatal(err)
 		}
-		if isvc.Annotations[kube.RunIDAnnotation] != "second-run" {
-			t.Errorf("run annotation %q after the redeploy", isvc.Annotations[kube.RunIDAnnotation])
+		if got := isvc.Annotations[kube.RunIDAnnotation]; got != "run-"+e.ns {
+			t.Errorf("run annotation %q after the redeploy, want the run that deployed v2 (run-%s)", got, e.ns)
+		}
+		if after, _ := e.predictorPod("iris"); after.Name != before.Name {
+			t.Errorf("the redeploy of the same model restarted the predictor: pod %s, before %s", after.Name, before.Name)
 		}
 		checkSame(t, "V2 REST output-0 after the redeploy", e.inferAt(r.param("url"), "iris"), wantV2)
 	})
