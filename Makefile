@@ -6,7 +6,7 @@ BIN := $(CURDIR)/bin
 export GONOSUMDB := github.com/kubeflow/pipelines
 export GANGBOOST_BIN_DIR := $(BIN)
 
-BINARIES := gangboost-train gangboost-runtime launch-xgboostjob prepare-data evaluate
+BINARIES := gangboost-train gangboost-runtime launch-xgboostjob prepare-data evaluate deploy-inferenceservice gangboost
 # The one version every image tag, manifest and component spec carries (a test checks).
 VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
@@ -42,6 +42,7 @@ build: deps
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost ./pipelines/cmd/gangboost
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/prepare-data ./components/prepare-data
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/evaluate ./components/evaluate
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/deploy-inferenceservice ./components/deploy-inferenceservice
 
 # The pipeline package: pipelines/xgboost-volcano.yaml is what the Go code in pipelines/ builds
 # (go test ./pipelines fails when they differ).
