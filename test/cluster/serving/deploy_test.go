@@ -452,6 +452,27 @@ func TestDeployComponent(t *testing.T) {
 		checkSame(t, "V2 gRPC output-0 at the grpc_address output", grpcInfer(t, addr, "iris-grpc", irisRows, 4), wantV2)
 	})
 
+	// A runtime that does not exist: KServe marks the spec invalid and the step fails at once,
+	// with KServe's reason, rather than at its deadline.
+	t.Run("UnknownRuntime", func(t *testing.T) {
+		e := *e
+		e.t = t
+		p := params("pvc://"+claim+"/models/iris/v2", 60)
+		p["name"], p["runtime"] = "iris-typo", "gangboost-xgbost"
+		r := e.runDeploy(p, 2*time.Minute)
+		if r.exitCode != 1 || r.output != nil {
+			t.Fatalf("component exited %d with ExecutorOutput %v; want 1 and none", r.exitCode, r.output)
+		}
+		if r.took > 20*time.Second {
+			t.Errorf("failed after %s; KServe's InvalidSpec should end the wait at once", r.took)
+		}
+		for _, want := range []string{"iris-typo is not ready: KServe rejects the predictor: RuntimeNotRecognized", "modelStatus: transitionStatus InvalidSpec", "no predictor pods"} {
+			if !strings.Contains(r.log, want) {
+				t.Errorf("failure output lacks %q", want)
+			}
+		}
+	})
+
 	t.Run("RBAC", func(t *testing.T) {
 		user := "system:serviceaccount:" + e.ns + ":" + deployServiceAccount
 		for _, tc := range []struct {
