@@ -229,14 +229,18 @@ func (e *Executor) OutputArtifactPath(name string) (string, error) {
 	return LocalPathForURI(a.GetUri())
 }
 
-// LocalPathForURI maps an artifact URI to the local path KFP's launcher uses for it.
+// LocalPathForURI maps an artifact URI to the local path KFP's launcher uses for it. A file://
+// URI (what a run outside KFP, such as a local runner or a test, gives its artifacts) is its path.
 func LocalPathForURI(uri string) (string, error) {
+	if p, ok := strings.CutPrefix(uri, "file://"); ok && strings.HasPrefix(p, "/") {
+		return p, nil
+	}
 	for prefix, local := range map[string]string{"minio://": "/minio/", "s3://": "/s3/", "gs://": "/gcs/"} {
 		if strings.HasPrefix(uri, prefix) {
 			return local + strings.TrimPrefix(uri, prefix), nil
 		}
 	}
-	return "", fmt.Errorf("artifact URI %q has no local path (only minio://, s3:// and gs:// do)", uri)
+	return "", fmt.Errorf("artifact URI %q has no local path (only minio://, s3://, gs:// and file:///path do)", uri)
 }
 
 // OutputParameterFile is the file KFP reads an output parameter from

@@ -160,7 +160,12 @@ func (s *step) executorInput(t *testing.T) string {
 				"model_uri": map[string]any{"outputFile": filepath.Join(s.dir, "model_uri")},
 				"job_name":  map[string]any{"outputFile": filepath.Join(s.dir, "job_name")},
 			},
-			"artifacts":  map[string]any{"model": artifact("model", "system.Model"), "metrics": artifact("metrics", "system.Metrics")},
+			"artifacts": map[string]any{"model": artifact("model", "system.Model"), "metrics": artifact("metrics", "system.Metrics"),
+				// A file the component writes: here in the step's folder rather than under /minio.
+				"learning_curve": map[string]any{"artifacts": []any{map[string]any{
+					"name": "learning_curve", "type": map[string]any{"schemaTitle": "system.HTML", "schemaVersion": "0.0.1"},
+					"uri": "file://" + filepath.Join(s.dir, "learning_curve"),
+				}}}},
 			"outputFile": filepath.Join(s.dir, "executor_output.json"),
 		},
 	}
