@@ -14,6 +14,7 @@ import (
 	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -95,6 +96,8 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 			desired.RunID = run
 		}
 	case apierrors.IsNotFound(err):
+	case meta.IsNoMatchError(err):
+		return fmt.Errorf("read InferenceService %s/%s: the cluster does not know serving.kserve.io/v1beta1 InferenceService (is KServe installed?): %w", s.Namespace, s.Name, err)
 	default:
 		return fmt.Errorf("read InferenceService %s/%s: %w", s.Namespace, s.Name, err)
 	}
