@@ -148,12 +148,12 @@ func ParseModelURI(uri string) (claim, modelPath string, err error) {
 		return "", "", fmt.Errorf("model_uri %q: want pvc://<claim>/<path> (launch-xgboostjob's model_uri output)", uri)
 	}
 	claim, p, _ := strings.Cut(rest, "/")
-	p = strings.Trim(p, "/")
 	if claim == "" || p == "" {
 		return "", "", fmt.Errorf("model_uri %q: want pvc://<claim>/<path>, with both a claim and a path", uri)
 	}
-	if clean := path.Clean(p); clean != p || clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", "", fmt.Errorf("model_uri %q: the path %q on the claim must be clean and stay inside it", uri, p)
+	// KServe mounts the path as the volume's subPath: it must be a clean relative path.
+	if clean := path.Clean(p); clean != p || path.IsAbs(p) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", "", fmt.Errorf("model_uri %q: the path %q on the claim must be clean (no //, ./, ../ or trailing /) and stay inside it", uri, p)
 	}
 	return claim, p, nil
 }

@@ -227,9 +227,9 @@ func TestCrashLooping(t *testing.T) {
 		Name: ContainerName, RestartCount: 3,
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: 1, Reason: "Error", Message: "listen on REST port 8080: address already in use\n"}},
+			ExitCode: 1, Reason: "Error", Message: "{\"msg\":\"serving\"}\ngangboost-runtime: listen on REST port 8080: address already in use\n"}},
 	}}}}
-	want := "container kserve-container in CrashLoopBackOff after 3 restarts; last exit 1 (Error): listen on REST port 8080: address already in use"
+	want := "container kserve-container restarting with back-off (CrashLoopBackOff, 3 restarts), last exit 1 (Error): gangboost-runtime: listen on REST port 8080: address already in use"
 	if got := crashLooping(crashing); got != want {
 		t.Errorf("crashLooping = %q\nwant %q", got, want)
 	}

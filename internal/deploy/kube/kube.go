@@ -14,6 +14,7 @@ import (
 	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -95,6 +96,8 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 			desired.RunID = run
 		}
 	case apierrors.IsNotFound(err):
+	case meta.IsNoMatchError(err):
+		return fmt.Errorf("read InferenceService %s/%s: the cluster does not know serving.kserve.io/v1beta1 InferenceService (is KServe installed?): %w", s.Namespace, s.Name, err)
 	default:
 		return fmt.Errorf("read InferenceService %s/%s: %w", s.Namespace, s.Name, err)
 	}
@@ -353,22 +356,29 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // crashLooping describes a serving container in CrashLoopBackOff: the runtime exits at start
-// (its last termination message says why), which no waiting will mend.
+// (the last line of its termination message says why), which no waiting will mend.
 func crashLooping(p *corev1.Pod) string {
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.Name != ContainerName || cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" {
 			continue
 		}
-		msg := fmt.Sprintf("container %s in CrashLoopBackOff after %d restarts", cs.Name, cs.RestartCount)
+		msg := fmt.Sprintf("container %s restarting with back-off (CrashLoopBackOff, %d restarts)", cs.Name, cs.RestartCount)
 		if t := cs.LastTerminationState.Terminated; t != nil {
-			msg += fmt.Sprintf("; last exit %d (%s)", t.ExitCode, t.Reason)
-			if t.Message != "" {
-				msg += ": " + strings.TrimSpace(t.Message)
+			msg += fmt.Sprintf(", last exit %d (%s)", t.ExitCode, t.Reason)
+			if last := lastLine(t.Message); last != "" {
+				msg += ": " + last
 			}
 		}
 		return msg
 	}
 	return ""
+}
+
+// lastLine is the last non-empty line of a termination message (with FallbackToLogsOnError, the
+// log's tail, whose last line is the runtime's reason for exiting).
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // modelStatus is KServe's status.modelStatus in one line.

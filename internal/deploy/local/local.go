@@ -197,7 +197,7 @@ func (b *Backend) Wait(ctx context.Context, s *deploy.Service, progress func(str
 	if p == nil {
 		return nil, fmt.Errorf("local service %s was not started by this process", s.Name)
 	}
-	progress(fmt.Sprintf("runtime pid %d serving %s on %s (gRPC %s), log %s", p.rec.PID, p.dir, p.rec.URL, p.rec.GRPC, p.log))
+	progress(fmt.Sprintf("runtime pid %d serving %s on %s (gRPC %s)", p.rec.PID, p.dir, p.rec.URL, p.rec.GRPC))
 	err := b.waitReady(ctx, p, progress)
 	if err != nil {
 		p.failure = err.Error()
@@ -216,6 +216,7 @@ func (b *Backend) Wait(ctx context.Context, s *deploy.Service, progress func(str
 	// The old version's log goes with it; the new one takes the service's log name.
 	_ = os.Rename(p.log, LogPath(b.StateDir, s.Name))
 	p.log = LogPath(b.StateDir, s.Name)
+	progress(fmt.Sprintf("recorded in %s, log %s", RecordPath(b.StateDir, s.Name), p.log))
 	if oldErr == nil && old.PID != p.rec.PID && alive(old.PID) {
 		grace := b.SwitchGrace
 		if grace == 0 {

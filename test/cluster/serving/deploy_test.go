@@ -408,25 +408,27 @@ func TestDeployComponent(t *testing.T) {
 		checkSame(t, "V2 REST output-0 after the redeploy", e.inferAt(r.param("url"), "iris"), wantV2)
 	})
 
+	// A model folder without a model: the runtime exits naming it (--exit_on_load_failure in
+	// manifests/clusterservingruntime.yaml, its last line the termination message) and restarts
+	// with back-off; the step fails once it crash-loops, with that message, well before its
+	// deadline, and writes no outputs.
 	t.Run("MissingModel", func(t *testing.T) {
 		e := *e
 		e.t = t
-		r := e.runDeploy(params("pvc://"+claim+"/models/missing/v1", 25), 2*time.Minute)
+		r := e.runDeploy(params("pvc://"+claim+"/models/missing/v1", 90), 3*time.Minute)
 		if r.exitCode != 1 || r.output != nil {
 			t.Fatalf("component exited %d with ExecutorOutput %v; want 1 and none", r.exitCode, r.output)
 		}
-		// The runtime exits naming the missing file (--exit_on_load_failure), so the step
-		// fails on the first crash with that reason instead of waiting out its deadline.
-		if r.took > 20*time.Second {
-			t.Errorf("failed after %s; a crash-looping runtime should fail the step well before the 25s deadline", r.took)
+		if r.took > 60*time.Second {
+			t.Errorf("failed after %s; a crash-looping runtime should end the wait before the 90s deadline", r.took)
 		}
 		for _, want := range []string{
-			"iris is not ready: the runtime keeps failing",
-			"CrashLoopBackOff",
+			"iris is not ready: the runtime keeps failing: pod iris-predictor-",
+			"(CrashLoopBackOff, ",
+			"gangboost-runtime: model load failed at start (--exit_on_load_failure): model iris is not ready: no model file in " + filepath.Join(e.pvcDir, "models", "missing", "v1"),
 			"condition PredictorReady=",
 			"modelStatus: transitionStatus",
 			"(model pvc://" + claim + "/models/missing/v1)",
-			"no model file in",
 		} {
 			if !strings.Contains(r.log, want) {
 				t.Errorf("failure output lacks %q", want)
@@ -452,6 +454,27 @@ func TestDeployComponent(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkSame(t, "V2 gRPC output-0 at the grpc_address output", grpcInfer(t, addr, "iris-grpc", irisRows, 4), wantV2)
+	})
+
+	// A runtime that does not exist: KServe marks the spec invalid and the step fails at once,
+	// with KServe's reason, rather than at its deadline.
+	t.Run("UnknownRuntime", func(t *testing.T) {
+		e := *e
+		e.t = t
+		p := params("pvc://"+claim+"/models/iris/v2", 60)
+		p["name"], p["runtime"] = "iris-typo", "gangboost-xgbost"
+		r := e.runDeploy(p, 2*time.Minute)
+		if r.exitCode != 1 || r.output != nil {
+			t.Fatalf("component exited %d with ExecutorOutput %v; want 1 and none", r.exitCode, r.output)
+		}
+		if r.took > 20*time.Second {
+			t.Errorf("failed after %s; KServe's InvalidSpec should end the wait at once", r.took)
+		}
+		for _, want := range []string{"iris-typo is not ready: KServe rejects the predictor: RuntimeNotRecognized", "modelStatus: transitionStatus InvalidSpec", "no predictor pods"} {
+			if !strings.Contains(r.log, want) {
+				t.Errorf("failure output lacks %q", want)
+			}
+		}
 	})
 
 	t.Run("RBAC", func(t *testing.T) {
