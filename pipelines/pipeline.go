@@ -146,6 +146,8 @@ func constants(o Options) map[Target]any {
 	c := map[Target]any{
 		{Launch, "run_id"}:    "{{$.pipeline_job_uuid}}",
 		{Launch, "task_name"}: "{{$.pipeline_task_name}}",
+		// The InferenceService records the run that deployed its model.
+		{Deploy, "run_id"}: "{{$.pipeline_job_uuid}}",
 		// Where this step sees the claim, and where the trainer pods mount it.
 		{Launch, "pvc_local_path"}: o.MountPath,
 	}
