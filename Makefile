@@ -6,13 +6,13 @@ BIN := $(CURDIR)/bin
 export GONOSUMDB := github.com/kubeflow/pipelines
 export GANGBOOST_BIN_DIR := $(BIN)
 
-BINARIES := gangboost-train gangboost-runtime launch-xgboostjob
+BINARIES := gangboost-train gangboost-runtime launch-xgboostjob prepare-data evaluate deploy-inferenceservice gangboost
 # The one version every image tag, manifest and component spec carries (a test checks).
 VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
 export VERSION REGISTRY
 
-.PHONY: all help deps build images push cluster-tools test test-e2e bench fuzz load-test proto clean \
+.PHONY: all help deps build images push cluster-tools cluster-up test test-e2e bench fuzz load-test proto clean \
 	install-volcano verify-volcano configure-training-operator deploy-runtime deploy-example \
 	status logs describe-job port-forward clean-app clean-all
 
@@ -39,6 +39,24 @@ build: deps
 	$(GO) build -o $(BIN)/gangboost-train ./components/xgboost-trainer
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/launch-xgboostjob ./components/launch-xgboostjob
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost ./pipelines/cmd/gangboost
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/prepare-data ./components/prepare-data
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/evaluate ./components/evaluate
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/deploy-inferenceservice ./components/deploy-inferenceservice
+
+# The pipeline package: pipelines/xgboost-volcano.yaml is what the Go code in pipelines/ builds
+# (go test ./pipelines fails when they differ).
+.PHONY: compile-pipeline upload-pipeline
+KFP_HOST ?=
+## compile-pipeline: regenerate pipelines/xgboost-volcano.yaml with bin/gangboost
+compile-pipeline:
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost ./pipelines/cmd/gangboost
+	$(BIN)/gangboost pipeline compile -o pipelines/xgboost-volcano.yaml
+
+## upload-pipeline: KFP_HOST=<url> [KFP_TOKEN=...]: upload the package to Kubeflow Pipelines (a new version when it exists)
+upload-pipeline: compile-pipeline
+	$(BIN)/gangboost pipeline upload $(if $(KFP_HOST),--host $(KFP_HOST)) pipelines/xgboost-volcano.yaml
 
 # Container images without a Docker daemon or a base image pull: gangboost-runtime (FROM scratch)
 # and gangboost (trainer + components on a root of Debian packages), as OCI archives in dist/.
@@ -60,6 +78,12 @@ push: images
 ## cluster-tools: build the test control plane's binaries into the cache
 cluster-tools: deps
 	$(GO) run ./test/cluster/cmd/build-tools
+
+# The test control plane with gangboost installed (namespace, claim, RBAC, ClusterServingRuntimes),
+# its pods run as local processes: watch XGBoostJobs, PodGroups and InferenceServices with kubectl.
+## cluster-up: start the test control plane with gangboost installed, until Ctrl-C
+cluster-up: build cluster-tools
+	$(GO) run ./test/cluster/cmd/gangboost-cluster --kubeconfig $(CURDIR)/.gangboost-cluster.kubeconfig
 
 # CI=true: a control plane that cannot start fails the e2e tests instead of skipping them.
 ## test: run every test tier (installs what it needs)
@@ -84,6 +108,8 @@ FUZZTIME ?= 10s
 FUZZ_TARGETS := ./runtime/v2:FuzzDecodeJSONData ./runtime/v2:FuzzDecodeBinaryData ./runtime/v2:FuzzParseInferRequest \
 	./runtime/v2:FuzzSanitizeNonFinite ./runtime/rest:FuzzInferBody ./internal/forest:FuzzParse \
 	./internal/dataset:FuzzLoadCSV ./internal/dataset:FuzzLoadLibSVM ./internal/tracker:FuzzReadHello
+FUZZ_TARGETS += ./internal/evaluate:FuzzDecodeResponse
+FUZZ_TARGETS += ./internal/deploy:FuzzParseModelURI
 ## fuzz: run every fuzz target for FUZZTIME
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \

@@ -333,9 +333,13 @@ func TestClusterServingRuntimes(t *testing.T) {
 			if c.Image != image {
 				t.Errorf("image %q, want %q", c.Image, image)
 			}
-			wantArgs := []string{"--model_name={{.Name}}", "--model_dir=/mnt/models", "--http_port=8080", "--grpc_port=8081"}
+			wantArgs := []string{"--model_name={{.Name}}", "--model_dir=/mnt/models", "--http_port=8080", "--grpc_port=8081", "--exit_on_load_failure"}
 			if !slices.Equal(c.Args, wantArgs) {
 				t.Errorf("args = %q, want %q", c.Args, wantArgs)
+			}
+			// A failed load's last log line is how KServe learns why (lastFailureInfo).
+			if c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+				t.Errorf("terminationMessagePolicy %q, want FallbackToLogsOnError", c.TerminationMessagePolicy)
 			}
 			// One port: Knative accepts exactly one, and KServe's Service sends port 80 to the first.
 			if len(c.Ports) != 1 || c.Ports[0] != tt.port {

@@ -177,3 +177,21 @@ func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
 	}
 	return s
 }
+
+// TestLocalPathForURI: object store URIs map to the launcher's mount folders, file:// URIs to
+// their path; anything else has no local path.
+func TestLocalPathForURI(t *testing.T) {
+	for uri, want := range map[string]string{
+		"minio://mlpipeline/v2/artifacts/p/r/t/x": "/minio/mlpipeline/v2/artifacts/p/r/t/x",
+		"s3://b/k":                    "/s3/b/k",
+		"gs://b/k":                    "/gcs/b/k",
+		"file:///tmp/run/t/metrics":   "/tmp/run/t/metrics",
+		"file://relative/not/allowed": "",
+		"pvc://claim/models/m/v1":     "",
+	} {
+		got, err := LocalPathForURI(uri)
+		if (err != nil) != (want == "") || got != want {
+			t.Errorf("LocalPathForURI(%q) = %q, %v; want %q", uri, got, err, want)
+		}
+	}
+}

@@ -3,12 +3,15 @@ package launch
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/modeldir"
+	"github.com/gangboost/gangboost/internal/report"
 )
 
 // The launch-xgboostjob component's outputs (components/launch-xgboostjob/component.yaml).
@@ -17,6 +20,9 @@ const (
 	OutputMetrics  = "metrics"   // system.Metrics, the final value of every metric
 	OutputModelURI = "model_uri" // the same URI as a string: tasks cannot take pvc:// artifacts
 	OutputJobName  = "job_name"
+	// OutputLearningCurve is a system.HTML page: the per-round metrics of metadata.json as line
+	// charts.
+	OutputLearningCurve = "learning_curve"
 )
 
 // trainerFlags maps component inputs to gangboost-train flags; an input without a value (or with an
@@ -187,6 +193,9 @@ func WriteOutputs(e *kfp.Executor, j *Job, localClaim string) error {
 	if err := e.SetArtifact(OutputMetrics, "", final); err != nil {
 		return err
 	}
+	if err := writeLearningCurve(e, md, uri); err != nil {
+		return err
+	}
 	if err := e.SetParameter(OutputModelURI, uri); err != nil {
 		return err
 	}
@@ -194,6 +203,28 @@ func WriteOutputs(e *kfp.Executor, j *Job, localClaim string) error {
 		return err
 	}
 	return e.WriteOutput()
+}
+
+// writeLearningCurve writes the learning_curve page to its artifact's path (KFP uploads it and
+// the UI shows it).
+func writeLearningCurve(e *kfp.Executor, md *modeldir.Metadata, uri string) error {
+	if err := e.SetArtifact(OutputLearningCurve, "", map[string]any{"rounds": md.Rounds}); err != nil {
+		return err
+	}
+	p, err := e.OutputArtifactPath(OutputLearningCurve)
+	if err != nil {
+		return err
+	}
+	page := report.LearningCurve("Learning curve of "+uri, md.Metrics,
+		[2]string{"objective", md.Objective}, [2]string{"rounds", strconv.Itoa(md.Rounds)},
+		[2]string{"best iteration", strconv.Itoa(md.BestIteration)}, [2]string{"workers (world size)", strconv.Itoa(md.WorldSize)})
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("write artifact %s: %w", OutputLearningCurve, err)
+	}
+	if err := os.WriteFile(p, page, 0o644); err != nil {
+		return fmt.Errorf("write artifact %s: %w", OutputLearningCurve, err)
+	}
+	return nil
 }
 
 // Inputs are the component's input parameters, in the order component.yaml documents them.
@@ -258,6 +289,7 @@ func Component(image string) *kfp.Component {
 		Outputs: []kfp.Output{
 			{Name: OutputModel, Artifact: "system.Model"},
 			{Name: OutputMetrics, Artifact: "system.Metrics"},
+			{Name: OutputLearningCurve, Artifact: "system.HTML", Description: "the metrics per round as line charts"},
 			{Name: OutputModelURI, Type: kfp.String},
 			{Name: OutputJobName, Type: kfp.String},
 		},

@@ -21,8 +21,9 @@ func executor(t *testing.T, params map[string]any, dir string) *kfp.Executor {
 				OutputJobName:  map[string]any{"outputFile": filepath.Join(dir, "job_name")},
 			},
 			"artifacts": map[string]any{
-				OutputModel:   map[string]any{"artifacts": []any{map[string]any{"uri": "minio://b/model"}}},
-				OutputMetrics: map[string]any{"artifacts": []any{map[string]any{"uri": "minio://b/metrics"}}},
+				OutputModel:         map[string]any{"artifacts": []any{map[string]any{"uri": "minio://b/model"}}},
+				OutputMetrics:       map[string]any{"artifacts": []any{map[string]any{"uri": "minio://b/metrics"}}},
+				OutputLearningCurve: map[string]any{"artifacts": []any{map[string]any{"uri": "file://" + filepath.Join(dir, "learning_curve")}}},
 			},
 			"outputFile": filepath.Join(dir, "executor_output.json"),
 		},
@@ -112,6 +113,10 @@ func TestWriteOutputs(t *testing.T) {
 	m := o.GetArtifacts()[OutputMetrics].GetArtifacts()[0].GetMetadata().GetFields()
 	if m["eval-mlogloss"].GetNumberValue() != 0.3 || m["train-mlogloss"].GetNumberValue() != 0.2 {
 		t.Errorf("metrics = %v, want the final values", m)
+	}
+	page, err := os.ReadFile(filepath.Join(out, "learning_curve"))
+	if err != nil || strings.Count(string(page), "<svg") != 1 || strings.Count(string(page), "<polyline") != 2 {
+		t.Errorf("learning_curve: %v\n%s", err, page)
 	}
 	if o.GetParameterValues()[OutputJobName].GetStringValue() != "train-abc" {
 		t.Errorf("job_name = %v", o.GetParameterValues()[OutputJobName])

@@ -2,10 +2,12 @@ package protocoltest
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -63,6 +65,37 @@ func TestMissingOrCorruptModelKeepsServerNotReady(t *testing.T) {
 				t.Fatalf("log does not say why the server is not ready:\n%s", s.log.String())
 			}
 		})
+	}
+}
+
+// With --exit_on_load_failure, a model that fails to load at start ends the process with
+// exit code 1 and a last line naming the folder: under KServe that line becomes the container's
+// termination message (FallbackToLogsOnError) and the InferenceService's lastFailureInfo.
+func TestExitOnLoadFailure(t *testing.T) {
+	empty := t.TempDir()
+	cmd := exec.Command(runtimeBin, "--model_name", "m", "--model_dir", empty, "--exit_on_load_failure",
+		"--http_port", strconv.Itoa(freePort(t)), "--grpc_port", "0")
+	out := &logBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("exit = %v, want exit code 1\n%s", err, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("still running 30s after a failed load\n%s", out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "gangboost-runtime: model load failed at start") || !strings.Contains(last, "no model file in "+empty) {
+		t.Errorf("last line %q does not say the load failed and name %s", last, empty)
 	}
 }
 

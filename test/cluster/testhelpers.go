@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -51,10 +52,20 @@ func WaitFor(t testing.TB, timeout time.Duration, desc string, cond func(ctx con
 // what pods see at the claim's mount path.
 func (c *Cluster) LocalPVC(t testing.TB, namespace, claim string) string {
 	t.Helper()
-	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "pvc")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := c.BindLocalPVC(ctx, namespace, claim, dir); err != nil {
 		t.Fatal(err)
+	}
+	return dir
+}
+
+// BindLocalPVC is LocalPVC on a given folder: it creates the folder, the hostPath
+// PersistentVolume <namespace>-<claim> on it and the claim, and waits until the claim is Bound.
+func (c *Cluster) BindLocalPVC(ctx context.Context, namespace, claim, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
 	size := resource.MustParse("1Gi")
 	pvName := namespace + "-" + claim
@@ -70,7 +81,7 @@ func (c *Cluster) LocalPVC(t testing.TB, namespace, claim string) string {
 		},
 	}
 	if _, err := c.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create PV %s: %v", pvName, err)
+		return fmt.Errorf("create PV %s: %w", pvName, err)
 	}
 	empty := ""
 	pvc := &corev1.PersistentVolumeClaim{
@@ -83,11 +94,14 @@ func (c *Cluster) LocalPVC(t testing.TB, namespace, claim string) string {
 		},
 	}
 	if _, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create PVC %s: %v", claim, err)
+		return fmt.Errorf("create PVC %s: %w", claim, err)
 	}
-	WaitFor(t, 60*time.Second, "PVC "+claim+" Bound", func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		got, err := c.Kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, claim, metav1.GetOptions{})
 		return err == nil && got.Status.Phase == corev1.ClaimBound, nil
 	})
-	return dir
+	if err != nil {
+		return fmt.Errorf("PVC %s/%s not Bound: %w", namespace, claim, err)
+	}
+	return nil
 }

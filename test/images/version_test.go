@@ -22,7 +22,7 @@ func TestImageReferencesCarryTheVersion(t *testing.T) {
 		t.Errorf("internal/version says %s at %s; VERSION is %s at %s", gbversion.Version, gbversion.Registry, version, registry)
 	}
 	var files []string
-	for _, pattern := range []string{"manifests/*.yaml", "components/*/component.yaml", "pipelines/*.yaml", "runtime/Dockerfile", "components/Containerfile"} {
+	for _, pattern := range []string{"manifests/*.yaml", "manifests/*/*.yaml", "components/*/component.yaml", "pipelines/*.yaml", "runtime/Dockerfile", "components/Containerfile"} {
 		m, _ := filepath.Glob(filepath.Join(root, pattern))
 		files = append(files, m...)
 	}

@@ -63,6 +63,7 @@ func run(args []string) error {
 		batchDelay   = fs.Duration("max_batch_delay", time.Millisecond, "longest a request waits for others to join its batch")
 		drain        = fs.Duration("shutdown_timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
 		logLevel     = fs.String("log_level", "info", "debug, info, warn or error")
+		exitOnFail   = fs.Bool("exit_on_load_failure", false, "exit 1 when a model fails to load at start, instead of staying up live but not ready; under KServe the failure then reaches the InferenceService's status.modelStatus.lastFailureInfo (with terminationMessagePolicy FallbackToLogsOnError) and the pod restarts with back-off")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -130,7 +131,8 @@ func run(args []string) error {
 		WriteTimeout:      *timeout + writeGrace,
 		IdleTimeout:       2 * time.Minute,
 	}
-	errc := make(chan error, 2)
+	// One error each from the two servers and the start-up load.
+	errc := make(chan error, 3)
 	go func() { errc <- httpSrv.Serve(httpLn) }()
 	var gs *grpcserver.Server
 	if grpcLn != nil {
@@ -146,8 +148,12 @@ func run(args []string) error {
 		if ok, why := reg.Ready(); ok {
 			log.Info("ready", "models", reg.Names(), "model_dir", *modelDir, "startup_ms", time.Since(start).Milliseconds())
 		} else {
-			// Stay up, live but not ready, so the reason shows in probes and logs.
+			// Stay up, live but not ready, so the reason shows in probes and logs; or exit with
+			// it, for platforms that report a container's failure but not its readiness body.
 			log.Error("not ready", "models", reg.Names(), "model_dir", *modelDir, "reason", fmt.Sprint(why))
+			if *exitOnFail {
+				errc <- fmt.Errorf("model load failed at start (--exit_on_load_failure): %v", why)
+			}
 		}
 	}()
 

@@ -16,15 +16,10 @@ import (
 	"time"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangboost/gangboost/internal/kfp"
@@ -96,8 +91,8 @@ func newEnv(t *testing.T, prefix string) *testEnv {
 		e.cleanup()
 	})
 	e.pvcDir = e.c.LocalPVC(e.t, e.ns, claimName)
-	e.applyRBAC()
-	e.kubeconfig = e.saKubeconfig()
+	c.ApplyRBAC(t, "launch-xgboostjob.yaml", e.ns)
+	e.kubeconfig = c.ServiceAccountKubeconfig(t, e.ns, serviceAccount)
 	return e
 }
 
@@ -119,60 +114,6 @@ func (e *testEnv) cleanup() {
 	}
 	_ = e.c.Kube.CoreV1().Namespaces().Delete(ctx, e.ns, metav1.DeleteOptions{})
 	_ = e.c.Kube.CoreV1().PersistentVolumes().Delete(ctx, e.ns+"-"+claimName, metav1.DeleteOptions{})
-}
-
-// applyRBAC creates manifests/rbac/launch-xgboostjob.yaml in the test's namespace: the component
-// gets exactly what the shipped manifest grants.
-func (e *testEnv) applyRBAC() {
-	e.t.Helper()
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(root, "manifests", "rbac", "launch-xgboostjob.yaml"))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		obj, _, err := clientgoscheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
-		if err != nil {
-			e.t.Fatalf("manifests/rbac/launch-xgboostjob.yaml: %v", err)
-		}
-		o := obj.(client.Object)
-		o.SetNamespace(e.ns)
-		if rb, ok := o.(*rbacv1.RoleBinding); ok {
-			for i := range rb.Subjects {
-				rb.Subjects[i].Namespace = e.ns
-			}
-		}
-		if err := e.c.Client.Create(context.Background(), o); err != nil {
-			e.t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-		}
-	}
-}
-
-// saKubeconfig writes a kubeconfig holding a token of the component's service account (from the
-// TokenRequest API), so a verb the Role lacks fails the component.
-func (e *testEnv) saKubeconfig() string {
-	e.t.Helper()
-	expiry := int64(3600)
-	var tok *authenticationv1.TokenRequest
-	cluster.WaitFor(e.t, 30*time.Second, "service account token", func(ctx context.Context) (bool, error) {
-		var err error
-		tok, err = e.c.Kube.CoreV1().ServiceAccounts(e.ns).CreateToken(ctx, serviceAccount,
-			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
-		return err == nil, err
-	})
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: e.c.Config.Host, CertificateAuthority: e.c.Config.CAFile, CertificateAuthorityData: e.c.Config.CAData}
-	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
-	cfg.Contexts["sa"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "sa", Namespace: e.ns}
-	cfg.CurrentContext = "sa"
-	path := filepath.Join(e.t.TempDir(), "launch-xgboostjob.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		e.t.Fatal(err)
-	}
-	return path
 }
 
 // step is one execution of the component: its ExecutorInput and where KFP would read its outputs.
@@ -219,7 +160,12 @@ func (s *step) executorInput(t *testing.T) string {
 				"model_uri": map[string]any{"outputFile": filepath.Join(s.dir, "model_uri")},
 				"job_name":  map[string]any{"outputFile": filepath.Join(s.dir, "job_name")},
 			},
-			"artifacts":  map[string]any{"model": artifact("model", "system.Model"), "metrics": artifact("metrics", "system.Metrics")},
+			"artifacts": map[string]any{"model": artifact("model", "system.Model"), "metrics": artifact("metrics", "system.Metrics"),
+				// A file the component writes: here in the step's folder rather than under /minio.
+				"learning_curve": map[string]any{"artifacts": []any{map[string]any{
+					"name": "learning_curve", "type": map[string]any{"schemaTitle": "system.HTML", "schemaVersion": "0.0.1"},
+					"uri": "file://" + filepath.Join(s.dir, "learning_curve"),
+				}}}},
 			"outputFile": filepath.Join(s.dir, "executor_output.json"),
 		},
 	}

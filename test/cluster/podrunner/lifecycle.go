@@ -1,9 +1,11 @@
 package podrunner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,10 +55,13 @@ func (r *Runner) run(ctx context.Context, pod *corev1.Pod, proc *podProc) {
 	}
 	inits, mains := launches[:len(pod.Spec.InitContainers)], launches[len(pod.Spec.InitContainers):]
 	for _, l := range inits {
-		code, err := r.exec(ctx, pod, proc, l, nil)
+		code, msg, err := r.exec(ctx, pod, proc, l, nil)
 		if err != nil || code != 0 {
 			ps := newPodState(r, pod, time.Now())
 			ps.msg = fmt.Sprintf("init container %s exited with %d: %v", l.name, code, err)
+			if msg != "" {
+				ps.msg += ": " + msg
+			}
 			ps.publish(ctx, corev1.PodFailed)
 			return
 		}
@@ -103,7 +108,7 @@ func (r *Runner) execWithRestarts(ctx context.Context, pod *corev1.Pod, proc *po
 	backoff := time.Second
 	for restarts := 0; ; restarts++ {
 		var started time.Time
-		code, err := r.exec(ctx, pod, proc, l, func(pctx context.Context, kill func()) {
+		code, msg, err := r.exec(ctx, pod, proc, l, func(pctx context.Context, kill func()) {
 			started = time.Now()
 			c := pr.container
 			ps.running(ctx, i, started, restarts, c.StartupProbe == nil && c.ReadinessProbe == nil)
@@ -122,7 +127,7 @@ func (r *Runner) execWithRestarts(ctx context.Context, pod *corev1.Pod, proc *po
 		case corev1.RestartPolicyOnFailure:
 			restart = code != 0
 		}
-		ps.exited(ctx, i, started, time.Now(), code, restart)
+		ps.exited(ctx, i, started, time.Now(), code, msg, restart)
 		if !restart {
 			return code, err
 		}
@@ -137,18 +142,22 @@ func (r *Runner) execWithRestarts(ctx context.Context, pod *corev1.Pod, proc *po
 	}
 }
 
-// exec runs one container to its end and returns its exit code. started,
+// exec runs one container to its end and returns its exit code and termination message. started,
 // if set, is called once the process runs, with a context that ends with
 // the process and a function that kills it (what a failed liveness probe
 // does).
-func (r *Runner) exec(ctx context.Context, pod *corev1.Pod, proc *podProc, l *launch, started func(context.Context, func())) (int, error) {
+func (r *Runner) exec(ctx context.Context, pod *corev1.Pod, proc *podProc, l *launch, started func(context.Context, func())) (int, string, error) {
 	logPath := filepath.Join(r.opts.LogDir, fmt.Sprintf("%s_%s_%s.log", pod.Namespace, pod.Name, l.name))
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer f.Close()
 	fmt.Fprintf(f, "$ %s\n", strings.Join(l.argv, " "))
+	runStart, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, "", err
+	}
 	cmd := exec.Command(l.argv[0], l.argv[1:]...)
 	cmd.Env = l.env
 	cmd.Dir = l.dir
@@ -159,12 +168,12 @@ func (r *Runner) exec(ctx context.Context, pod *corev1.Pod, proc *podProc, l *la
 	proc.mu.Lock()
 	if ctx.Err() != nil {
 		proc.mu.Unlock()
-		return 137, ctx.Err()
+		return 137, "", ctx.Err()
 	}
 	if err := cmd.Start(); err != nil {
 		proc.mu.Unlock()
 		fmt.Fprintf(f, "start: %v\n", err)
-		return 128, err
+		return 128, err.Error(), err
 	}
 	proc.cmds = append(proc.cmds, cmd)
 	proc.mu.Unlock()
@@ -196,15 +205,46 @@ func (r *Runner) exec(ctx context.Context, pod *corev1.Pod, proc *podProc, l *la
 	proc.cmds = slices.DeleteFunc(proc.cmds, func(c *exec.Cmd) bool { return c == cmd })
 	close(waited)
 	proc.mu.Unlock()
-	fmt.Fprintf(f, "exit: %v\n", err)
+	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
+		code = ee.ExitCode()
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), nil
+			code = 128 + int(ws.Signal())
 		}
-		return ee.ExitCode(), nil
+		err = nil
 	}
-	return 0, err
+	msg := ""
+	if l.fallbackToLogs && code != 0 {
+		msg = logTail(logPath, runStart)
+	}
+	fmt.Fprintf(f, "exit: %d\n", code)
+	return code, msg, err
+}
+
+// The kubelet's bounds on a termination message taken from the logs.
+const (
+	terminationLogLines = 80
+	terminationLogBytes = 2048
+)
+
+// logTail is what FallbackToLogsOnError makes a failed container's termination message: the
+// last lines of this run's log (from offset on), at most terminationLogLines and
+// terminationLogBytes.
+func logTail(path string, offset int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil || int64(len(b)) < offset {
+		return ""
+	}
+	b = bytes.TrimRight(b[offset:], "\n")
+	if n := len(b) - terminationLogBytes; n > 0 {
+		b = b[n:]
+	}
+	lines := bytes.Split(b, []byte("\n"))
+	if len(lines) > terminationLogLines {
+		lines = lines[len(lines)-terminationLogLines:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
 }
 
 // probeContainer runs a container's probes for one run of its process, as
@@ -375,13 +415,13 @@ func (ps *podState) ready(ctx context.Context, i int, ready bool, why string) {
 
 // exited records the end of a container's process: terminated for good, or
 // waiting to be restarted with the end as its last state.
-func (ps *podState) exited(ctx context.Context, i int, started, end time.Time, code int, restart bool) {
+func (ps *podState) exited(ctx context.Context, i int, started, end time.Time, code int, msg string, restart bool) {
 	reason := "Completed"
 	if code != 0 {
 		reason = "Error"
 	}
 	term := &corev1.ContainerStateTerminated{
-		ExitCode: int32(code), Reason: reason, StartedAt: metav1.NewTime(started), FinishedAt: metav1.NewTime(end),
+		ExitCode: int32(code), Reason: reason, Message: msg, StartedAt: metav1.NewTime(started), FinishedAt: metav1.NewTime(end),
 	}
 	ps.mu.Lock()
 	st := &ps.statuses[i]

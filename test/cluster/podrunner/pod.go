@@ -27,6 +27,10 @@ type launch struct {
 	argv []string
 	env  []string
 	dir  string
+	// fallbackToLogs is terminationMessagePolicy FallbackToLogsOnError: a failed run's log
+	// tail becomes its termination message. (The File policy's file cannot be mounted into a
+	// host process, so its message stays empty here.)
+	fallbackToLogs bool
 }
 
 // preparer turns a pod's containers into local command lines.
@@ -228,7 +232,8 @@ func (p *preparer) container(ctx context.Context, c corev1.Container) (*launch, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return &launch{name: c.Name, argv: argv, env: envList, dir: dir}, nil
+	return &launch{name: c.Name, argv: argv, env: envList, dir: dir,
+		fallbackToLogs: c.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError}, nil
 }
 
 // resolveCommand maps a container command to a local executable: first

@@ -1,6 +1,10 @@
 package podrunner
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -150,5 +154,32 @@ func TestResolveCommand(t *testing.T) {
 	p.opts.AllowHostCommands = true
 	if got, err := p.resolveCommand("sh"); err != nil || got == "" {
 		t.Errorf("resolveCommand(sh) with AllowHostCommands = %q, %v", got, err)
+	}
+}
+
+// TestLogTail: a FallbackToLogsOnError message is this run's log only, bounded as the kubelet
+// bounds it (80 lines, 2048 bytes).
+func TestLogTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.log")
+	earlier := "$ runtime\nan earlier run's line\nexit: 1\n$ runtime\n"
+	var b strings.Builder
+	b.WriteString(earlier)
+	for i := range 100 {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := logTail(path, int64(len(earlier)))
+	lines := strings.Split(got, "\n")
+	if len(lines) != terminationLogLines || lines[0] != "line 20" || lines[len(lines)-1] != "line 99" {
+		t.Errorf("tail has %d lines, %q .. %q; want the last 80 of this run", len(lines), lines[0], lines[len(lines)-1])
+	}
+	long := strings.Repeat("x", 5000)
+	if err := os.WriteFile(path, []byte("$ runtime\n"+long+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := logTail(path, int64(len("$ runtime\n"))); len(got) != terminationLogBytes {
+		t.Errorf("tail of a 5000-byte line is %d bytes, want %d", len(got), terminationLogBytes)
 	}
 }

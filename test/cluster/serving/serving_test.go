@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
+	"github.com/kserve/kserve/pkg/constants"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	appsv1 "k8s.io/api/apps/v1"
@@ -28,6 +29,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -457,39 +459,75 @@ func TestInferenceServices(t *testing.T) {
 		uri := "pvc://" + claim + "/models/missing/v1"
 		isvc.Spec.Predictor.Model.StorageURI = &uri
 		start := e.create(isvc)
-		// The runtime answers /v2/health/ready with 503 naming the file it
-		// did not find; the probe's output is the pod's reason not to be
-		// Ready. The InferenceService must stay not Ready meanwhile.
+		// The runtime exits at start with a last line naming the folder it found no model in
+		// (--exit_on_load_failure); FallbackToLogsOnError makes that line the container's
+		// termination message, and the pod restarts with back-off. The InferenceService must
+		// never be Ready meanwhile.
 		const reason = "no model file in"
-		var msg string
-		cluster.WaitFor(e.t, 60*time.Second, "the readiness probe's failure on the pod", func(ctx context.Context) (bool, error) {
+		notReady := func(ctx context.Context) error {
 			var cur v1beta1.InferenceService
 			if err := e.c.Client.Get(ctx, client.ObjectKeyFromObject(isvc), &cur); err == nil && cur.Status.IsReady() {
-				return false, fmt.Errorf("InferenceService %s is Ready without a model", isvc.Name)
+				return fmt.Errorf("InferenceService %s is Ready without a model", isvc.Name)
+			}
+			return nil
+		}
+		var msg string
+		cluster.WaitFor(e.t, 60*time.Second, "the runtime's termination message on the restarting container", func(ctx context.Context) (bool, error) {
+			if err := notReady(ctx); err != nil {
+				return false, err
 			}
 			pods, err := e.pods(ctx, isvc.Name)
 			if err != nil || len(pods) == 0 {
 				return false, nil
 			}
-			for _, c := range pods[0].Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, reason) {
-					msg = c.Message
+			for _, cs := range pods[0].Status.ContainerStatuses {
+				if last := cs.LastTerminationState.Terminated; cs.Name == constants.InferenceServiceContainerName && last != nil && strings.Contains(last.Message, reason) {
+					msg = last.Message
 					return true, nil
 				}
 			}
 			return false, nil
 		})
-		t.Logf("pod Ready=False %s after create: %s", time.Since(start).Round(time.Millisecond), msg)
+		t.Logf("container terminated with its reason %s after create: %s", time.Since(start).Round(time.Millisecond), msg)
 		if !strings.Contains(msg, "/models/missing/v1") {
-			t.Errorf("the pod's message %q does not name the model folder", msg)
+			t.Errorf("the termination message %q does not name the model folder", msg)
 		}
-		// Through several more probe periods (5s in the runtime's manifest)
-		// nothing turns Ready.
+
+		// KServe v0.19 reconciles an InferenceService on changes to it and to its Deployment,
+		// not to its pods' main containers (whose restarts change neither), so the message
+		// reaches status.modelStatus on the next reconcile: any change to the InferenceService,
+		// as `kubectl label` makes here, or the Deployment's progress deadline.
+		var info *v1beta1.FailureInfo
+		poke, lastPoke := 0, time.Time{}
+		cluster.WaitFor(e.t, 60*time.Second, "KServe's lastFailureInfo with the runtime's message", func(ctx context.Context) (bool, error) {
+			var cur v1beta1.InferenceService
+			if err := e.c.Client.Get(ctx, client.ObjectKeyFromObject(isvc), &cur); err != nil {
+				return false, nil
+			}
+			if cur.Status.IsReady() {
+				return false, fmt.Errorf("InferenceService %s is Ready without a model", isvc.Name)
+			}
+			if f := cur.Status.ModelStatus.LastFailureInfo; f != nil && strings.Contains(f.Message, reason) {
+				info = f
+				return true, nil
+			}
+			if time.Since(lastPoke) < 2*time.Second {
+				return false, nil
+			}
+			poke, lastPoke = poke+1, time.Now()
+			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{"gangboost.dev/poke":"%d"}}}`, poke)))
+			return false, e.c.Client.Patch(ctx, &cur, patch)
+		})
+		t.Logf("lastFailureInfo set %s after create, after %d label change(s)", time.Since(start).Round(time.Millisecond), poke)
+		if info.Reason != v1beta1.ModelLoadFailed || !strings.Contains(info.Message, "/models/missing/v1") || info.ExitCode != 1 {
+			t.Errorf("lastFailureInfo = %+v; want reason ModelLoadFailed, exit code 1, the message naming the model folder", *info)
+		}
+
+		// Through several more restarts nothing turns Ready.
 		deadline := time.Now().Add(12 * time.Second)
 		for time.Now().Before(deadline) {
-			var cur v1beta1.InferenceService
-			if err := e.c.Client.Get(context.Background(), client.ObjectKeyFromObject(isvc), &cur); err == nil && cur.Status.IsReady() {
-				t.Fatalf("InferenceService %s became Ready without a model:\n%s", isvc.Name, e.describe(context.Background(), isvc.Name))
+			if err := notReady(context.Background()); err != nil {
+				t.Fatalf("%v:\n%s", err, e.describe(context.Background(), isvc.Name))
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
@@ -498,19 +536,7 @@ func TestInferenceServices(t *testing.T) {
 			for _, c := range cur.Status.Conditions {
 				t.Logf("InferenceService condition %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
 			}
-		}
-		var events corev1.EventList
-		if err := e.c.Client.List(context.Background(), &events, client.InNamespace(namespace)); err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, ev := range events.Items {
-			if ev.Reason == "Unhealthy" && strings.HasPrefix(ev.InvolvedObject.Name, isvc.Name) && strings.Contains(ev.Message, reason) {
-				found = true
-			}
-		}
-		if !found {
-			t.Errorf("no Unhealthy event with the probe's output %q for the pod", reason)
+			t.Logf("modelStatus: transition %s, lastFailureInfo %+v", cur.Status.ModelStatus.TransitionStatus, cur.Status.ModelStatus.LastFailureInfo)
 		}
 	})
 }

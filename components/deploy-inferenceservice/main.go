@@ -1,0 +1,121 @@
+// Command deploy-inferenceservice is the KFP component that serves a trained model: it reads its
+// ExecutorInput ({{$}}), creates or rolls out a KServe InferenceService for model_uri (server-side
+// apply), waits until it is Ready while printing its progress, and writes url, external_url,
+// grpc_address and model_name to its ExecutorOutput. On failure or at its deadline it prints
+// why the service is not ready. With GANGBOOST_BACKEND=local it serves the model with a local
+// gangboost-runtime process instead. See component.yaml for the inputs.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gangboost/gangboost/internal/deploy"
+	"github.com/gangboost/gangboost/internal/deploy/kube"
+	"github.com/gangboost/gangboost/internal/deploy/local"
+	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/version"
+)
+
+// image is the gangboost image component.yaml runs.
+var image = version.Image("gangboost")
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("deploy-inferenceservice", flag.ContinueOnError)
+	executorInput := fs.String("executor-input", "", "the ExecutorInput as protojson (KFP's {{$}})")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, else the in-cluster service account")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // --help asked for the usage; it is not a mistake
+		}
+		return 2
+	}
+	if *executorInput == "" {
+		fmt.Fprintln(os.Stderr, "deploy-inferenceservice: --executor-input is required (component.yaml passes {{$}})")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := deployModel(ctx, *executorInput, *kubeconfig); err != nil {
+		fmt.Fprintf(os.Stderr, "deploy-inferenceservice: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func deployModel(ctx context.Context, executorInput, kubeconfig string) error {
+	exec, err := kfp.ParseExecutorInput([]byte(executorInput))
+	if err != nil {
+		return err
+	}
+	var backend deploy.Backend
+	var svc *deploy.Service
+	if os.Getenv("GANGBOOST_BACKEND") == "local" {
+		if svc, err = deploy.ServiceFromExecutor(exec, "local"); err != nil {
+			return err
+		}
+		if backend, err = localBackend(); err != nil {
+			return err
+		}
+	} else {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = kubeconfig
+		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+		// The step's own namespace (kubeconfig context, or the pod's service account) is the default.
+		ns, _, err := cc.Namespace()
+		if err != nil {
+			ns = ""
+		}
+		// Inputs are checked before the cluster is contacted.
+		if svc, err = deploy.ServiceFromExecutor(exec, ns); err != nil {
+			return err
+		}
+		cfg, err := cc.ClientConfig()
+		if err != nil {
+			return fmt.Errorf("kubernetes config (set --kubeconfig or run in a pod with a service account): %w", err)
+		}
+		if backend, err = kube.New(cfg); err != nil {
+			return err
+		}
+	}
+	d := &deploy.Deployer{Backend: backend, Log: os.Stdout}
+	ep, err := d.Run(ctx, svc)
+	if err != nil {
+		return err
+	}
+	if err := deploy.WriteOutputs(exec, ep); err != nil {
+		return err
+	}
+	fmt.Printf("%s serves %s at %s\n", svc.Name, svc.ModelURI, ep.URL)
+	return nil
+}
+
+// localBackend is the local serving backend: gangboost-runtime from $GANGBOOST_BIN_DIR (default
+// this executable's folder), processes recorded in $GANGBOOST_LOCAL_STATE.
+func localBackend() (*local.Backend, error) {
+	binDir := os.Getenv("GANGBOOST_BIN_DIR")
+	if binDir == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("GANGBOOST_BIN_DIR is not set and this executable's folder is unknown: %w", err)
+		}
+		binDir = filepath.Dir(self)
+	}
+	state := os.Getenv("GANGBOOST_LOCAL_STATE")
+	if state == "" {
+		return nil, errors.New("GANGBOOST_BACKEND=local needs GANGBOOST_LOCAL_STATE: the folder where the served process is recorded (the local runner sets it)")
+	}
+	return &local.Backend{Runtime: filepath.Join(binDir, "gangboost-runtime"), StateDir: state}, nil
+}

@@ -1,0 +1,201 @@
+// Package deploy serves a trained model from a pipeline step: it turns the step's inputs into a
+// desired Service, applies it through a serving Backend (a KServe InferenceService, or a local
+// gangboost-runtime process), waits until it is ready within a deadline while printing progress,
+// says why it is not ready when the deadline passes, and writes the endpoint as the step's outputs.
+//
+// The deployer knows the Backend interface, not Kubernetes or processes: the InferenceService
+// backend lives in package deploy/kube, the local process backend in package deploy/local.
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Service is one model served under a name, independent of the backend that serves it.
+type Service struct {
+	// Name is the InferenceService's name (a DNS-1035 label) and the model's name in the V2
+	// protocol (/v2/models/<name>).
+	Name string
+	// Namespace of the InferenceService; the local backend ignores it.
+	Namespace string
+	// ModelURI is where the model folder is: pvc://<Claim>/<ModelPath>.
+	ModelURI         string
+	Claim, ModelPath string
+	// MountPath is where this step sees the claim (pvc_mount_path): the local backend serves
+	// MountPath/ModelPath.
+	MountPath string
+	// Runtime is the ServingRuntime or ClusterServingRuntime; ProtocolVersion v1, v2 or grpc-v2.
+	Runtime, ProtocolVersion string
+	// CPU and Memory are the predictor's requests and limits.
+	CPU, Memory              string
+	MinReplicas, MaxReplicas int32
+	// Timeout is how long the service may take to become ready.
+	Timeout time.Duration
+	// RunID is the pipeline run deploying it (may be empty); recorded on the service.
+	RunID string
+}
+
+// LocalModelDir is the model folder as this step sees it: MountPath/ModelPath.
+func (s *Service) LocalModelDir() string { return path.Join(s.MountPath, s.ModelPath) }
+
+// Endpoint is where a ready service answers: the step's outputs.
+type Endpoint struct {
+	// URL is the V2 base URL clients of the same cluster (or machine) call.
+	URL string
+	// ExternalURL is the URL from outside the cluster (KServe's status.url).
+	ExternalURL string
+	// GRPCAddress is host:port of the V2 gRPC service, "" when the runtime does not expose it.
+	GRPCAddress string
+	// ModelName is the model's name in the V2 protocol.
+	ModelName string
+}
+
+// Backend serves Services.
+type Backend interface {
+	// Apply creates the service, or updates an existing one of the same name to the new
+	// desired state (a rollout: the old version serves until the new one is ready).
+	Apply(ctx context.Context, s *Service) error
+	// Wait returns the endpoint once the service serves the applied version, calling progress
+	// with a line whenever something changes. It gives up when ctx ends.
+	Wait(ctx context.Context, s *Service, progress func(line string)) (*Endpoint, error)
+	// Describe says why the service is not ready: conditions, model status, pods, events or
+	// the runtime's log, one fact per line.
+	Describe(ctx context.Context, s *Service) string
+}
+
+// NotReadyError is a service that did not become ready: why the wait ended and what the backend
+// reports about it.
+type NotReadyError struct {
+	Service string
+	Cause   error
+	// Description is the backend's Describe.
+	Description string
+}
+
+func (e *NotReadyError) Error() string {
+	msg := fmt.Sprintf("%s is not ready: %v", e.Service, e.Cause)
+	if d := strings.TrimSpace(e.Description); d != "" {
+		msg += "\n  " + strings.ReplaceAll(d, "\n", "\n  ")
+	}
+	return msg
+}
+
+func (e *NotReadyError) Unwrap() error { return e.Cause }
+
+// Deployer applies a service through a Backend and waits for it.
+type Deployer struct {
+	Backend Backend
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// Run applies the service and waits until it is ready, at most s.Timeout from now. When it is
+// not ready by then (or the backend reports a failure), the error holds the backend's Describe.
+func (d *Deployer) Run(ctx context.Context, s *Service) (*Endpoint, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if err := d.Backend.Apply(ctx, s); err != nil {
+		return nil, err
+	}
+	d.printf("applied %s: model %s, runtime %s, protocol %s, replicas %d-%d; waiting up to %s for it to be ready",
+		s.Name, s.ModelURI, s.Runtime, s.ProtocolVersion, s.MinReplicas, s.MaxReplicas, s.Timeout)
+	start := time.Now()
+	waitCtx, cancel := context.WithTimeoutCause(ctx, s.Timeout,
+		fmt.Errorf("deadline of %s (timeout_seconds) passed", s.Timeout))
+	defer cancel()
+	ep, err := d.Backend.Wait(waitCtx, s, func(line string) { d.printf("%s", line) })
+	if err == nil {
+		d.printf("%s ready after %s: %s", s.Name, time.Since(start).Round(time.Millisecond), ep.URL)
+		return ep, nil
+	}
+	if cause := context.Cause(waitCtx); cause != nil && waitCtx.Err() != nil {
+		err = cause
+	}
+	// The caller's context may have ended too; describing must still happen.
+	descCtx, descCancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer descCancel()
+	return nil, &NotReadyError{Service: s.Name, Cause: err, Description: d.Backend.Describe(descCtx, s)}
+}
+
+func (d *Deployer) printf(format string, args ...any) {
+	if d.Log == nil {
+		return
+	}
+	fmt.Fprintf(d.Log, time.Now().UTC().Format("15:04:05.000")+" "+format+"\n", args...)
+}
+
+// dns1035 is Kubernetes' DNS-1035 label, which InferenceService names must be (KServe's webhook
+// requires a leading letter; the predictor's Service name is derived from it).
+var dns1035 = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+
+// maxNameLength keeps "<name>-predictor" within a Service name's 63 characters.
+const maxNameLength = 63 - len("-predictor")
+
+// ParseModelURI splits pvc://<claim>/<path> into the claim and the path on it.
+func ParseModelURI(uri string) (claim, modelPath string, err error) {
+	rest, ok := strings.CutPrefix(uri, "pvc://")
+	if !ok {
+		return "", "", fmt.Errorf("model_uri %q: want pvc://<claim>/<path> (launch-xgboostjob's model_uri output)", uri)
+	}
+	claim, p, _ := strings.Cut(rest, "/")
+	if claim == "" || p == "" {
+		return "", "", fmt.Errorf("model_uri %q: want pvc://<claim>/<path>, with both a claim and a path", uri)
+	}
+	// KServe mounts the path as the volume's subPath: it must be a clean relative path.
+	if clean := path.Clean(p); clean != p || path.IsAbs(p) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", "", fmt.Errorf("model_uri %q: the path %q on the claim must be clean (no //, ./, ../ or trailing /) and stay inside it", uri, p)
+	}
+	return claim, p, nil
+}
+
+// Validate checks what every backend needs.
+func (s *Service) Validate() error {
+	var errs []error
+	switch {
+	case s.Name == "":
+		errs = append(errs, errors.New("name is empty: it names the InferenceService and the model"))
+	case len(s.Name) > maxNameLength || !dns1035.MatchString(s.Name):
+		errs = append(errs, fmt.Errorf("name %q: want a DNS-1035 label of at most %d characters (lower case letters, digits and '-', starting with a letter, ending with a letter or digit)", s.Name, maxNameLength))
+	}
+	if claim, p, err := ParseModelURI(s.ModelURI); err != nil {
+		errs = append(errs, err)
+	} else if claim != s.Claim || p != s.ModelPath {
+		errs = append(errs, fmt.Errorf("model_uri %q does not match claim %q and path %q", s.ModelURI, s.Claim, s.ModelPath))
+	}
+	for _, q := range []struct{ name, value string }{{"cpu", s.CPU}, {"memory", s.Memory}} {
+		v, err := resource.ParseQuantity(q.value)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s = %q: not a Kubernetes quantity (e.g. 500m, 1, 1Gi): %v", q.name, q.value, err))
+		} else if v.Sign() <= 0 {
+			errs = append(errs, fmt.Errorf("%s = %q: want more than 0", q.name, q.value))
+		}
+	}
+	if s.MinReplicas < 1 {
+		errs = append(errs, fmt.Errorf("min_replicas = %d, want at least 1 (the step waits for a serving replica)", s.MinReplicas))
+	}
+	if s.MaxReplicas < s.MinReplicas {
+		errs = append(errs, fmt.Errorf("max_replicas = %d, want at least min_replicas (%d)", s.MaxReplicas, s.MinReplicas))
+	}
+	switch s.ProtocolVersion {
+	case "v1", "v2", "grpc-v2":
+	default:
+		errs = append(errs, fmt.Errorf("protocol_version = %q, want v1, v2 or grpc-v2", s.ProtocolVersion))
+	}
+	if s.Runtime == "" {
+		errs = append(errs, errors.New("runtime is empty: name the ServingRuntime (gangboost-xgboost)"))
+	}
+	if s.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout_seconds = %d, want more than 0", int64(s.Timeout/time.Second)))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,210 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/kfp"
+)
+
+// executor is the ExecutorInput KFP's driver builds from params, with the component's output
+// parameters declared in a fresh folder.
+func executor(t *testing.T, params map[string]any) (*kfp.Executor, string) {
+	t.Helper()
+	dir := t.TempDir()
+	outParams := map[string]any{}
+	for _, o := range []string{OutputURL, OutputExternalURL, OutputGRPCAddress, OutputModelName} {
+		outParams[o] = map[string]any{"outputFile": filepath.Join(dir, o)}
+	}
+	b, err := json.Marshal(map[string]any{
+		"inputs":  map[string]any{"parameterValues": params},
+		"outputs": map[string]any{"parameters": outParams, "outputFile": filepath.Join(dir, "executor_output.json")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kfp.ParseExecutorInput(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, dir
+}
+
+// withDefaults is what KFP passes: the component's defaults, overridden by params.
+func withDefaults(params map[string]any) map[string]any {
+	p := Component("img").DefaultParameters()
+	for k, v := range params {
+		p[k] = v
+	}
+	return p
+}
+
+func TestServiceFromExecutorDefaults(t *testing.T) {
+	e, _ := executor(t, withDefaults(map[string]any{"name": "iris", "model_uri": "pvc://gangboost-models/models/iris/v1"}))
+	s, err := ServiceFromExecutor(e, "kubeflow-user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Service{
+		Name: "iris", Namespace: "kubeflow-user", ModelURI: "pvc://gangboost-models/models/iris/v1",
+		Claim: "gangboost-models", ModelPath: "models/iris/v1", MountPath: "/mnt/pvc",
+		Runtime: "gangboost-xgboost", ProtocolVersion: "v2", CPU: "1", Memory: "1Gi",
+		MinReplicas: 1, MaxReplicas: 1, Timeout: 300 * time.Second,
+	}
+	if *s != want {
+		t.Errorf("service = %+v\nwant      %+v", *s, want)
+	}
+	if s.LocalModelDir() != "/mnt/pvc/models/iris/v1" {
+		t.Errorf("local model folder = %s", s.LocalModelDir())
+	}
+}
+
+func TestServiceFromExecutorRejects(t *testing.T) {
+	base := map[string]any{"name": "iris", "model_uri": "pvc://gangboost-models/models/iris/v1"}
+	tests := []struct {
+		name   string
+		params map[string]any
+		want   string
+	}{
+		{"name missing", map[string]any{"name": ""}, "name is empty"},
+		{"name upper case", map[string]any{"name": "Iris"}, `name "Iris": want a DNS-1035 label`},
+		{"name leading digit", map[string]any{"name": "1iris"}, "DNS-1035"},
+		{"name trailing dash", map[string]any{"name": "iris-"}, "DNS-1035"},
+		{"name too long", map[string]any{"name": strings.Repeat("a", 54)}, "at most 53 characters"},
+		{"model_uri s3", map[string]any{"model_uri": "s3://bucket/iris"}, `model_uri "s3://bucket/iris": want pvc://<claim>/<path>`},
+		{"model_uri no path", map[string]any{"model_uri": "pvc://gangboost-models"}, "with both a claim and a path"},
+		{"model_uri escapes", map[string]any{"model_uri": "pvc://gangboost-models/models/../../etc"}, "must be clean (no //, ./, ../ or trailing /) and stay inside it"},
+		{"model_uri trailing slash", map[string]any{"model_uri": "pvc://gangboost-models/models/iris/v1/"}, "must be clean"},
+		{"model_uri double slash", map[string]any{"model_uri": "pvc://gangboost-models//models/iris/v1"}, "must be clean"},
+		{"model_uri other claim", map[string]any{"model_uri": "pvc://other/models/iris/v1"}, `is on claim "other" but pvc_name is "gangboost-models"`},
+		{"cpu", map[string]any{"cpu": "one"}, `cpu = "one": not a Kubernetes quantity`},
+		{"memory", map[string]any{"memory": "1 GB"}, `memory = "1 GB": not a Kubernetes quantity`},
+		{"memory zero", map[string]any{"memory": "0"}, `memory = "0": want more than 0`},
+		{"min replicas", map[string]any{"min_replicas": 0}, "min_replicas = 0, want at least 1"},
+		{"max below min", map[string]any{"min_replicas": 3, "max_replicas": 2}, "max_replicas = 2, want at least min_replicas (3)"},
+		{"replicas not whole", map[string]any{"max_replicas": 1.5}, `"max_replicas": want an integer`},
+		{"protocol", map[string]any{"protocol_version": "v3"}, `protocol_version = "v3"`},
+		{"timeout", map[string]any{"timeout_seconds": 0}, "timeout_seconds = 0, want more than 0"},
+		{"unknown input", map[string]any{"replicas": 2}, `unknown input parameter "replicas"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := map[string]any{}
+			for k, v := range base {
+				p[k] = v
+			}
+			for k, v := range tc.params {
+				p[k] = v
+			}
+			e, _ := executor(t, withDefaults(p))
+			_, err := ServiceFromExecutor(e, "ns")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("no namespace", func(t *testing.T) {
+		e, _ := executor(t, withDefaults(base))
+		if _, err := ServiceFromExecutor(e, ""); err == nil || !strings.Contains(err.Error(), "namespace") {
+			t.Fatalf("error = %v, want one about the namespace", err)
+		}
+	})
+}
+
+func TestWriteOutputs(t *testing.T) {
+	e, dir := executor(t, withDefaults(map[string]any{"name": "iris", "model_uri": "pvc://gangboost-models/models/iris/v1"}))
+	ep := &Endpoint{URL: "http://iris-predictor.ns.svc.cluster.local", ExternalURL: "http://iris-ns.example.com", ModelName: "iris"}
+	if err := WriteOutputs(e, ep); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "executor_output.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := kfp.ParseExecutorOutput(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for k, v := range out.GetParameterValues() {
+		got[k] = v.GetStringValue()
+	}
+	want := map[string]string{"url": ep.URL, "external_url": ep.ExternalURL, "grpc_address": "", "model_name": "iris"}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("output %s = %q (set %v), want %q", k, g, ok, v)
+		}
+		if f, err := os.ReadFile(filepath.Join(dir, k)); err != nil || string(f) != v {
+			t.Errorf("output file %s = %q, %v; want %q", k, f, err, v)
+		}
+	}
+}
+
+// stuck is a backend whose service never becomes ready: it reports progress and waits for ctx.
+type stuck struct{ applied int }
+
+func (b *stuck) Apply(context.Context, *Service) error { b.applied++; return nil }
+func (b *stuck) Wait(ctx context.Context, s *Service, progress func(string)) (*Endpoint, error) {
+	progress("pods ready 0/1")
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (b *stuck) Describe(ctx context.Context, s *Service) string {
+	if ctx.Err() != nil {
+		return "described with an ended context"
+	}
+	return "condition PredictorReady=False\npod iris-predictor-0: Ready=False"
+}
+
+// A service not ready by its deadline fails naming the deadline and with the backend's account
+// of why; the description is made even though the wait's context has ended.
+func TestDeployerDeadline(t *testing.T) {
+	s := &Service{Name: "iris", Namespace: "ns", ModelURI: "pvc://c/m/v1", Claim: "c", ModelPath: "m/v1",
+		Runtime: "gangboost-xgboost", ProtocolVersion: "v2", CPU: "1", Memory: "1Gi", MinReplicas: 1, MaxReplicas: 1,
+		Timeout: 300 * time.Millisecond}
+	var log strings.Builder
+	b := &stuck{}
+	start := time.Now()
+	_, err := (&Deployer{Backend: b, Log: &log}).Run(context.Background(), s)
+	var nr *NotReadyError
+	if !errors.As(err, &nr) {
+		t.Fatalf("error = %v, want a NotReadyError", err)
+	}
+	if el := time.Since(start); el < 300*time.Millisecond || el > 5*time.Second {
+		t.Errorf("gave up after %s, want the 300ms deadline", el)
+	}
+	for _, want := range []string{"iris is not ready: deadline of 300ms (timeout_seconds) passed", "condition PredictorReady=False", "pod iris-predictor-0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if b.applied != 1 || !strings.Contains(log.String(), "pods ready 0/1") {
+		t.Errorf("applied %d times; log:\n%s", b.applied, log.String())
+	}
+}
+
+// FuzzParseModelURI: any model_uri either fails or yields a claim and a clean path that stays on
+// the claim, which together give the URI back.
+func FuzzParseModelURI(f *testing.F) {
+	for _, s := range []string{"pvc://gangboost-models/models/iris/v1", "pvc://c/m", "pvc://c/../x", "pvc:///x", "s3://b/k", "pvc://c/a//b/", "pvc://c/./a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, uri string) {
+		claim, p, err := ParseModelURI(uri)
+		if err != nil {
+			return
+		}
+		if claim == "" || p == "" || strings.Contains(claim, "/") || filepath.Clean(p) != p || filepath.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
+			t.Fatalf("ParseModelURI(%q) = %q, %q", uri, claim, p)
+		}
+		if back := "pvc://" + claim + "/" + p; uri != back {
+			t.Fatalf("ParseModelURI(%q) = %q, %q, which is %q", uri, claim, p, back)
+		}
+	})
+}

@@ -1,0 +1,129 @@
+package deploy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/kfp"
+)
+
+// The deploy-inferenceservice component's outputs (components/deploy-inferenceservice/component.yaml).
+const (
+	OutputURL         = "url"          // the V2 base URL evaluate calls (in-cluster status.address.url)
+	OutputExternalURL = "external_url" // status.url
+	OutputGRPCAddress = "grpc_address" // host:port, "" when the runtime exposes no gRPC port
+	OutputModelName   = "model_name"
+)
+
+// Inputs are the component's input parameters, in the order component.yaml documents them.
+var Inputs = []kfp.Input{
+	{Name: "name", Type: kfp.String, Description: "the InferenceService's name (a DNS-1035 label), also the model's name in the V2 protocol"},
+	{Name: "model_uri", Type: kfp.String, Description: "the model folder, pvc://<claim>/<path>: launch-xgboostjob's model_uri"},
+	{Name: "namespace", Type: kfp.String, Default: "", Description: "where the InferenceService goes; default this step's namespace"},
+	{Name: "runtime", Type: kfp.String, Default: "gangboost-xgboost", Description: "the ServingRuntime or ClusterServingRuntime serving the model"},
+	{Name: "protocol_version", Type: kfp.String, Default: "v2", Description: "v1, v2 or grpc-v2 (with runtime gangboost-xgboost-grpc)"},
+	{Name: "cpu", Type: kfp.String, Default: "1", Description: "CPU of the predictor (requests = limits)"},
+	{Name: "memory", Type: kfp.String, Default: "1Gi", Description: "memory of the predictor (requests = limits)"},
+	{Name: "min_replicas", Type: kfp.Integer, Default: 1},
+	{Name: "max_replicas", Type: kfp.Integer, Default: 1},
+	{Name: "timeout_seconds", Type: kfp.Integer, Default: 300, Description: "how long the service may take to become ready before the step fails"},
+	{Name: "run_id", Type: kfp.String, Default: "", Description: "the run deploying the model ({{$.pipeline_job_uuid}}), recorded on the InferenceService"},
+	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding the models"},
+	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where this step sees the claim (the local backend serves the model from there)"},
+}
+
+// Component is the deploy-inferenceservice component run from image; component.yaml is
+// generated from it.
+func Component(image string) *kfp.Component {
+	return &kfp.Component{
+		Name:        "deploy-inferenceservice",
+		Description: "Serves a model from the claim as a KServe InferenceService (V2 protocol, gangboost runtime): creates or rolls it out, waits until it is Ready and outputs its URL.",
+		Image:       image,
+		Inputs:      Inputs,
+		Outputs: []kfp.Output{
+			{Name: OutputURL, Type: kfp.String, Description: "V2 base URL inside the cluster (status.address.url)"},
+			{Name: OutputExternalURL, Type: kfp.String, Description: "URL from outside the cluster (status.url)"},
+			{Name: OutputGRPCAddress, Type: kfp.String, Description: "host:port of V2 gRPC, empty when the runtime exposes none"},
+			{Name: OutputModelName, Type: kfp.String, Description: "the model's name in the V2 protocol"},
+		},
+	}
+}
+
+// ServiceFromExecutor reads the component's inputs into a Service; defaultNamespace is the step's
+// own namespace.
+func ServiceFromExecutor(e *kfp.Executor, defaultNamespace string) (*Service, error) {
+	var errs []error
+	known := map[string]bool{}
+	for _, in := range Inputs {
+		known[in.Name] = true
+	}
+	for _, name := range e.ParameterNames() {
+		if !known[name] {
+			errs = append(errs, fmt.Errorf("unknown input parameter %q (the component's inputs are in component.yaml)", name))
+		}
+	}
+	str := func(name, def string) string {
+		v, err := e.String(name, def)
+		errs = append(errs, err)
+		if v == "" {
+			return def
+		}
+		return v
+	}
+	integer := func(name string, def int64) int64 {
+		v, err := e.Int(name, def)
+		errs = append(errs, err)
+		return v
+	}
+	s := &Service{
+		Name:            str("name", ""),
+		Namespace:       str("namespace", defaultNamespace),
+		ModelURI:        str("model_uri", ""),
+		MountPath:       str("pvc_mount_path", "/mnt/pvc"),
+		Runtime:         str("runtime", "gangboost-xgboost"),
+		ProtocolVersion: str("protocol_version", "v2"),
+		CPU:             str("cpu", "1"),
+		Memory:          str("memory", "1Gi"),
+		RunID:           str("run_id", ""),
+	}
+	minR, maxR := integer("min_replicas", 1), integer("max_replicas", 1)
+	timeout := integer("timeout_seconds", 300)
+	claimInput := str("pvc_name", "gangboost-models")
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if minR > 1<<20 || maxR > 1<<20 || minR < -1<<20 || maxR < -1<<20 {
+		return nil, fmt.Errorf("min_replicas = %d, max_replicas = %d: out of range", minR, maxR)
+	}
+	s.MinReplicas, s.MaxReplicas = int32(minR), int32(maxR)
+	if timeout > int64(24*time.Hour/time.Second) {
+		return nil, fmt.Errorf("timeout_seconds = %d, want at most a day", timeout)
+	}
+	s.Timeout = time.Duration(timeout) * time.Second
+	if claim, p, err := ParseModelURI(s.ModelURI); err == nil {
+		s.Claim, s.ModelPath = claim, p
+		if claim != claimInput {
+			return nil, fmt.Errorf("model_uri %q is on claim %q but pvc_name is %q: the step mounts pvc_name", s.ModelURI, claim, claimInput)
+		}
+	}
+	if s.Namespace == "" {
+		return nil, errors.New("namespace: no input value and the step's own namespace is unknown")
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// WriteOutputs records a ready service's endpoint as the step's output parameters.
+func WriteOutputs(e *kfp.Executor, ep *Endpoint) error {
+	for _, p := range []struct{ name, value string }{
+		{OutputURL, ep.URL}, {OutputExternalURL, ep.ExternalURL}, {OutputGRPCAddress, ep.GRPCAddress}, {OutputModelName, ep.ModelName},
+	} {
+		if err := e.SetParameter(p.name, p.value); err != nil {
+			return err
+		}
+	}
+	return e.WriteOutput()
+}

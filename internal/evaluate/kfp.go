@@ -1,0 +1,194 @@
+package evaluate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/kfp"
+)
+
+// The evaluate component's outputs (components/evaluate/component.yaml).
+const (
+	OutputMetrics         = "metrics"          // system.Metrics
+	OutputConfusionMatrix = "confusion_matrix" // system.ClassificationMetrics
+	OutputReport          = "report"           // system.HTML
+	OutputAccuracy        = "accuracy"
+	OutputRMSE            = "rmse"
+)
+
+// Inputs are the component's input parameters.
+var Inputs = []kfp.Input{
+	{Name: "url", Type: kfp.String, Description: "the V2 base URL (deploy-inferenceservice's url), e.g. http://iris-predictor.ns.svc.cluster.local"},
+	{Name: "model_name", Type: kfp.String, Description: "the model's name on the endpoint"},
+	{Name: "test_path", Type: kfp.String, Description: "the test CSV on the claim (prepare-data's test_path)"},
+	{Name: "label", Type: kfp.String, Description: "the label column"},
+	{Name: "model_uri", Type: kfp.String, Default: "", Description: "pvc://<claim>/models/<model>/<version>: compare with the trainer's metadata.json there; empty: no comparison"},
+	{Name: "tolerance", Type: kfp.Double, Default: 0.02, Description: "largest allowed |served - trainer| per compared metric; negative: report only"},
+	{Name: "protocol", Type: kfp.String, Default: ProtocolBoth, Description: "json, binary, or both (each batch both ways; the answers must agree exactly)"},
+	{Name: "timeout_seconds", Type: kfp.Integer, Default: 120, Description: "how long to wait for the model to be ready"},
+	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding data and models"},
+	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where this step mounts the claim"},
+}
+
+// Component is the evaluate component run from image; component.yaml is generated from it.
+func Component(image string) *kfp.Component {
+	return &kfp.Component{
+		Name:        "evaluate",
+		Description: "Sends the test set to a V2 endpoint (JSON and binary tensors) and reports accuracy, log loss and a confusion matrix (or RMSE), call latency, and whether the served model agrees with the trainer's own evaluation.",
+		Image:       image,
+		Inputs:      Inputs,
+		Outputs: []kfp.Output{
+			{Name: OutputMetrics, Artifact: "system.Metrics", Description: "accuracy and logloss (or rmse), rows, calls, p50_ms, p99_ms"},
+			{Name: OutputConfusionMatrix, Artifact: "system.ClassificationMetrics", Description: "the confusion matrix (classifiers; empty for regression)"},
+			{Name: OutputReport, Artifact: "system.HTML", Description: "metrics, the comparison with the trainer and the confusion matrix as one page"},
+			{Name: OutputAccuracy, Type: kfp.Double, Description: "accuracy; 0 for regression"},
+			{Name: OutputRMSE, Type: kfp.Double, Description: "RMSE; 0 for classifiers"},
+		},
+	}
+}
+
+// RunExecutor runs the component: it evaluates and writes the outputs. When the served model
+// disagrees with the trainer the outputs are still written (the report says why) and the error
+// is returned, so the step fails.
+func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
+	var errs []error
+	known := map[string]bool{}
+	for _, in := range Inputs {
+		known[in.Name] = true
+	}
+	for _, name := range e.ParameterNames() {
+		if !known[name] {
+			errs = append(errs, fmt.Errorf("unknown input parameter %q (the component's inputs are in component.yaml)", name))
+		}
+	}
+	// declared keeps what this code reads and what component.yaml declares the same list.
+	declared := func(name string) string {
+		if !known[name] {
+			errs = append(errs, fmt.Errorf("reads input %q, which component.yaml does not declare", name))
+		}
+		return name
+	}
+	str := func(name, def string) string {
+		v, err := e.String(declared(name), def)
+		errs = append(errs, err)
+		return v
+	}
+	tolerance, err := e.Float(declared("tolerance"), 0.02)
+	errs = append(errs, err)
+	timeout, err := e.Int(declared("timeout_seconds"), 120)
+	errs = append(errs, err)
+	o := Options{
+		URL: str("url", ""), Model: str("model_name", ""), TestPath: str("test_path", ""), Label: str("label", ""),
+		ModelURI: str("model_uri", ""), Tolerance: tolerance, Protocol: str("protocol", ProtocolBoth),
+		Timeout: time.Duration(timeout) * time.Second, Claim: str("pvc_mount_path", "/mnt/pvc"), ClaimName: str("pvc_name", "gangboost-models"),
+		Log: log,
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	s, runErr := Run(ctx, o)
+	var disagree *DisagreementError
+	if runErr != nil && !errors.As(runErr, &disagree) {
+		return runErr
+	}
+	if err := writeOutputs(e, s); err != nil {
+		return err
+	}
+	return runErr
+}
+
+// Metrics are the scalar values of the system.Metrics artifact.
+func (s *Summary) Metrics() map[string]any {
+	m := map[string]any{
+		"rows": s.Rows, "calls": s.Calls(), "batch_rows": s.BatchRows,
+		"p50_ms": ms(Percentile(s.Latencies, 50)), "p99_ms": ms(Percentile(s.Latencies, 99)),
+	}
+	if c := s.Classification; c != nil {
+		m["accuracy"], m["logloss"] = c.Accuracy(), c.LogLoss()
+	}
+	if r := s.Regression; r != nil {
+		m["rmse"] = r.RMSE()
+	}
+	return m
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// ConfusionMatrix is the system.ClassificationMetrics metadata KFP's UI draws: rows are the
+// actual classes, columns the predicted ones.
+func (s *Summary) ConfusionMatrix() map[string]any {
+	if s.Classification == nil {
+		return map[string]any{}
+	}
+	specs := make([]any, len(s.ClassNames))
+	for i, n := range s.ClassNames {
+		specs[i] = map[string]any{"displayName": n}
+	}
+	rows := make([]any, len(s.Classification.Confusion))
+	for i, r := range s.Classification.Confusion {
+		row := make([]any, len(r))
+		for j, c := range r {
+			row[j] = c
+		}
+		rows[i] = map[string]any{"row": row}
+	}
+	return map[string]any{"confusionMatrix": map[string]any{"annotationSpecs": specs, "rows": rows}}
+}
+
+func writeOutputs(e *kfp.Executor, s *Summary) error {
+	metrics, confusion := s.Metrics(), s.ConfusionMatrix()
+	accuracy, rmse := 0.0, 0.0
+	if s.Classification != nil {
+		accuracy = s.Classification.Accuracy()
+	}
+	if s.Regression != nil {
+		rmse = s.Regression.RMSE()
+	}
+	if err := e.SetParameter(OutputAccuracy, accuracy); err != nil {
+		return err
+	}
+	if err := e.SetParameter(OutputRMSE, rmse); err != nil {
+		return err
+	}
+	// Each artifact's file holds what its metadata says (the HTML page for the report), so a
+	// download from the UI shows the same values.
+	for name, md := range map[string]map[string]any{OutputMetrics: metrics, OutputConfusionMatrix: confusion} {
+		if err := e.SetArtifact(name, "", md); err != nil {
+			return err
+		}
+		js, err := json.MarshalIndent(md, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := writeArtifact(e, name, append(js, '\n')); err != nil {
+			return err
+		}
+	}
+	if err := e.SetArtifact(OutputReport, "", map[string]any{}); err != nil {
+		return err
+	}
+	if err := writeArtifact(e, OutputReport, Report(s)); err != nil {
+		return err
+	}
+	return e.WriteOutput()
+}
+
+func writeArtifact(e *kfp.Executor, name string, data []byte) error {
+	p, err := e.OutputArtifactPath(name)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("write artifact %s: %w", name, err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		return fmt.Errorf("write artifact %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package prepare
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/gangboost/gangboost/internal/kfp"
+)
+
+// The prepare-data component's outputs (components/prepare-data/component.yaml).
+const (
+	OutputTrainPath = "train_path"
+	OutputTestPath  = "test_path"
+	OutputLabel     = "label"
+	OutputDataset   = "dataset"
+)
+
+// Inputs are the component's input parameters.
+var Inputs = []kfp.Input{
+	{Name: "dataset", Type: kfp.String, Default: "iris", Description: `"iris" for the built-in Iris, else a CSV with a header: a path on the claim, an absolute path or an http(s) URL`},
+	{Name: "name", Type: kfp.String, Default: "iris", Description: "the data set's folder: datasets/<name>/ on the claim"},
+	{Name: "label", Type: kfp.String, Default: "", Description: "the CSV's label column (required for a CSV; Iris: species)"},
+	{Name: "test_fraction", Type: kfp.Double, Default: 0.2, Description: "fraction of the rows held out as test.csv (per class for class labels)"},
+	{Name: "seed", Type: kfp.Integer, Default: 42, Description: "seed of the split: the same seed gives the same files"},
+	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding data and models"},
+	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where this step mounts the claim"},
+}
+
+// Component is the prepare-data component run from image; component.yaml is generated from it.
+func Component(image string) *kfp.Component {
+	return &kfp.Component{
+		Name:        "prepare-data",
+		Description: "Splits a data set (built-in Iris, or a CSV on the claim or at a URL) into datasets/<name>/train.csv, test.csv and schema.json on the claim.",
+		Image:       image,
+		Inputs:      Inputs,
+		Outputs: []kfp.Output{
+			{Name: OutputTrainPath, Type: kfp.String, Description: "train.csv, claim-relative (launch-xgboostjob's train_data)"},
+			{Name: OutputTestPath, Type: kfp.String, Description: "test.csv, claim-relative (launch-xgboostjob's eval_data, evaluate's test_path)"},
+			{Name: OutputLabel, Type: kfp.String, Description: "the label column"},
+			{Name: OutputDataset, Artifact: "system.Dataset", Description: "schema.json, with rows, train_rows, test_rows, columns, label and classes as metadata"},
+		},
+	}
+}
+
+// RunExecutor runs the component: it reads the ExecutorInput's parameters, prepares the data set
+// and writes the outputs.
+func RunExecutor(ctx context.Context, e *kfp.Executor, fetch Fetcher, log io.Writer) error {
+	var errs []error
+	known := map[string]bool{}
+	for _, in := range Inputs {
+		known[in.Name] = true
+	}
+	for _, name := range e.ParameterNames() {
+		if !known[name] {
+			errs = append(errs, fmt.Errorf("unknown input parameter %q (the component's inputs are in component.yaml)", name))
+		}
+	}
+	// declared keeps what this code reads and what component.yaml declares the same list.
+	declared := func(name string) string {
+		if !known[name] {
+			errs = append(errs, fmt.Errorf("reads input %q, which component.yaml does not declare", name))
+		}
+		return name
+	}
+	str := func(name, def string) string {
+		v, err := e.String(declared(name), def)
+		errs = append(errs, err)
+		return v
+	}
+	fraction, err := e.Float(declared("test_fraction"), 0.2)
+	errs = append(errs, err)
+	seed, err := e.Int(declared("seed"), 42)
+	errs = append(errs, err)
+	o := Options{
+		Dataset: str("dataset", "iris"), Name: str("name", "iris"), Label: str("label", ""),
+		TestFraction: fraction, Seed: seed, Claim: str("pvc_mount_path", "/mnt/pvc"), Fetch: fetch, Log: log,
+	}
+	claimName := str("pvc_name", "gangboost-models")
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	res, err := Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	return writeOutputs(e, res, claimName, o.Claim)
+}
+
+func writeOutputs(e *kfp.Executor, res *Result, claimName, claim string) error {
+	s := res.Schema
+	for name, v := range map[string]string{OutputTrainPath: res.TrainPath, OutputTestPath: res.TestPath, OutputLabel: s.Label} {
+		if err := e.SetParameter(name, v); err != nil {
+			return err
+		}
+	}
+	columns, classes := make([]any, len(s.Columns)), make([]any, len(s.Classes))
+	for i, c := range s.ColumnNames() {
+		columns[i] = c
+	}
+	for i, c := range s.Classes {
+		classes[i] = c
+	}
+	md := map[string]any{
+		"rows": s.Rows, "train_rows": s.TrainRows, "test_rows": s.TestRows,
+		"columns": columns, "label": s.Label, "label_type": s.LabelType, "classes": classes,
+		"source": s.Source, "test_fraction": s.TestFraction, "seed": s.Seed, "stratified": s.Stratified,
+		"train_path": res.TrainPath, "test_path": res.TestPath,
+		// Where the files are: the artifact itself holds schema.json, which the UI can show.
+		"location": "pvc://" + claimName + "/" + filepath.ToSlash(filepath.Dir(res.TrainPath)),
+	}
+	if err := e.SetArtifact(OutputDataset, "", md); err != nil {
+		return err
+	}
+	p, err := e.OutputArtifactPath(OutputDataset)
+	if err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("write artifact %s: %w", OutputDataset, err)
+	}
+	if err := os.WriteFile(p, append(js, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write artifact %s: %w", OutputDataset, err)
+	}
+	return e.WriteOutput()
+}

@@ -1,0 +1,75 @@
+package notebooks
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gangboost/gangboost/test/cluster"
+	"github.com/gangboost/gangboost/test/cluster/podrunner"
+)
+
+// TestMain starts the test control plane (two nodes with one GPU each, Volcano, the Training
+// Operator with --gang-scheduler-name=volcano, pods run as local processes) for the
+// gang-scheduling walk-through; predict.ipynb does not use it.
+func TestMain(m *testing.M) {
+	cluster.Main(m, cluster.Options{
+		PodRunner: &podrunner.Options{
+			Commands: map[string]string{
+				"gangboost-train": filepath.Join(cluster.BinDir(), "gangboost-train"),
+				"sleep":           "/bin/sleep", // the blocker pod's busybox command
+			},
+			PassEnv: []string{"LD_LIBRARY_PATH"},
+		},
+	})
+}
+
+// TestGangSchedulingNotebook runs notebooks/gang-scheduling.ipynb with kubectl against the
+// control plane: the blocker pod holds a GPU, the XGBoostJob's gang stays unbound with the
+// PodGroup's Unschedulable reason, and once the blocker goes both pods are bound together and
+// the job trains. The notebook's own asserts check each step.
+func TestGangSchedulingNotebook(t *testing.T) {
+	requirePython(t)
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Fatalf("kubectl not found: %v", err)
+	}
+	c := cluster.Require(t)
+	const ns = "gangboost"
+	ctx := context.Background()
+	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	pvc := c.LocalPVC(t, ns, "gangboost-models")
+
+	out := filepath.Join(t.TempDir(), "gang-scheduling.executed.ipynb")
+	if keep := os.Getenv("GANGBOOST_KEEP_NOTEBOOKS"); keep != "" {
+		out = filepath.Join(keep, "gang-scheduling.executed.ipynb")
+	}
+	cmd := exec.Command(debianPython, "-c", execute, filepath.Join(repoRoot(), "notebooks", "gang-scheduling.ipynb"), out,
+		filepath.Join(repoRoot(), "notebooks"))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "NAMESPACE="+ns,
+		"GANGBOOST_MANIFESTS="+filepath.Join(repoRoot(), "manifests"))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("notebook failed: %v\n%s\ncontrol plane logs:\n%s", err, b, c.LogTails(40))
+	}
+	executed, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Unschedulable=True", "is bound: the free GPU stays free", "pods bound", "Succeeded"} {
+		if !strings.Contains(string(executed), want) {
+			t.Errorf("executed notebook lacks %q", want)
+		}
+	}
+	// The job's rank 0 wrote the model where the manifest says, on the claim.
+	if _, err := os.Stat(filepath.Join(pvc, "models", "iris-gang", "v1", "metadata.json")); err != nil {
+		t.Errorf("no model from the gang on the claim: %v", err)
+	}
+}

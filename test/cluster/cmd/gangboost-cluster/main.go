@@ -1,0 +1,212 @@
+// Command gangboost-cluster starts the test control plane with gangboost installed, to watch
+// gangboost's Kubernetes objects on one machine (make demo-cluster): the Kubernetes API server,
+// controller-manager and kube-scheduler, Volcano, the Training Operator with
+// --gang-scheduler-name=volcano, KServe's controller, and the pod runner, which runs pods as local
+// processes (gangboost-train, gangboost-runtime from bin/). On top it applies what a cluster
+// admin would: namespace gangboost, the gangboost-models claim (on a local folder), the
+// components' RBAC and the ClusterServingRuntimes.
+//
+//	gangboost-cluster [--kubeconfig FILE] [--pvc-dir DIR] [-- COMMAND ARGS...]
+//
+// With a command it runs it with KUBECONFIG (admin), HTTP_PROXY and GANGBOOST_PVC_DIR set, then
+// stops; without one it stays up until Ctrl-C. There is no cluster DNS or kube-proxy here, so
+// HTTP_PROXY points at a proxy that sends http://<service>.<namespace>.svc[.cluster.local][:port]
+// to the Service's pod on 127.0.0.1, as a pod's request to that name would reach it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gangboost/gangboost/internal/version"
+	"github.com/gangboost/gangboost/test/cluster"
+	"github.com/gangboost/gangboost/test/cluster/podrunner"
+)
+
+const (
+	namespace = "gangboost"
+	claim     = "gangboost-models"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "gangboost-cluster:", err)
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.ExitCode())
+		}
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	// Its own flag set: controller-runtime registers a global --kubeconfig.
+	fs := flag.NewFlagSet("gangboost-cluster", flag.ExitOnError)
+	kubeconfigOut := fs.String("kubeconfig", "", "also copy the admin kubeconfig here")
+	pvcDir := fs.String("pvc-dir", "", "folder standing for the gangboost-models claim; default a folder in the run's directory")
+	_ = fs.Parse(os.Args[1:])
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	bin := cluster.BinDir()
+	c, err := cluster.Start(ctx, cluster.Options{
+		Nodes: []cluster.NodeSpec{
+			{Name: "gpu-node-1", CPU: "8", Memory: "32Gi", GPUs: 1},
+			{Name: "gpu-node-2", CPU: "8", Memory: "32Gi", GPUs: 1},
+		},
+		KServe: true,
+		PodRunner: &podrunner.Options{
+			Commands: map[string]string{
+				"gangboost-train":   filepath.Join(bin, "gangboost-train"),
+				"gangboost-runtime": filepath.Join(bin, "gangboost-runtime"),
+			},
+			// The runtime's pods have no command: the image's entrypoint is gangboost-runtime.
+			Images:  map[string][]string{version.Image("gangboost-runtime"): {"gangboost-runtime"}},
+			PassEnv: []string{"LD_LIBRARY_PATH"},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+
+	if *pvcDir == "" {
+		*pvcDir = filepath.Join(c.Dir, "pvc", claim)
+	}
+	if err := install(ctx, c, *pvcDir); err != nil {
+		return err
+	}
+	if *kubeconfigOut != "" {
+		b, err := os.ReadFile(c.Kubeconfig)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*kubeconfigOut, b, 0o600); err != nil {
+			return err
+		}
+	}
+	proxy, err := serviceProxy(ctx, c.Kube)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("gangboost-cluster: up; KUBECONFIG=%s, claim %s/%s on %s, Service proxy %s, logs in %s\n",
+		c.Kubeconfig, namespace, claim, *pvcDir, proxy, c.LogDir)
+
+	if fs.NArg() == 0 {
+		fmt.Println("gangboost-cluster: try `KUBECONFIG=" + c.Kubeconfig + " kubectl get xgboostjobs,podgroups,pods,inferenceservices -A`; Ctrl-C stops it")
+		<-ctx.Done()
+		return nil
+	}
+	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "HTTP_PROXY=http://"+proxy,
+		"NO_PROXY=127.0.0.1,localhost", "GANGBOOST_PVC_DIR="+*pvcDir)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	// Ctrl-C reaches the command through the terminal's process group; SIGTERM is passed on.
+	go func() {
+		<-ctx.Done()
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	}()
+	return cmd.Wait()
+}
+
+// install applies what gangboost's users apply: namespace, claim, the components' RBAC and the
+// ClusterServingRuntimes (operator-config is the control plane's own).
+func install(ctx context.Context, c *cluster.Cluster, pvcDir string) error {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return err
+	}
+	ns, err := cluster.DecodeFiles(filepath.Join(root, "manifests", "namespace.yaml"))
+	if err != nil {
+		return err
+	}
+	if err := cluster.Apply(ctx, c.Client, ns...); err != nil {
+		return err
+	}
+	if err := c.BindLocalPVC(ctx, namespace, claim, pvcDir); err != nil {
+		return err
+	}
+	rbac, err := filepath.Glob(filepath.Join(root, "manifests", "rbac", "*.yaml"))
+	if err != nil {
+		return err
+	}
+	objs, err := cluster.DecodeFiles(append(rbac, filepath.Join(root, "manifests", "clusterservingruntime.yaml"))...)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if o.GetKind() != "ClusterServingRuntime" && o.GetKind() != "ClusterRole" && o.GetKind() != "ClusterRoleBinding" && o.GetNamespace() == "" {
+			o.SetNamespace(namespace)
+		}
+	}
+	return cluster.Apply(ctx, c.Client, objs...)
+}
+
+// serviceProxy serves an HTTP proxy on 127.0.0.1 that sends requests for cluster Service names
+// to the Service's pod (podrunner.ServiceAddr) and refuses every other host.
+func serviceProxy(ctx context.Context, kube kubernetes.Interface) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.Out.URL.Host = r.In.Context().Value(targetKey{}).(string)
+		},
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		svc, ns, port, err := parseServiceHost(r.URL.Host)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		addr, err := podrunner.ServiceAddr(r.Context(), kube, ns, svc, port)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		rp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), targetKey{}, addr)))
+	})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	return ln.Addr().String(), nil
+}
+
+type targetKey struct{}
+
+// parseServiceHost reads <service>.<namespace>.svc[.cluster.local][:port] (port 80 by default).
+func parseServiceHost(hostport string) (svc, ns string, port int32, err error) {
+	host, p, splitErr := net.SplitHostPort(hostport)
+	if splitErr != nil {
+		host, p = hostport, "80"
+	}
+	n, err := strconv.ParseInt(p, 10, 32)
+	if err != nil {
+		return "", "", 0, fmt.Errorf("host %q: port %q", hostport, p)
+	}
+	host = strings.TrimSuffix(strings.TrimSuffix(host, "."), ".cluster.local")
+	parts := strings.Split(host, ".")
+	if len(parts) != 3 || parts[2] != "svc" {
+		return "", "", 0, fmt.Errorf("host %q is not a cluster Service name (<service>.<namespace>.svc.cluster.local)", hostport)
+	}
+	return parts[0], parts[1], int32(n), nil
+}
