@@ -204,7 +204,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"pipeline", "upload", "--host", "http://x"}, 2, "usage: gangboost pipeline upload"},
 		{[]string{"pipeline", "upload", pkgFile}, 1, "--host is required"},
 		{[]string{"pipeline", "run", "--host", "localhost:8080"}, 1, "want an http:// or https:// URL"},
-		{[]string{"pipeline", "run", "--local", pkgFile}, 2, ""},
+		{[]string{"pipeline", "run", "--local"}, 2, ""}, // no package named
 		{[]string{"pipeline", "run", "-h"}, 0, "-param"},
 	} {
 		code, out, errs := gangboost(t, c.args...)
