@@ -143,6 +143,19 @@ demo: build
 	$(BIN)/gangboost pipeline run --local pipelines/xgboost-volcano.yaml --workdir $(DEMO_WORKDIR) \
 		--param workers=$(DEMO_WORKERS) --param num_round=$(DEMO_ROUNDS) $(DEMO_FLAGS)
 
+# The same package through the test control plane (make cluster-up's): launch-xgboostjob creates an
+# XGBoostJob that the Training Operator and Volcano gang-schedule, deploy-inferenceservice an
+# InferenceService that KServe's controller rolls out; the pods run as local processes. The steps
+# run here with the admin kubeconfig; evaluate reaches the predictor through the Service proxy.
+DEMO_CLUSTER_DIR ?= $(CURDIR)/.demo-cluster
+.PHONY: demo-cluster
+## demo-cluster: the demo's pipeline package through the test control plane (XGBoostJob + Volcano + KServe)
+demo-cluster: build cluster-tools
+	$(GO) run ./test/cluster/cmd/gangboost-cluster --pvc-dir $(DEMO_CLUSTER_DIR)/pvc/gangboost-models -- \
+		$(BIN)/gangboost pipeline run --local pipelines/xgboost-volcano.yaml --backend kubernetes \
+		--workdir $(DEMO_CLUSTER_DIR) --claim-dir gangboost-models=$(DEMO_CLUSTER_DIR)/pvc/gangboost-models \
+		--param namespace=gangboost --param workers=$(DEMO_WORKERS) --param num_round=$(DEMO_ROUNDS) $(DEMO_FLAGS)
+
 # --- On a cluster: each target prints the commands it runs. -------------------------------
 
 ## install-volcano: install Volcano VOLCANO_VERSION and gangboost's queue, scheduler config and priority classes

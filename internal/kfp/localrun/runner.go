@@ -53,9 +53,23 @@ const (
 // these inputs whose value equals a pvcMount's mountPath becomes the folder standing for the claim.
 var PVCPathInputs = []string{"pvc_mount_path", "pvc_local_path"}
 
+// The step backends a run may ask the components for (GANGBOOST_BACKEND).
+const (
+	// BackendLocal: the job runs as local processes, the model server on localhost.
+	BackendLocal = "local"
+	// BackendKubernetes: each step acts on the cluster of its KUBECONFIG (an XGBoostJob, an
+	// InferenceService), as it would in a KFP pod; only the steps themselves run here.
+	BackendKubernetes = "kubernetes"
+)
+
 // Options configure a local run.
 type Options struct {
 	Package *Package
+	// Backend is BackendLocal (the default) or BackendKubernetes.
+	Backend string
+	// Claims maps a claim name to the folder that holds its files here (with BackendKubernetes,
+	// the folder behind the cluster's PersistentVolume); default WorkDir/pvc/<claim>.
+	Claims map[string]string
 	// Params are the --param name=value overrides.
 	Params map[string]string
 	// WorkDir holds the claims, the process records and the runs.
@@ -76,13 +90,15 @@ type Options struct {
 
 // Result is what a run did.
 type Result struct {
-	Run        RunInfo        `json:"run"`
-	WorkDir    string         `json:"work_dir"`
-	Parameters map[string]any `json:"parameters"`
-	Tasks      []*TaskResult  `json:"tasks"`
-	Processes  []Process      `json:"processes,omitempty"`
-	State      string         `json:"state"`
-	Error      string         `json:"error,omitempty"`
+	Run     RunInfo `json:"run"`
+	WorkDir string  `json:"work_dir"`
+	// Claims are the folders of claims given in Options.Claims; others are under WorkDir/pvc.
+	Claims     map[string]string `json:"claims,omitempty"`
+	Parameters map[string]any    `json:"parameters"`
+	Tasks      []*TaskResult     `json:"tasks"`
+	Processes  []Process         `json:"processes,omitempty"`
+	State      string            `json:"state"`
+	Error      string            `json:"error,omitempty"`
 	// Seconds is the run's wall time, from reading the parameters to the last task's end.
 	Seconds    float64 `json:"seconds"`
 	Summary    string  `json:"summary_file"`
@@ -154,6 +170,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = 10 * time.Second
 	}
+	switch opts.Backend {
+	case "":
+		opts.Backend = BackendLocal
+	case BackendLocal, BackendKubernetes:
+	default:
+		return nil, fmt.Errorf("backend %q: want %s or %s", opts.Backend, BackendLocal, BackendKubernetes)
+	}
 	workDir, err := filepath.Abs(opts.WorkDir)
 	if err != nil {
 		return nil, err
@@ -211,7 +234,7 @@ func (r *runner) run(ctx context.Context) (res *Result, err error) {
 	spec := r.opts.Package.Spec
 	run := newRunInfo(spec.GetPipelineInfo().GetName(), "file://"+filepath.Join(r.workDir, "pipeline-root"))
 	r.runID = run.RunID
-	res = &Result{Run: run, WorkDir: r.workDir, State: StatePending, outputs: map[string]*TaskOutputs{}, started: time.Now()}
+	res = &Result{Run: run, WorkDir: r.workDir, Claims: r.opts.Claims, State: StatePending, outputs: map[string]*TaskOutputs{}, started: time.Now()}
 	res.Summary = filepath.Join(run.RunDir(), "summary.json")
 	res.Report = filepath.Join(run.RunDir(), "report.html")
 	params, err := PipelineParameters(spec, r.opts.Params)
@@ -438,7 +461,7 @@ func (r *runner) mountClaims(taskName string, mounts []*kubernetesplatform.PvcMo
 		if strings.ContainsAny(claim, "/\\") || claim == "." || claim == ".." {
 			return nil, nil, fmt.Errorf("task %s: claim name %q is not a valid PersistentVolumeClaim name", taskName, claim)
 		}
-		dir := filepath.Join(r.workDir, "pvc", claim)
+		dir := claimDir(r.workDir, r.opts.Claims, claim)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, err
 		}
@@ -446,6 +469,11 @@ func (r *runner) mountClaims(taskName string, mounts []*kubernetesplatform.PvcMo
 		var mapped []string
 		for _, name := range PVCPathInputs {
 			if _, declared := comp.GetInputDefinitions().GetParameters()[name]; !declared {
+				continue
+			}
+			if _, local := comp.GetInputDefinitions().GetParameters()["pvc_local_path"]; local && name == "pvc_mount_path" && r.opts.Backend == BackendKubernetes {
+				// On a cluster pvc_mount_path is where the job's pods mount the claim; this step
+				// sees it through pvc_local_path.
 				continue
 			}
 			v, ok := withDefaults[name].GetKind().(*structpb.Value_StringValue)
@@ -465,7 +493,7 @@ func (r *runner) mountClaims(taskName string, mounts []*kubernetesplatform.PvcMo
 }
 
 func (r *runner) stepEnv(c *pipelinespec.PipelineDeploymentConfig_PipelineContainerSpec) []string {
-	ours := map[string]string{EnvBackend: "local", EnvBinDir: r.binDir, EnvLocalState: r.stateDir, EnvLocalRun: r.runID}
+	ours := map[string]string{EnvBackend: r.opts.Backend, EnvBinDir: r.binDir, EnvLocalState: r.stateDir, EnvLocalRun: r.runID}
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -623,5 +651,13 @@ func (res *Result) ClaimPath(uri string) (string, bool) {
 	if claim == "" || claim == "." || claim == ".." {
 		return "", false
 	}
-	return filepath.Join(res.WorkDir, "pvc", claim, filepath.FromSlash(path)), true
+	return filepath.Join(claimDir(res.WorkDir, res.Claims, claim), filepath.FromSlash(path)), true
+}
+
+// claimDir is the folder standing for a claim: the one claims gives, else <workDir>/pvc/<claim>.
+func claimDir(workDir string, claims map[string]string, claim string) string {
+	if dir, ok := claims[claim]; ok {
+		return dir
+	}
+	return filepath.Join(workDir, "pvc", claim)
 }

@@ -35,8 +35,11 @@ func runLocalTo(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	keepServing := fs.Bool("keep-serving", false, "after a successful run, keep the model server up until Ctrl-C")
 	binDir := fs.String("bin-dir", "", "folder of the binaries the components' commands name (default: this program's folder)")
 	grace := fs.Duration("grace", 0, "how long a stopped step has between SIGTERM and SIGKILL (default 10s)")
+	backend := fs.String("backend", localrun.BackendLocal, "local: the job and the model server run here; kubernetes: the steps act on the cluster of $KUBECONFIG (XGBoostJob, InferenceService)")
+	var claimDirs paramFlags
+	fs.Var(&claimDirs, "claim-dir", "claim=DIR: the folder holding a claim's files here (repeatable); default <workdir>/pvc/<claim>")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: gangboost pipeline run --local FILE [--param name=value ...] [--workdir DIR] [--keep-serving] [--bin-dir DIR]")
+		fmt.Fprintln(fs.Output(), "usage: gangboost pipeline run --local FILE [--param name=value ...] [--workdir DIR] [--keep-serving] [--bin-dir DIR] [--backend local|kubernetes] [--claim-dir claim=DIR ...]")
 		fs.PrintDefaults()
 	}
 	if code, done := parse(fs, args, stderr); done {
@@ -73,8 +76,21 @@ func runLocalTo(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "gangboost pipeline run --local: %v\n", err)
 		return 2
 	}
+	claims := map[string]string{}
+	for _, kv := range claimDirs {
+		claim, dir, ok := strings.Cut(kv, "=")
+		if !ok || claim == "" || dir == "" {
+			fmt.Fprintf(stderr, "gangboost pipeline run --local: --claim-dir %q: want claim=DIR\n", kv)
+			return 2
+		}
+		if claims[claim], err = filepath.Abs(dir); err != nil {
+			fmt.Fprintf(stderr, "gangboost pipeline run --local: --claim-dir %q: %v\n", kv, err)
+			return 2
+		}
+	}
 	res, err := localrun.Run(ctx, localrun.Options{
 		Package: pkg, Params: overrides, WorkDir: *workDir, BinDir: *binDir, KeepServing: *keepServing,
+		Backend: *backend, Claims: claims,
 		Out: stdout, Grace: *grace,
 		Finished: func(res *localrun.Result) {
 			if res.State == localrun.StateSucceeded {
