@@ -23,7 +23,12 @@ func TestMain(m *testing.M) {
 			// The runtime image of manifests/clusterservingruntime.yaml has
 			// no command in the pod: its entrypoint is gangboost-runtime.
 			Images:   map[string][]string{image: {"gangboost-runtime"}},
-			Commands: map[string]string{"gangboost-runtime": filepath.Join(cluster.BinDir(), "gangboost-runtime")},
+			Commands: map[string]string{
+				"gangboost-runtime": filepath.Join(cluster.BinDir(), "gangboost-runtime"),
+				// TestPipelineOnCluster's XGBoostJob.
+				"gangboost-train": filepath.Join(cluster.BinDir(), "gangboost-train"),
+			},
+			PassEnv: []string{"LD_LIBRARY_PATH"},
 		},
 	})
 }
