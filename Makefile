@@ -179,7 +179,7 @@ configure-training-operator:
 ## deploy-runtime: the namespace, the model PVC, gangboost's ClusterServingRuntimes and the components' RBAC
 deploy-runtime:
 	$(KUBECTL) apply -f manifests/namespace.yaml -f manifests/pvc.yaml -f manifests/clusterservingruntime.yaml
-	$(KUBECTL) apply -f manifests/rbac/
+	$(KUBECTL) -n $(NAMESPACE) apply -f manifests/rbac/
 
 ## deploy-example: the iris InferenceService (pvc://gangboost-models/models/iris/v1), waited for until Ready
 deploy-example:
