@@ -53,29 +53,8 @@ func Component(image string) *kfp.Component {
 // ServiceFromExecutor reads the component's inputs into a Service; defaultNamespace is the step's
 // own namespace.
 func ServiceFromExecutor(e *kfp.Executor, defaultNamespace string) (*Service, error) {
-	var errs []error
-	known := map[string]bool{}
-	for _, in := range Inputs {
-		known[in.Name] = true
-	}
-	for _, name := range e.ParameterNames() {
-		if !known[name] {
-			errs = append(errs, fmt.Errorf("unknown input parameter %q (the component's inputs are in component.yaml)", name))
-		}
-	}
-	str := func(name, def string) string {
-		v, err := e.String(name, def)
-		errs = append(errs, err)
-		if v == "" {
-			return def
-		}
-		return v
-	}
-	integer := func(name string, def int64) int64 {
-		v, err := e.Int(name, def)
-		errs = append(errs, err)
-		return v
-	}
+	in := e.Params(Inputs)
+	str, integer := in.NonEmpty, in.Int
 	s := &Service{
 		Name:            str("name", ""),
 		Namespace:       str("namespace", defaultNamespace),
@@ -90,7 +69,7 @@ func ServiceFromExecutor(e *kfp.Executor, defaultNamespace string) (*Service, er
 	minR, maxR := integer("min_replicas", 1), integer("max_replicas", 1)
 	timeout := integer("timeout_seconds", 300)
 	claimInput := str("pvc_name", "gangboost-models")
-	if err := errors.Join(errs...); err != nil {
+	if err := in.Err(); err != nil {
 		return nil, err
 	}
 	if minR > 1<<20 || maxR > 1<<20 || minR < -1<<20 || maxR < -1<<20 {

@@ -57,39 +57,17 @@ func Component(image string) *kfp.Component {
 // disagrees with the trainer the outputs are still written (the report says why) and the error
 // is returned, so the step fails.
 func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
-	var errs []error
-	known := map[string]bool{}
-	for _, in := range Inputs {
-		known[in.Name] = true
-	}
-	for _, name := range e.ParameterNames() {
-		if !known[name] {
-			errs = append(errs, fmt.Errorf("unknown input parameter %q (the component's inputs are in component.yaml)", name))
-		}
-	}
-	// declared keeps what this code reads and what component.yaml declares the same list.
-	declared := func(name string) string {
-		if !known[name] {
-			errs = append(errs, fmt.Errorf("reads input %q, which component.yaml does not declare", name))
-		}
-		return name
-	}
-	str := func(name, def string) string {
-		v, err := e.String(declared(name), def)
-		errs = append(errs, err)
-		return v
-	}
-	tolerance, err := e.Float(declared("tolerance"), 0.02)
-	errs = append(errs, err)
-	timeout, err := e.Int(declared("timeout_seconds"), 120)
-	errs = append(errs, err)
+	in := e.Params(Inputs)
+	str := in.String
+	tolerance := in.Float("tolerance", 0.02)
+	timeout := in.Int("timeout_seconds", 120)
 	o := Options{
 		URL: str("url", ""), Model: str("model_name", ""), TestPath: str("test_path", ""), Label: str("label", ""),
 		ModelURI: str("model_uri", ""), Tolerance: tolerance, Protocol: str("protocol", ProtocolBoth),
 		Timeout: time.Duration(timeout) * time.Second, Claim: str("pvc_mount_path", "/mnt/pvc"), ClaimName: str("pvc_name", "gangboost-models"),
 		Log: log,
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := in.Err(); err != nil {
 		return err
 	}
 	s, runErr := Run(ctx, o)

@@ -3,7 +3,6 @@ package prepare
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -50,38 +49,16 @@ func Component(image string) *kfp.Component {
 // RunExecutor runs the component: it reads the ExecutorInput's parameters, prepares the data set
 // and writes the outputs.
 func RunExecutor(ctx context.Context, e *kfp.Executor, fetch Fetcher, log io.Writer) error {
-	var errs []error
-	known := map[string]bool{}
-	for _, in := range Inputs {
-		known[in.Name] = true
-	}
-	for _, name := range e.ParameterNames() {
-		if !known[name] {
-			errs = append(errs, fmt.Errorf("unknown input parameter %q (the component's inputs are in component.yaml)", name))
-		}
-	}
-	// declared keeps what this code reads and what component.yaml declares the same list.
-	declared := func(name string) string {
-		if !known[name] {
-			errs = append(errs, fmt.Errorf("reads input %q, which component.yaml does not declare", name))
-		}
-		return name
-	}
-	str := func(name, def string) string {
-		v, err := e.String(declared(name), def)
-		errs = append(errs, err)
-		return v
-	}
-	fraction, err := e.Float(declared("test_fraction"), 0.2)
-	errs = append(errs, err)
-	seed, err := e.Int(declared("seed"), 42)
-	errs = append(errs, err)
+	in := e.Params(Inputs)
+	str := in.String
+	fraction := in.Float("test_fraction", 0.2)
+	seed := in.Int("seed", 42)
 	o := Options{
 		Dataset: str("dataset", "iris"), Name: str("name", "iris"), Label: str("label", ""),
 		TestFraction: fraction, Seed: seed, Claim: str("pvc_mount_path", "/mnt/pvc"), Fetch: fetch, Log: log,
 	}
 	claimName := str("pvc_name", "gangboost-models")
-	if err := errors.Join(errs...); err != nil {
+	if err := in.Err(); err != nil {
 		return err
 	}
 	res, err := Run(ctx, o)
