@@ -12,9 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -33,33 +31,17 @@ func main() {
 }
 
 func run(args []string) int {
-	fs := flag.NewFlagSet("deploy-inferenceservice", flag.ContinueOnError)
-	executorInput := fs.String("executor-input", "", "the ExecutorInput as protojson (KFP's {{$}})")
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, else the in-cluster service account")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0 // --help asked for the usage; it is not a mistake
-		}
-		return 2
+	var kubeconfig *string
+	flags := func(fs *flag.FlagSet) {
+		kubeconfig = fs.String("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, else the in-cluster service account")
 	}
-	if *executorInput == "" {
-		fmt.Fprintln(os.Stderr, "deploy-inferenceservice: --executor-input is required (component.yaml passes {{$}})")
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := deployModel(ctx, *executorInput, *kubeconfig); err != nil {
-		fmt.Fprintf(os.Stderr, "deploy-inferenceservice: %v\n", err)
-		return 1
-	}
-	return 0
+	return kfp.RunComponent("deploy-inferenceservice", args, flags, func(ctx context.Context, e *kfp.Executor) error {
+		return deployModel(ctx, e, *kubeconfig)
+	})
 }
 
-func deployModel(ctx context.Context, executorInput, kubeconfig string) error {
-	exec, err := kfp.ParseExecutorInput([]byte(executorInput))
-	if err != nil {
-		return err
-	}
+func deployModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) error {
+	var err error
 	var backend deploy.Backend
 	var svc *deploy.Service
 	if os.Getenv("GANGBOOST_BACKEND") == "local" {

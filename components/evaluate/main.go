@@ -6,12 +6,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/gangboost/gangboost/internal/evaluate"
 	"github.com/gangboost/gangboost/internal/kfp"
@@ -26,27 +21,7 @@ func main() {
 }
 
 func run(args []string) int {
-	fs := flag.NewFlagSet("evaluate", flag.ContinueOnError)
-	executorInput := fs.String("executor-input", "", "the ExecutorInput as protojson (KFP's {{$}})")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if *executorInput == "" {
-		fmt.Fprintln(os.Stderr, "evaluate: --executor-input is required (component.yaml passes {{$}})")
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	e, err := kfp.ParseExecutorInput([]byte(*executorInput))
-	if err == nil {
-		err = evaluate.RunExecutor(ctx, e, os.Stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "evaluate: %v\n", err)
-		return 1
-	}
-	return 0
+	return kfp.RunComponent("evaluate", args, nil, func(ctx context.Context, e *kfp.Executor) error {
+		return evaluate.RunExecutor(ctx, e, os.Stdout)
+	})
 }

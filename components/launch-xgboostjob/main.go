@@ -6,13 +6,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -31,34 +28,17 @@ func main() {
 }
 
 func run(args []string) int {
-	fs := flag.NewFlagSet("launch-xgboostjob", flag.ContinueOnError)
-	executorInput := fs.String("executor-input", "", "the ExecutorInput as protojson (KFP's {{$}})")
-	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, else the in-cluster service account")
-	trainerImage := fs.String("image", image, "trainer image when the input image is not set")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0 // --help asked for the usage; it is not a mistake
-		}
-		return 2
+	var kubeconfig, trainerImage *string
+	flags := func(fs *flag.FlagSet) {
+		kubeconfig = fs.String("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, else the in-cluster service account")
+		trainerImage = fs.String("image", image, "trainer image when the input image is not set")
 	}
-	if *executorInput == "" {
-		fmt.Fprintln(os.Stderr, "launch-xgboostjob: --executor-input is required (component.yaml passes {{$}})")
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := launchJob(ctx, *executorInput, *kubeconfig, *trainerImage); err != nil {
-		fmt.Fprintf(os.Stderr, "launch-xgboostjob: %v\n", err)
-		return 1
-	}
-	return 0
+	return kfp.RunComponent("launch-xgboostjob", args, flags, func(ctx context.Context, e *kfp.Executor) error {
+		return launchJob(ctx, e, *kubeconfig, *trainerImage)
+	})
 }
 
-func launchJob(ctx context.Context, executorInput, kubeconfig, image string) error {
-	exec, err := kfp.ParseExecutorInput([]byte(executorInput))
-	if err != nil {
-		return err
-	}
+func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string) error {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})

@@ -6,12 +6,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/prepare"
@@ -26,27 +21,7 @@ func main() {
 }
 
 func run(args []string) int {
-	fs := flag.NewFlagSet("prepare-data", flag.ContinueOnError)
-	executorInput := fs.String("executor-input", "", "the ExecutorInput as protojson (KFP's {{$}})")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if *executorInput == "" {
-		fmt.Fprintln(os.Stderr, "prepare-data: --executor-input is required (component.yaml passes {{$}})")
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	e, err := kfp.ParseExecutorInput([]byte(*executorInput))
-	if err == nil {
-		err = prepare.RunExecutor(ctx, e, prepare.HTTPFetcher{}, os.Stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "prepare-data: %v\n", err)
-		return 1
-	}
-	return 0
+	return kfp.RunComponent("prepare-data", args, nil, func(ctx context.Context, e *kfp.Executor) error {
+		return prepare.RunExecutor(ctx, e, prepare.HTTPFetcher{}, os.Stdout)
+	})
 }
