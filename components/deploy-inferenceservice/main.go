@@ -14,12 +14,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/gangboost/gangboost/internal/deploy"
 	"github.com/gangboost/gangboost/internal/deploy/kube"
 	"github.com/gangboost/gangboost/internal/deploy/local"
 	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/kubecfg"
 	"github.com/gangboost/gangboost/internal/version"
 )
 
@@ -44,7 +43,7 @@ func deployModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) err
 	var err error
 	var backend deploy.Backend
 	var svc *deploy.Service
-	if os.Getenv("GANGBOOST_BACKEND") == "local" {
+	if kfp.LocalBackend() {
 		if svc, err = deploy.ServiceFromExecutor(exec, "local"); err != nil {
 			return err
 		}
@@ -52,21 +51,14 @@ func deployModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) err
 			return err
 		}
 	} else {
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = kubeconfig
-		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-		// The step's own namespace (kubeconfig context, or the pod's service account) is the default.
-		ns, _, err := cc.Namespace()
-		if err != nil {
-			ns = ""
-		}
+		step := kubecfg.Load(kubeconfig)
 		// Inputs are checked before the cluster is contacted.
-		if svc, err = deploy.ServiceFromExecutor(exec, ns); err != nil {
+		if svc, err = deploy.ServiceFromExecutor(exec, step.Namespace); err != nil {
 			return err
 		}
-		cfg, err := cc.ClientConfig()
+		cfg, err := step.RESTConfig()
 		if err != nil {
-			return fmt.Errorf("kubernetes config (set --kubeconfig or run in a pod with a service account): %w", err)
+			return err
 		}
 		if backend, err = kube.New(cfg); err != nil {
 			return err
@@ -87,15 +79,11 @@ func deployModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) err
 // localBackend is the local serving backend: gangboost-runtime from $GANGBOOST_BIN_DIR (default
 // this executable's folder), processes recorded in $GANGBOOST_LOCAL_STATE.
 func localBackend() (*local.Backend, error) {
-	binDir := os.Getenv("GANGBOOST_BIN_DIR")
-	if binDir == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("GANGBOOST_BIN_DIR is not set and this executable's folder is unknown: %w", err)
-		}
-		binDir = filepath.Dir(self)
+	binDir, err := kfp.BinDir()
+	if err != nil {
+		return nil, err
 	}
-	state := os.Getenv("GANGBOOST_LOCAL_STATE")
+	state := os.Getenv(kfp.EnvLocalState)
 	if state == "" {
 		return nil, errors.New("GANGBOOST_BACKEND=local needs GANGBOOST_LOCAL_STATE: the folder where the served process is recorded (the local runner sets it)")
 	}

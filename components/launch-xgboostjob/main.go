@@ -11,9 +11,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/kubecfg"
 	"github.com/gangboost/gangboost/internal/launch"
 	"github.com/gangboost/gangboost/internal/launch/kube"
 	"github.com/gangboost/gangboost/internal/launch/local"
@@ -39,15 +38,9 @@ func run(args []string) int {
 }
 
 func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string) error {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-	// The step's own namespace (kubeconfig context, or the pod's service account) is the default.
-	ns, _, err := cc.Namespace()
-	if err != nil {
-		ns = ""
-	}
-	isLocal := os.Getenv("GANGBOOST_BACKEND") == "local"
+	step := kubecfg.Load(kubeconfig)
+	ns := step.Namespace
+	isLocal := kfp.LocalBackend()
 	if isLocal && ns == "" {
 		ns = "default" // a local gang has no namespace; the job's name and labels still carry one
 	}
@@ -62,9 +55,9 @@ func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string
 			return err
 		}
 	} else {
-		cfg, err := cc.ClientConfig()
+		cfg, err := step.RESTConfig()
 		if err != nil {
-			return fmt.Errorf("kubernetes config (set --kubeconfig or run in a pod with a service account): %w", err)
+			return err
 		}
 		if backend, err = kube.New(cfg); err != nil {
 			return err
@@ -90,13 +83,9 @@ func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string
 // runner): the gang runs as gangboost-train processes from $GANGBOOST_BIN_DIR (default this
 // executable's folder), with the folder where this step sees the claim standing for it.
 func localBackend(claim string) (*local.Backend, error) {
-	binDir := os.Getenv("GANGBOOST_BIN_DIR")
-	if binDir == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("GANGBOOST_BIN_DIR is not set and this executable's folder is unknown: %w", err)
-		}
-		binDir = filepath.Dir(self)
+	binDir, err := kfp.BinDir()
+	if err != nil {
+		return nil, err
 	}
 	if claim == "" || !filepath.IsAbs(claim) {
 		return nil, fmt.Errorf("GANGBOOST_BACKEND=local: the claim's local folder (pvc_local_path or pvc_mount_path) must be an absolute path, got %q", claim)

@@ -37,11 +37,11 @@ import (
 	"github.com/gangboost/gangboost/internal/kfp"
 )
 
-// The environment every step gets (the components' local backends read it).
+// The environment every step gets: the components' contract (package kfp), and the run's mark.
 const (
-	EnvBackend    = "GANGBOOST_BACKEND"
-	EnvBinDir     = "GANGBOOST_BIN_DIR"
-	EnvLocalState = "GANGBOOST_LOCAL_STATE"
+	EnvBackend    = kfp.EnvBackend
+	EnvBinDir     = kfp.EnvBinDir
+	EnvLocalState = kfp.EnvLocalState
 	// EnvLocalRun carries the run's ID into every step, and so into every process a step starts:
 	// the mark by which the runner finds what a run left behind.
 	EnvLocalRun = "GANGBOOST_LOCAL_RUN"
