@@ -1,7 +1,8 @@
 // Package modeldir is the model folder contract: what a folder such as <pvc>/models/<model>/<version>
 // holds (one model file, model.json or model.ubj as the trainer writes it or any XGBoost model
 // file a user brings, and metadata.json), how readers find the model file, how the trainer publishes
-// one so that a reader sees the whole folder or none of it, and how readers read its metadata.
+// one so that a reader sees the whole folder or none of it (PublishFolder, which prepare-data uses
+// for data set folders too), and how readers read its metadata.
 package modeldir
 
 import (
@@ -74,60 +75,75 @@ var writeFile = writeSynced
 var exchangeNames = exchange
 
 // Publish makes dir hold exactly the model (as modelFile, e.g. "model.json") and md, whose
-// ModelFile and ModelSHA256 it sets. The files are written into a temporary folder beside dir
-// (same parent, so same filesystem), synced, and the folder is renamed into place: a reader, or a
-// crash at any moment, sees the old folder or the new one whole, never a model without its
-// metadata. An existing dir (a re-run of a version) is swapped for the new one in one step
-// (renameat2 RENAME_EXCHANGE) where the filesystem supports it, and then removed.
-func Publish(dir, modelFile string, model []byte, md *Metadata) (err error) {
+// ModelFile and ModelSHA256 it sets, through PublishFolder: a reader, or a crash at any moment,
+// sees the old folder or the new one whole, never a model without its metadata.
+func Publish(dir, modelFile string, model []byte, md *Metadata) error {
 	if modelFile == "" || modelFile != filepath.Base(modelFile) || modelFile == MetadataFile {
 		return fmt.Errorf("publish model folder %s: model file name %q: want a plain name such as model.json", dir, modelFile)
 	}
 	dir = filepath.Clean(dir)
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("publish model folder %s: %w", dir, err)
-	}
-	if st, err := os.Lstat(dir); err == nil && !st.IsDir() {
-		return fmt.Errorf("publish model folder %s: it exists and is not a folder", dir)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("publish model folder %s: %w", dir, err)
-	}
-	defer func() {
-		if err != nil {
-			os.RemoveAll(tmp)
-		}
-	}()
-
 	sum := sha256.Sum256(model)
 	md.ModelFile, md.ModelSHA256 = modelFile, hex.EncodeToString(sum[:])
 	js, err := json.MarshalIndent(md, "", "  ")
 	if err != nil {
 		return fmt.Errorf("publish model folder %s: %w", dir, err)
 	}
-	if err := writeFile(filepath.Join(tmp, modelFile), model); err != nil {
-		return fmt.Errorf("publish model folder %s: %w", dir, err)
-	}
-	if err := writeFile(filepath.Join(tmp, MetadataFile), append(js, '\n')); err != nil {
-		return fmt.Errorf("publish model folder %s: %w", dir, err)
-	}
-	// MkdirTemp makes the folder private (0700); the runtime may run as another user.
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("publish model folder %s: %w", dir, err)
-	}
-	if err := syncDir(tmp); err != nil {
-		return fmt.Errorf("publish model folder %s: %w", dir, err)
-	}
-	if err := swapIn(tmp, dir); err != nil {
-		return fmt.Errorf("publish model folder %s: %w", dir, err)
-	}
-	// The rename is durable only once the parent folder's entry is.
-	if err := syncDir(parent); err != nil {
+	if err := PublishFolder(dir, []File{{modelFile, model}, {MetadataFile, append(js, '\n')}}); err != nil {
 		return fmt.Errorf("publish model folder %s: %w", dir, err)
 	}
 	return nil
+}
+
+// File is one file of a folder PublishFolder writes.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// PublishFolder makes dir hold exactly files. They are written into a temporary folder beside
+// dir (same parent, so same filesystem), synced, and the folder is renamed into place: a reader,
+// or a crash at any moment, sees the old folder or the new one whole. An existing dir (a re-run)
+// is swapped for the new one in one step (renameat2 RENAME_EXCHANGE) where the filesystem
+// supports it, and then removed. The folder is 0755: readers (the runtime, trainer pods) may run
+// as another user.
+func PublishFolder(dir string, files []File) (err error) {
+	dir = filepath.Clean(dir)
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	if st, err := os.Lstat(dir); err == nil && !st.IsDir() {
+		return errors.New("it exists and is not a folder")
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	for _, f := range files {
+		if f.Name == "" || f.Name != filepath.Base(f.Name) {
+			return fmt.Errorf("file name %q: want a plain name", f.Name)
+		}
+		if err := writeFile(filepath.Join(tmp, f.Name), f.Data); err != nil {
+			return err
+		}
+	}
+	// MkdirTemp makes the folder private (0700).
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := syncDir(tmp); err != nil {
+		return err
+	}
+	if err := swapIn(tmp, dir); err != nil {
+		return err
+	}
+	// The rename is durable only once the parent folder's entry is.
+	return syncDir(parent)
 }
 
 // swapIn moves the complete folder tmp to dir. When dir exists, the two are exchanged atomically
