@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 		PodRunner: &podrunner.Options{
 			// The runtime image of manifests/clusterservingruntime.yaml has
 			// no command in the pod: its entrypoint is gangboost-runtime.
-			Images:   map[string][]string{image: {"gangboost-runtime"}},
+			Images: map[string][]string{image: {"gangboost-runtime"}},
 			Commands: map[string]string{
 				"gangboost-runtime": filepath.Join(cluster.BinDir(), "gangboost-runtime"),
 				// TestPipelineOnCluster's XGBoostJob.
