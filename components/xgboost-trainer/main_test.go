@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -23,6 +22,8 @@ import (
 	"github.com/gangboost/gangboost/internal/localgang"
 	"github.com/gangboost/gangboost/internal/modeldir"
 	"github.com/gangboost/gangboost/internal/sysmem"
+
+	"github.com/gangboost/gangboost/internal/syncbuf"
 )
 
 // trainerBin is gangboost-train built once for every test in this package.
@@ -93,21 +94,7 @@ type rank struct {
 	out *syncBuffer
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 func startGang(t *testing.T, world int, args ...string) []*rank {
 	t.Helper()

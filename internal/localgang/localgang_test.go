@@ -1,7 +1,6 @@
 package localgang
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/gangenv"
+
+	"github.com/gangboost/gangboost/internal/syncbuf"
 )
 
 // The replicas in these tests are this test binary, started again in a helper mode chosen by
@@ -161,22 +162,7 @@ func readMark(t *testing.T, dir string, rank int, what string) time.Time {
 }
 
 // syncBuffer is a log destination the test may read while a gang writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 func helperJob(name string, workers int, logs *syncBuffer, args ...string) Job {
 	return Job{

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gangboost/gangboost/internal/syncbuf"
 )
 
 // The end-to-end tests run testdata/tiny-pipeline.yaml, whose components are testdata/kfpstep built
@@ -104,22 +106,7 @@ func tinyPackage(t *testing.T) *Package {
 }
 
 // syncBuffer is a bytes.Buffer safe for the runner's writers and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // assertNothingLeft fails when a process the run started still runs: a member of a recorded
 // process group, or any process carrying the run's state folder in its environment.

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/launch"
+
+	"github.com/gangboost/gangboost/internal/syncbuf"
 )
 
 var trainer struct {
@@ -60,22 +61,7 @@ func irisJob(name string, flags ...string) *launch.Job {
 }
 
 // syncBuffer is a bytes.Buffer safe for the launcher's and the replicas' concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 func TestIrisGangTrains(t *testing.T) {
 	root := t.TempDir()

@@ -10,12 +10,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/test/cluster"
+
+	"github.com/gangboost/gangboost/internal/syncbuf"
 )
 
 // The demo tests run `gangboost pipeline run --local` as `make demo` does: the built binaries
@@ -35,22 +36,7 @@ func requireDemoBinaries(t *testing.T) string {
 	return bin
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = syncbuf.Buffer
 
 func demoCommand(bin, work string, rounds int, extra ...string) *exec.Cmd {
 	args := append([]string{"pipeline", "run", "--local", "../../xgboost-volcano.yaml", "--workdir", work,
