@@ -319,14 +319,11 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	if err := writeOwner(dir); err != nil {
 		return err
 	}
-	clientPort, err := FreePort()
+	ps, err := FreePorts(2)
 	if err != nil {
 		return err
 	}
-	peerPort, err := FreePort()
-	if err != nil {
-		return err
-	}
+	clientPort, peerPort := ps[0], ps[1]
 	clientURL := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
 	p, err := c.start("etcd", c.Binaries["etcd"], []string{

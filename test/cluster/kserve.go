@@ -141,18 +141,11 @@ func (c *Cluster) startKServe(ctx context.Context) error {
 	}
 	objs = append(objs, cm)
 
-	webhookPort, err := FreePort()
+	ps, err := FreePorts(3)
 	if err != nil {
 		return err
 	}
-	metricsPort, err := FreePort()
-	if err != nil {
-		return err
-	}
-	probePort, err := FreePort()
-	if err != nil {
-		return err
-	}
+	webhookPort, metricsPort, probePort := ps[0], ps[1], ps[2]
 	certs, err := webhookCerts("kserve-webhook-ca", fmt.Sprintf("%s.%s.svc", kserveWebhookService, KServeNamespace))
 	if err != nil {
 		return err

@@ -246,18 +246,11 @@ func (c *Cluster) startTrainingOperator(ctx context.Context, p *pki) error {
 	if err != nil {
 		return err
 	}
-	webhookPort, err := FreePort()
+	ps, err := FreePorts(3)
 	if err != nil {
 		return err
 	}
-	metricsPort, err := FreePort()
-	if err != nil {
-		return err
-	}
-	probePort, err := FreePort()
-	if err != nil {
-		return err
-	}
+	webhookPort, metricsPort, probePort := ps[0], ps[1], ps[2]
 	certs, err := sharedWebhookCerts("training-operator-ca", fmt.Sprintf("%s.%s.svc", operatorService, operatorNamespace))
 	if err != nil {
 		return err

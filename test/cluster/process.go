@@ -134,6 +134,19 @@ var ports = &portAllocator{used: map[int]bool{}}
 // too, outside the ephemeral range, and that this process has not handed out before.
 func FreePort() (int, error) { return ports.get() }
 
+// FreePorts is n FreePort results, for a component that listens on several.
+func FreePorts(n int) ([]int, error) {
+	ps := make([]int, n)
+	for i := range ps {
+		p, err := ports.get()
+		if err != nil {
+			return nil, err
+		}
+		ps[i] = p
+	}
+	return ps, nil
+}
+
 // portRangeLow is where handed-out ports start; the range ends at the ephemeral range.
 const portRangeLow = 20000
 

@@ -67,14 +67,11 @@ func (c *Cluster) startVolcano(ctx context.Context) error {
 	if err := os.WriteFile(confPath, []byte(vc.SchedulerConf), 0o644); err != nil {
 		return err
 	}
-	metricsPort, err := FreePort()
+	ps, err := FreePorts(2)
 	if err != nil {
 		return err
 	}
-	healthPort, err := FreePort()
-	if err != nil {
-		return err
-	}
+	metricsPort, healthPort := ps[0], ps[1]
 	proc, err := c.start("vc-scheduler", c.Binaries["vc-scheduler"], []string{
 		"--kubeconfig=" + c.Kubeconfig,
 		"--scheduler-conf=" + confPath,
