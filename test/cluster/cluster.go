@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -148,6 +149,10 @@ type Cluster struct {
 	OperatorManifests *OperatorManifests
 	// Runner runs pods bound to fake nodes (nil unless Options.PodRunner).
 	Runner *podrunner.Runner
+	// ServiceProxy is the URL of the HTTP proxy that routes Service names to pods
+	// (http://<service>.<namespace>.svc.cluster.local), every pod's HTTP_PROXY; set with the
+	// pod runner.
+	ServiceProxy string
 	// Nodes are the fake nodes' names.
 	Nodes []string
 
@@ -693,11 +698,32 @@ func (c *Cluster) startRunner(o podrunner.Options) error {
 	if o.NodeSelector == nil {
 		o.NodeSelector = func(n *corev1.Node) bool { return n.Annotations[FakeNodeAnnotation] == "fake" }
 	}
+	if o.APIServer == "" {
+		u, err := url.Parse(c.Config.Host)
+		if err != nil {
+			return err
+		}
+		o.APIServer = u.Host
+	}
+	// As root each container gets its volumes at their mount paths, as in a real pod: the
+	// service-account token where rest.InClusterConfig looks, a claim where a component's
+	// ExecutorInput names it.
+	o.MountVolumes = o.MountVolumes || os.Geteuid() == 0
+	ctx, cancel := context.WithCancel(context.Background())
+	if o.HTTPProxy == "" {
+		proxy, err := ServiceProxy(ctx, c.Kube)
+		if err != nil {
+			cancel()
+			return err
+		}
+		c.ServiceProxy = "http://" + proxy
+		o.HTTPProxy = c.ServiceProxy
+	}
 	r, err := podrunner.New(c.Kube, o)
 	if err != nil {
+		cancel()
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	c.Runner, c.stopRunner, c.runnerDone = r, cancel, make(chan struct{})
 	go func() {
 		defer close(c.runnerDone)

@@ -105,3 +105,13 @@ func (c *Cluster) BindLocalPVC(ctx context.Context, namespace, claim, dir string
 	}
 	return nil
 }
+
+// RequireRoot skips a test that needs the pod runner's mount namespaces (a component that reads
+// its service-account token or a claim at a fixed path, as in a real pod) when not run as root.
+// `make test` runs as root in CI.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: pods get their volumes at their mount paths through mount namespaces")
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -221,18 +220,9 @@ type step struct {
 	cmd     *exec.Cmd
 	readers sync.WaitGroup
 	pipeR   *os.File
-	tail    *tailBuffer
 }
 
-// stepIO is where a step's output goes: the terminal (each line prefixed) and its log file.
-type stepIO struct {
-	mu     *sync.Mutex
-	out    io.Writer
-	prefix string
-	log    io.Writer
-}
-
-func startStep(argv, env []string, dir string, sio stepIO) (*step, error) {
+func startStep(argv, env []string, dir string, output func(string)) (*step, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -251,21 +241,14 @@ func startStep(argv, env []string, dir string, sio stepIO) (*step, error) {
 		return nil, err
 	}
 	w.Close()
-	s := &step{cmd: cmd, pipeR: r, tail: newTailBuffer(40)}
+	s := &step{cmd: cmd, pipeR: r}
 	s.readers.Add(1)
 	go func() {
 		defer s.readers.Done()
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64*1024), 1024*1024)
 		for sc.Scan() {
-			line := sc.Text()
-			s.tail.add(line)
-			sio.mu.Lock()
-			fmt.Fprintf(sio.out, "%s%s\n", sio.prefix, line)
-			if sio.log != nil {
-				fmt.Fprintln(sio.log, line)
-			}
-			sio.mu.Unlock()
+			output(sc.Text())
 		}
 	}()
 	return s, nil

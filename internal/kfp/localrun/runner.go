@@ -83,6 +83,8 @@ type Options struct {
 	Out io.Writer
 	// Grace is how long a stopped process group has between TERM and KILL (default 10s).
 	Grace time.Duration
+	// Executor runs each step's container; default a local process of the binary in BinDir.
+	Executor Executor
 	// Finished, when set, is called once the tasks are done (or one failed), with the summary and
 	// report written and the recorded processes still running.
 	Finished func(*Result)
@@ -194,6 +196,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer unlock()
 	r := &runner{opts: opts, workDir: workDir, binDir: binDir, stateDir: filepath.Join(workDir, "state"), mu: &sync.Mutex{}}
+	r.processes = &processes{r: r}
+	if r.opts.Executor == nil {
+		r.opts.Executor = r.processes
+	}
 	return r.run(ctx)
 }
 
@@ -204,7 +210,8 @@ type runner struct {
 	stateDir string
 	runID    string
 	mu       *sync.Mutex // serializes writes to opts.Out
-	steps    []*step
+	// processes is the default executor, closed when the run ends.
+	processes *processes
 }
 
 func (r *runner) printf(format string, args ...any) {
@@ -226,11 +233,7 @@ func (r *runner) run(ctx context.Context) (res *Result, err error) {
 			r.printf("stopped %s (pid %d), left running by an earlier run\n", p.Name, p.PID)
 		}
 	}
-	defer func() {
-		for _, s := range r.steps {
-			s.close()
-		}
-	}()
+	defer r.processes.close()
 	spec := r.opts.Package.Spec
 	run := newRunInfo(spec.GetPipelineInfo().GetName(), "file://"+filepath.Join(r.workDir, "pipeline-root"))
 	r.runID = run.RunID
@@ -378,7 +381,7 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 	in := &pipelinespec.ExecutorInput{Inputs: inputs, Outputs: outputs}
 	tr.Root = taskRoot
 
-	mounts, notes, err := r.mountClaims(tr.Name, pkg.Kubernetes[execLabel].GetPvcMount(), res, in, comp)
+	mounts, claims, notes, err := r.mountClaims(tr.Name, pkg.Kubernetes[execLabel].GetPvcMount(), res, in, comp)
 	if err != nil {
 		return err
 	}
@@ -396,12 +399,6 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 	for _, note := range tr.Notes {
 		r.printf("[%s] note: %s\n", tr.Name, note)
 	}
-	bin := filepath.Join(r.binDir, filepath.Base(argv[0]))
-	if fi, err := os.Stat(bin); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("task %s: image %s runs %q, and %s has no such program (build the binaries with `make build`, or point --bin-dir at them)",
-			tr.Name, container.GetImage(), argv[0], r.binDir)
-	}
-	argv[0] = bin
 	marshal := protojson.MarshalOptions{Multiline: true}
 	if b, err := marshal.Marshal(withDefaults); err == nil {
 		_ = os.WriteFile(filepath.Join(taskRoot, "executor_input.json"), b, 0o644)
@@ -412,25 +409,29 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 		return err
 	}
 	defer logFile.Close()
-	env := r.stepEnv(container)
-	s, err := startStep(argv, env, taskRoot, stepIO{mu: r.mu, out: r.opts.Out, prefix: "[" + tr.Name + "] ", log: logFile})
-	if err != nil {
-		return fmt.Errorf("task %s: start %s: %w", tr.Name, bin, err)
-	}
-	r.steps = append(r.steps, s)
-	code, _, err := s.wait(ctx, r.opts.Grace, func() {
-		r.printf("[%s] stopping: SIGTERM to its process group, SIGKILL after %v\n", tr.Name, r.opts.Grace)
+	tail := newTailBuffer(40)
+	prefix := "[" + tr.Name + "] "
+	code, err := r.opts.Executor.Execute(ctx, &Container{
+		Task: tr.Name, Image: container.GetImage(), Argv: argv, Env: r.stepEnv(container), Claims: claims,
+		PipelineRoot: filepath.Join(r.workDir, "pipeline-root"),
+		Output: func(line string) {
+			tail.add(line)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			fmt.Fprintf(r.opts.Out, "%s%s\n", prefix, line)
+			fmt.Fprintln(logFile, line)
+		},
 	})
 	if err != nil {
-		return &StepError{Task: tr.Name, ExitCode: code, Err: err, Tail: s.tail.get()}
+		return &StepError{Task: tr.Name, ExitCode: code, Err: err, Tail: tail.get()}
 	}
 	out, err := ReadExecutorOutput(outputs.GetOutputFile())
 	if err != nil {
-		return &StepError{Task: tr.Name, Err: err, Tail: s.tail.get()}
+		return &StepError{Task: tr.Name, Err: err, Tail: tail.get()}
 	}
 	collected, err := CollectOutputs(in, out, comp)
 	if err != nil {
-		return &StepError{Task: tr.Name, Err: err, Tail: s.tail.get()}
+		return &StepError{Task: tr.Name, Err: err, Tail: tail.get()}
 	}
 	res.outputs[tr.Name] = collected
 	tr.Outputs = valuesToAny(collected.Parameters)
@@ -439,33 +440,38 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 }
 
 // mountClaims resolves the executor's pvcMounts as KFP's driver does (makeVolumeMountPatch: the
-// claim from a constant, a pipeline parameter or an upstream output; a non-empty string), makes
-// the folder standing for each claim, and points the task's pvc_mount_path at it when it equals
-// the mount path.
+// claim from a constant, a pipeline parameter or an upstream output; a non-empty string). It
+// returns each mount path's folder standing for the claim and its claim. For an executor that
+// does not mount claims (a local process), it makes those folders and points the task's
+// pvc_mount_path at the folder when it equals the mount path.
 func (r *runner) mountClaims(taskName string, mounts []*kubernetesplatform.PvcMount, res *Result, in *pipelinespec.ExecutorInput,
-	comp *pipelinespec.ComponentSpec) (map[string]string, []string, error) {
+	comp *pipelinespec.ComponentSpec) (map[string]string, map[string]string, []string, error) {
 	if len(mounts) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
-	out := map[string]string{}
+	folders, claims := map[string]string{}, map[string]string{}
 	var notes []string
 	withDefaults := WithDefaults(in, comp).GetInputs().GetParameterValues()
 	for _, m := range mounts {
 		claim, err := resolveClaim(res, m)
 		if err != nil {
-			return nil, nil, fmt.Errorf("task %s: failed to resolve pvc name: %w", taskName, err)
+			return nil, nil, nil, fmt.Errorf("task %s: failed to resolve pvc name: %w", taskName, err)
 		}
 		if claim == "" || m.GetMountPath() == "" {
-			return nil, nil, fmt.Errorf("task %s: failed to mount volume, missing mountpath or pvc name", taskName)
+			return nil, nil, nil, fmt.Errorf("task %s: failed to mount volume, missing mountpath or pvc name", taskName)
 		}
 		if strings.ContainsAny(claim, "/\\") || claim == "." || claim == ".." {
-			return nil, nil, fmt.Errorf("task %s: claim name %q is not a valid PersistentVolumeClaim name", taskName, claim)
+			return nil, nil, nil, fmt.Errorf("task %s: claim name %q is not a valid PersistentVolumeClaim name", taskName, claim)
 		}
+		claims[m.GetMountPath()] = claim
 		dir := claimDir(r.workDir, r.opts.Claims, claim)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, nil, err
+		folders[m.GetMountPath()] = dir
+		if r.opts.Executor.MountsClaims() {
+			continue
 		}
-		out[m.GetMountPath()] = dir
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, nil, err
+		}
 		var mapped []string
 		for _, name := range PVCPathInputs {
 			if _, declared := comp.GetInputDefinitions().GetParameters()[name]; !declared {
@@ -489,18 +495,13 @@ func (r *runner) mountClaims(taskName string, mounts []*kubernetesplatform.PvcMo
 		notes = append(notes, fmt.Sprintf("claim %s is mounted at %s, which the step cannot see locally: its component has no %s input equal to that path",
 			claim, m.GetMountPath(), strings.Join(PVCPathInputs, " or ")))
 	}
-	return out, notes, nil
+	return folders, claims, notes, nil
 }
 
+// stepEnv is the executor's env with the step environment over it.
 func (r *runner) stepEnv(c *pipelinespec.PipelineDeploymentConfig_PipelineContainerSpec) []string {
 	ours := map[string]string{EnvBackend: r.opts.Backend, EnvBinDir: r.binDir, EnvLocalState: r.stateDir, EnvLocalRun: r.runID}
 	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, override := ours[k]; !override {
-			env = append(env, kv)
-		}
-	}
 	for _, e := range c.GetEnv() {
 		if _, override := ours[e.GetName()]; !override {
 			env = append(env, e.GetName()+"="+e.GetValue())

@@ -118,6 +118,10 @@ func assertNothingLeft(t *testing.T, workDir string, groups ...int) {
 		}
 	}
 	if left := ProcessesWithEnv(EnvLocalState + "=" + filepath.Join(workDir, "state")); len(left) > 0 {
+		for _, p := range left {
+			cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+			t.Logf("left running: pid %d: %q", p, cmd)
+		}
 		t.Errorf("processes started by the run are still running: %v", left)
 	}
 	if recs, _ := ReadProcesses(filepath.Join(workDir, "state")); len(recs) > 0 {

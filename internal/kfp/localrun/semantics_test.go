@@ -1,6 +1,8 @@
 package localrun
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -480,6 +482,7 @@ func TestParsePackage(t *testing.T) {
 func TestMountClaims(t *testing.T) {
 	work := t.TempDir()
 	r := &runner{workDir: work}
+	r.opts.Executor = &processes{r: r}
 	res := &Result{params: map[string]*structpb.Value{"pvc_name": val("models")}}
 	comp := &pipelinespec.ComponentSpec{InputDefinitions: &pipelinespec.ComponentInputsSpec{Parameters: map[string]*pipelinespec.ComponentInputsSpec_ParameterSpec{
 		"pvc_mount_path": paramSpec(pipelinespec.ParameterType_STRING, "/mnt/pvc"),
@@ -490,9 +493,12 @@ func TestMountClaims(t *testing.T) {
 		"pvc_local_path": val("/mnt/pvc/"),
 	}}}
 	mounts := []*kubernetesplatform.PvcMount{{PvcReference: &kubernetesplatform.PvcMount_ComponentInputParameter{ComponentInputParameter: "pvc_name"}, MountPath: "/mnt/pvc"}}
-	got, notes, err := r.mountClaims("train", mounts, res, in, comp)
+	got, claims, notes, err := r.mountClaims("train", mounts, res, in, comp)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if claims["/mnt/pvc"] != "models" {
+		t.Errorf("claims %v", claims)
 	}
 	dir := filepath.Join(work, "pvc", "models")
 	if got["/mnt/pvc"] != dir {
@@ -512,12 +518,27 @@ func TestMountClaims(t *testing.T) {
 	// A component without such an input gets the folder, and a note that it cannot see it.
 	bare := &pipelinespec.ComponentSpec{}
 	in = &pipelinespec.ExecutorInput{Inputs: &pipelinespec.ExecutorInput_Inputs{ParameterValues: map[string]*structpb.Value{}}}
-	if _, notes, err = r.mountClaims("x", mounts, res, in, bare); err != nil || len(notes) != 1 || !strings.Contains(notes[0], "cannot see locally") {
+	if _, _, notes, err = r.mountClaims("x", mounts, res, in, bare); err != nil || len(notes) != 1 || !strings.Contains(notes[0], "cannot see locally") {
 		t.Errorf("notes %q, err %v", notes, err)
+	}
+	// A pod sees the claim at its mount path: the inputs stay as the package says.
+	podRunner := &runner{workDir: t.TempDir()}
+	podRunner.opts.Executor = mountingExecutor{}
+	in = &pipelinespec.ExecutorInput{Inputs: &pipelinespec.ExecutorInput_Inputs{ParameterValues: map[string]*structpb.Value{}}}
+	if _, claims, notes, err = podRunner.mountClaims("train", mounts, res, in, comp); err != nil || len(notes) != 0 || claims["/mnt/pvc"] != "models" || len(in.GetInputs().GetParameterValues()) != 0 {
+		t.Errorf("mounting executor: claims %v, notes %q, inputs %v, err %v", claims, notes, in.GetInputs().GetParameterValues(), err)
 	}
 	// An empty claim fails as in KFP.
 	res.params["pvc_name"] = val("")
-	if _, _, err = r.mountClaims("x", mounts, res, in, bare); err == nil || !strings.Contains(err.Error(), "non-empty string") {
+	if _, _, _, err = r.mountClaims("x", mounts, res, in, bare); err == nil || !strings.Contains(err.Error(), "non-empty string") {
 		t.Errorf("empty claim: err %v", err)
 	}
+}
+
+// mountingExecutor stands for a pod: it sees each claim at its mount path.
+type mountingExecutor struct{}
+
+func (mountingExecutor) MountsClaims() bool { return true }
+func (mountingExecutor) Execute(context.Context, *Container) (int, error) {
+	return -1, errors.New("not run")
 }

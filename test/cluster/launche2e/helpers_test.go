@@ -1,21 +1,18 @@
 package launche2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -23,8 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangboost/gangboost/internal/kfp"
-	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
-
+	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/test/cluster"
 )
 
@@ -33,54 +29,23 @@ const (
 	serviceAccount = "launch-xgboostjob"
 )
 
-var component struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// componentBinary builds launch-xgboostjob once per test binary.
-func componentBinary(t *testing.T) string {
-	t.Helper()
-	component.once.Do(func() {
-		root, err := cluster.RepoRoot()
-		if err != nil {
-			component.err = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "launch-xgboostjob-")
-		if err != nil {
-			component.err = err
-			return
-		}
-		component.path = filepath.Join(dir, "launch-xgboostjob")
-		cmd := exec.Command("go", "build", "-o", component.path, "./components/launch-xgboostjob")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			component.err = fmt.Errorf("go build ./components/launch-xgboostjob: %v\n%s", err, out)
-		}
-	})
-	if component.err != nil {
-		t.Fatal(component.err)
-	}
-	return component.path
-}
-
-// testEnv is one test's namespace: a claim on a local folder, the component's RBAC from
-// manifests/rbac and a kubeconfig holding its service account's token.
+// testEnv is one test's namespace: a claim on a local folder and the component's RBAC from
+// manifests/rbac, whose service account the component's pods run as.
 type testEnv struct {
-	t          *testing.T
-	c          *cluster.Cluster
-	ns         string
-	pvcDir     string
-	kubeconfig string
+	t      *testing.T
+	c      *cluster.Cluster
+	ns     string
+	pvcDir string
+	// serviceAccount is what the component's pods run as: the manifest's, unless a test says.
+	serviceAccount string
 }
 
 func newEnv(t *testing.T, prefix string) *testEnv {
 	t.Helper()
 	c := cluster.Require(t)
+	cluster.RequireRoot(t)
 	ctx := context.Background()
-	e := &testEnv{t: t, c: c, ns: prefix + "-" + rand.String(5)}
+	e := &testEnv{t: t, c: c, ns: prefix + "-" + rand.String(5), serviceAccount: serviceAccount}
 	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s: %v", e.ns, err)
 	}
@@ -92,7 +57,6 @@ func newEnv(t *testing.T, prefix string) *testEnv {
 	})
 	e.pvcDir = e.c.LocalPVC(e.t, e.ns, claimName)
 	c.ApplyRBAC(t, "launch-xgboostjob.yaml", e.ns)
-	e.kubeconfig = c.ServiceAccountKubeconfig(t, e.ns, serviceAccount)
 	return e
 }
 
@@ -122,8 +86,9 @@ type step struct {
 	params map[string]any
 }
 
-// newStep is the ExecutorInput KFP's driver would build for one task of a run, with the claim seen
-// at the test's local folder (pvc_local_path) and the trainer's Master port free on this machine.
+// newStep is the ExecutorInput KFP's driver would build for one task of a run, with the claim
+// mounted at /mnt/pvc in the component's pod as in the trainer's, and the trainer's Master port
+// free on this machine.
 func (e *testEnv) newStep(runID, task string, params map[string]any) *step {
 	e.t.Helper()
 	port, err := cluster.FreePort()
@@ -132,7 +97,7 @@ func (e *testEnv) newStep(runID, task string, params map[string]any) *step {
 	}
 	p := map[string]any{
 		"run_id": runID, "task_name": task,
-		"namespace": e.ns, "pvc_name": claimName, "pvc_mount_path": "/mnt/pvc", "pvc_local_path": e.pvcDir,
+		"namespace": e.ns, "pvc_name": claimName, "pvc_mount_path": "/mnt/pvc",
 		"master_port": port, "schedule_timeout_seconds": 120, "model_version": "v1",
 		"dataset": "iris", "label": "species", "objective": "multi:softprob", "num_round": 20, "eval_fraction": "0.2",
 		"priority_class": "gangboost-training", "queue": "ml-training",
@@ -220,56 +185,42 @@ func (r *run) firstLine(subs ...string) (line, bool) {
 	return line{}, false
 }
 
-// runComponent runs the component as KFP's launcher would: its command line with {{$}} replaced,
-// the service account's credentials, a deadline.
+// runComponent runs the component as KFP runs it: a pod under the service account, its
+// component.yaml command line with the placeholders resolved, the claim at /mnt/pvc, a deadline.
 func (e *testEnv) runComponent(s *step, timeout time.Duration) *run {
 	e.t.Helper()
 	return e.runComponentUntil(s, timeout, "")
 }
 
-// runComponentUntil is runComponent that sends SIGTERM (as the kubelet does to a deleted pod) once
-// the component prints a line containing stopAt.
+// runComponentUntil is runComponent that deletes the pod (the kubelet sends SIGTERM) once the
+// component prints a line containing stopAt.
 func (e *testEnv) runComponentUntil(s *step, timeout time.Duration, stopAt string) *run {
 	e.t.Helper()
-	bin := componentBinary(e.t)
+	image, argv := launchCommand(e.t, s.executorInput(e.t))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--executor-input", s.executorInput(e.t), "--kubeconfig", e.kubeconfig)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.t.TempDir()}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
+	stepCtx, stop := context.WithCancel(ctx)
+	defer stop()
 	r := &run{started: time.Now()}
-	var mu sync.Mutex
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		stopped := false
-		for sc.Scan() {
-			mu.Lock()
-			r.lines = append(r.lines, line{at: time.Now(), text: sc.Text()})
-			mu.Unlock()
-			if stopAt != "" && !stopped && strings.Contains(sc.Text(), stopAt) && cmd.Process != nil {
-				stopped = true
-				_ = cmd.Process.Signal(syscall.SIGTERM)
+	pods := &cluster.StepPods{C: e.c, Namespace: e.ns, ServiceAccount: e.serviceAccount}
+	code, err := pods.Execute(stepCtx, &localrun.Container{
+		Task: "launch-xgboostjob", Image: image, Argv: argv,
+		Claims: map[string]string{"/mnt/pvc": claimName}, PipelineRoot: s.dir,
+		Output: func(text string) {
+			r.lines = append(r.lines, line{at: time.Now(), text: text})
+			if stopAt != "" && strings.Contains(text, stopAt) {
+				stop()
 			}
-		}
-	}()
-	err := cmd.Run()
-	pw.Close()
-	<-done
+		},
+	})
 	r.ended = time.Now()
 	if ctx.Err() != nil {
 		e.t.Fatalf("component still running after %s:\n%s", timeout, r.text())
 	}
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			r.exitCode = ee.ExitCode()
-		} else {
-			e.t.Fatalf("run component: %v", err)
-		}
+	if code < 0 {
+		e.t.Fatalf("component pod: %v", err)
 	}
+	r.exitCode = code
 	if b, err := os.ReadFile(filepath.Join(s.dir, "executor_output.json")); err == nil {
 		out, err := kfp.ParseExecutorOutput(b)
 		if err != nil {
@@ -277,8 +228,36 @@ func (e *testEnv) runComponentUntil(s *step, timeout time.Duration, stopAt strin
 		}
 		r.output = out
 	}
-	e.t.Logf("component exited %d after %s:\n%s", r.exitCode, r.ended.Sub(r.started).Round(time.Millisecond), r.text())
+	e.t.Logf("component pod exited %d after %s (%v):\n%s", r.exitCode, r.ended.Sub(r.started).Round(time.Millisecond), err, r.text())
 	return r
+}
+
+// launchCommand is components/launch-xgboostjob/component.yaml's image and command line as KFP's
+// launcher resolves it for the ExecutorInput input: defaults filled in, placeholders replaced.
+func launchCommand(t *testing.T, input string) (string, []string) {
+	t.Helper()
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := localrun.ReadPackage(filepath.Join(root, "components", "launch-xgboostjob", "component.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := pkg.Spec.GetComponents()["comp-launch-xgboostjob"]
+	exec := pkg.Executors[comp.GetExecutorLabel()].GetContainer()
+	if exec == nil {
+		t.Fatal("component.yaml: no executor for comp-launch-xgboostjob")
+	}
+	in := &pipelinespec.ExecutorInput{}
+	if err := protojson.Unmarshal([]byte(input), in); err != nil {
+		t.Fatal(err)
+	}
+	argv, notes, err := localrun.CompileCommand(in, localrun.WithDefaults(in, comp), exec.GetCommand(), exec.GetArgs())
+	if err != nil || len(notes) > 0 {
+		t.Fatalf("resolve the component's command: %v %q", err, notes)
+	}
+	return exec.GetImage(), argv
 }
 
 func (e *testEnv) jobs() []kubeflowv1.XGBoostJob {

@@ -1,5 +1,6 @@
-// Package launche2e runs the launch-xgboostjob component against the test control plane: as a
-// local process with its service account's token and an ExecutorInput, as KFP would run it.
+// Package launche2e runs the launch-xgboostjob component against the test control plane as KFP
+// would: a pod under the component's service account from manifests/rbac, its component.yaml
+// command line with an ExecutorInput's placeholders resolved.
 package launche2e
 
 import (
@@ -18,9 +19,13 @@ func TestMain(m *testing.M) {
 			{Name: "gpu-node-2", CPU: "8", Memory: "32Gi", GPUs: 1},
 		},
 		PodRunner: &podrunner.Options{
-			// The XGBoostJob's containers run gangboost-train (kube.TrainerCommand).
-			Commands: map[string]string{"gangboost-train": filepath.Join(cluster.BinDir(), "gangboost-train")},
-			PassEnv:  []string{"LD_LIBRARY_PATH"},
+			// The component's pod runs launch-xgboostjob; the XGBoostJob's containers run
+			// gangboost-train (kube.TrainerCommand).
+			Commands: map[string]string{
+				"launch-xgboostjob": filepath.Join(cluster.BinDir(), "launch-xgboostjob"),
+				"gangboost-train":   filepath.Join(cluster.BinDir(), "gangboost-train"),
+			},
+			PassEnv: []string{"LD_LIBRARY_PATH"},
 		},
 	})
 }

@@ -1,7 +1,10 @@
 package launche2e
 
 import (
+	"time"
+
 	"context"
+	"github.com/google/uuid"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -54,5 +57,24 @@ func TestRBAC(t *testing.T) {
 	}
 	if res.Status.Allowed {
 		t.Error("the component may create XGBoostJobs outside its namespace")
+	}
+}
+
+// TestLaunchPodUsesItsServiceAccount: the component's pod talks to the API server as its own
+// service account, not as the test's admin: under the namespace's default account, which no Role
+// binds, it fails with the API server's refusal and creates nothing.
+func TestLaunchPodUsesItsServiceAccount(t *testing.T) {
+	e := newEnv(t, "norbac")
+	e.serviceAccount = "default"
+	s := e.newStep(uuid.NewString(), "train-iris", map[string]any{"model_name": "iris", "workers": 1})
+	r := e.runComponent(s, time.Minute)
+	if r.exitCode == 0 || r.output != nil {
+		t.Fatalf("component exit %d, output %v: want a failure without outputs", r.exitCode, r.output)
+	}
+	if _, ok := r.firstLine("forbidden", "system:serviceaccount:"+e.ns+":default"); !ok {
+		t.Errorf("no line names the refusal of the default service account:\n%s", r.text())
+	}
+	if jobs := e.jobs(); len(jobs) != 0 {
+		t.Errorf("%d XGBoostJobs created without RBAC", len(jobs))
 	}
 }

@@ -158,13 +158,21 @@ func (r *Runner) exec(ctx context.Context, pod *corev1.Pod, proc *podProc, l *la
 	if err != nil {
 		return 0, "", err
 	}
-	cmd := exec.Command(l.argv[0], l.argv[1:]...)
+	argv := l.argv
+	if r.opts.MountVolumes && len(l.mounts) > 0 {
+		argv = withMounts(l.mounts, argv)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = l.env
 	cmd.Dir = l.dir
 	cmd.Stdout, cmd.Stderr = f, f
 	// Own process group: deletion kills what the container forked too;
 	// Pdeathsig: nothing outlives the test binary.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if r.opts.MountVolumes {
+		// Go makes the new namespace's mounts private, so nothing reaches the host's.
+		cmd.SysProcAttr.Unshareflags = syscall.CLONE_NEWNS
+	}
 	proc.mu.Lock()
 	if ctx.Err() != nil {
 		proc.mu.Unlock()
@@ -220,6 +228,34 @@ func (r *Runner) exec(ctx context.Context, pod *corev1.Pod, proc *podProc, l *la
 	}
 	fmt.Fprintf(f, "exit: %d\n", code)
 	return code, msg, err
+}
+
+// mountScript runs first in a container's own mount namespace: it binds each volume's folder at
+// its mount path (creating a missing mountpoint), read-only where the volumeMount says so, then
+// becomes the container's command. Its arguments: (source target rw|ro)... -- argv...
+const mountScript = `while [ "$1" != -- ]; do
+  if [ -d "$1" ]; then mkdir -p "$2"; else mkdir -p "$(dirname "$2")" && { [ -e "$2" ] || : >"$2"; }; fi || exit 126
+  mount --bind "$1" "$2" || exit 126
+  if [ "$3" = ro ]; then mount -o remount,bind,ro "$2" || exit 126; fi
+  shift 3
+done
+shift
+exec "$@"`
+
+// withMounts wraps argv in mountScript. Parents mount before children (/mnt/pvc before
+// /mnt/pvc/models), as a container runtime orders them.
+func withMounts(mounts []mount, argv []string) []string {
+	ms := slices.Clone(mounts)
+	slices.SortStableFunc(ms, func(a, b mount) int { return len(a.path) - len(b.path) })
+	out := []string{"/bin/sh", "-c", mountScript, "podrunner-mounts"}
+	for _, m := range ms {
+		mode := "rw"
+		if m.readOnly {
+			mode = "ro"
+		}
+		out = append(out, m.local, m.path, mode)
+	}
+	return append(append(out, "--"), argv...)
 }
 
 // The kubelet's bounds on a termination message taken from the logs.

@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
 )
 
 // loopback is the address every pod, Service and node resolves to: all pods
@@ -31,6 +33,9 @@ type launch struct {
 	// tail becomes its termination message. (The File policy's file cannot be mounted into a
 	// host process, so its message stays empty here.)
 	fallbackToLogs bool
+	// mounts are the container's volumes, bound at their mount paths in its own mount
+	// namespace when Options.MountVolumes is set.
+	mounts []mount
 }
 
 // preparer turns a pod's containers into local command lines.
@@ -49,8 +54,9 @@ type preparer struct {
 }
 
 type mount struct {
-	path  string // in the container
-	local string // on this machine
+	path     string // in the container
+	local    string // on this machine
+	readOnly bool
 }
 
 // prepare resolves volumes and the names of the pod's namespace; it is done
@@ -82,7 +88,7 @@ func (p *preparer) prepare(ctx context.Context) error {
 					return err
 				}
 			}
-			ms = append(ms, mount{path: filepath.Clean(vm.MountPath), local: local})
+			ms = append(ms, mount{path: filepath.Clean(vm.MountPath), local: local, readOnly: vm.ReadOnly})
 		}
 		// Longest mount path first, so /mnt/pvc/models wins over /mnt/pvc.
 		sort.Slice(ms, func(i, j int) bool { return len(ms[i].path) > len(ms[j].path) })
@@ -137,12 +143,107 @@ func (p *preparer) volume(ctx context.Context, v corev1.Volume) (string, error) 
 			return "", err
 		}
 		return dir, writeFiles(dir, s.Data, v.Secret.Items)
+	case v.Projected != nil:
+		dir := filepath.Join(p.podDir, "volumes", v.Name)
+		return dir, p.projected(ctx, dir, v.Projected.Sources)
+	case v.DownwardAPI != nil:
+		dir := filepath.Join(p.podDir, "volumes", v.Name)
+		return dir, p.projected(ctx, dir, []corev1.VolumeProjection{{DownwardAPI: &corev1.DownwardAPIProjection{Items: v.DownwardAPI.Items}}})
 	default:
-		// emptyDir, and sources a process cannot use anyway (the projected
-		// service-account token of kube-api-access-*): an empty folder.
+		// emptyDir, and sources a process cannot use anyway: an empty folder.
 		dir := filepath.Join(p.podDir, "volumes", v.Name)
 		return dir, os.MkdirAll(dir, 0o755)
 	}
+}
+
+// projected writes a projected volume's files as the kubelet does: a service-account token from
+// the TokenRequest API bound to the pod (what kube-api-access-* holds, so a program in the pod
+// authenticates as its service account with only what RBAC grants it), ConfigMap and Secret
+// keys, and Downward API fields. The token is not refreshed: it lives as long as the API server
+// lets it (an hour or more), longer than a test's pod.
+func (p *preparer) projected(ctx context.Context, dir string, sources []corev1.VolumeProjection) error {
+	files := map[string][]byte{}
+	for _, src := range sources {
+		switch {
+		case src.ServiceAccountToken != nil:
+			sat := src.ServiceAccountToken
+			req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+				ExpirationSeconds: sat.ExpirationSeconds,
+				BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: p.pod.Name, UID: p.pod.UID},
+			}}
+			if sat.Audience != "" {
+				req.Spec.Audiences = []string{sat.Audience}
+			}
+			sa := p.pod.Spec.ServiceAccountName
+			if sa == "" {
+				sa = "default"
+			}
+			tok, err := p.kube.CoreV1().ServiceAccounts(p.pod.Namespace).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+			if err != nil {
+				return fmt.Errorf("service account %s token: %w", sa, err)
+			}
+			files[sat.Path] = []byte(tok.Status.Token)
+		case src.ConfigMap != nil:
+			cm, err := p.kube.CoreV1().ConfigMaps(p.pod.Namespace).Get(ctx, src.ConfigMap.Name, metav1.GetOptions{})
+			if err != nil {
+				if src.ConfigMap.Optional != nil && *src.ConfigMap.Optional {
+					continue
+				}
+				return err
+			}
+			data := map[string][]byte{}
+			for k, v := range cm.Data {
+				data[k] = []byte(v)
+			}
+			for k, v := range cm.BinaryData {
+				data[k] = v
+			}
+			if err := pick(files, data, src.ConfigMap.Items); err != nil {
+				return fmt.Errorf("configMap %s: %w", src.ConfigMap.Name, err)
+			}
+		case src.Secret != nil:
+			s, err := p.kube.CoreV1().Secrets(p.pod.Namespace).Get(ctx, src.Secret.Name, metav1.GetOptions{})
+			if err != nil {
+				if src.Secret.Optional != nil && *src.Secret.Optional {
+					continue
+				}
+				return err
+			}
+			if err := pick(files, s.Data, src.Secret.Items); err != nil {
+				return fmt.Errorf("secret %s: %w", src.Secret.Name, err)
+			}
+		case src.DownwardAPI != nil:
+			for _, it := range src.DownwardAPI.Items {
+				if it.FieldRef == nil {
+					return fmt.Errorf("downwardAPI %s: only fieldRef items are supported", it.Path)
+				}
+				v, err := fieldRef(p.pod, it.FieldRef.FieldPath)
+				if err != nil {
+					return err
+				}
+				files[it.Path] = []byte(v)
+			}
+		}
+	}
+	return writeFiles(dir, files, nil)
+}
+
+// pick adds data's keys to files, or only items (key -> path) when given.
+func pick(files, data map[string][]byte, items []corev1.KeyToPath) error {
+	if len(items) == 0 {
+		for k, v := range data {
+			files[k] = v
+		}
+		return nil
+	}
+	for _, it := range items {
+		v, ok := data[it.Key]
+		if !ok {
+			return fmt.Errorf("key %s not found", it.Key)
+		}
+		files[it.Path] = v
+	}
+	return nil
 }
 
 // claimDir is the folder behind a PersistentVolumeClaim: the hostPath or
@@ -232,7 +333,7 @@ func (p *preparer) container(ctx context.Context, c corev1.Container) (*launch, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return &launch{name: c.Name, argv: argv, env: envList, dir: dir,
+	return &launch{name: c.Name, argv: argv, env: envList, dir: dir, mounts: p.mounts[c.Name],
 		fallbackToLogs: c.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError}, nil
 }
 
@@ -326,6 +427,17 @@ func (p *preparer) env(ctx context.Context, c corev1.Container) (map[string]stri
 		"HOME":     filepath.Join(p.podDir, "home"),
 		"TMPDIR":   filepath.Join(p.podDir, "tmp"),
 		"PATH":     os.Getenv("PATH"),
+	}
+	// The API server's Service, as the kubelet names it to every container (rest.InClusterConfig
+	// reads these): here the API server's own address, there being no kube-proxy.
+	if host, port, err := net.SplitHostPort(p.opts.APIServer); err == nil {
+		base["KUBERNETES_SERVICE_HOST"] = host
+		base["KUBERNETES_SERVICE_PORT"] = port
+		base["KUBERNETES_SERVICE_PORT_HTTPS"] = port
+	}
+	if p.opts.HTTPProxy != "" {
+		base["HTTP_PROXY"] = p.opts.HTTPProxy
+		base["NO_PROXY"] = "127.0.0.1,localhost"
 	}
 	for _, k := range p.opts.PassEnv {
 		if v, ok := os.LookupEnv(k); ok {

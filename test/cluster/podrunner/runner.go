@@ -95,6 +95,22 @@ type Options struct {
 	Log io.Writer
 	// NodeSelector picks the nodes whose pods this runner runs.
 	NodeSelector func(*corev1.Node) bool
+	// MountVolumes gives each container its own mount namespace in which the pod's volumes are
+	// bound at their mount paths, as in a container, so a program that opens a fixed path finds
+	// it: rest.InClusterConfig's service-account token under
+	// /var/run/secrets/kubernetes.io/serviceaccount, a claim's /mnt/pvc named inside a JSON
+	// argument (KFP's {{$}}), KFP's /minio scratch. It needs root (CAP_SYS_ADMIN) and the host's
+	// mount(8); a mount path missing on this machine is created once, as the empty folder the
+	// mount hides. Mounts never reach the host's namespace. (Path rewriting stays on: a
+	// rewritten path names the same folder.)
+	MountVolumes bool
+	// APIServer is the host:port at which containers reach the API server
+	// (KUBERNETES_SERVICE_HOST/PORT, which rest.InClusterConfig reads).
+	APIServer string
+	// HTTPProxy, when set, is every container's HTTP_PROXY (NO_PROXY 127.0.0.1,localhost): there is
+	// no cluster DNS or kube-proxy, and a proxy that routes Service names (cluster.ServiceProxy)
+	// makes http://<service>.<namespace>.svc.cluster.local reachable from a pod.
+	HTTPProxy string
 	// GracePeriod caps the time between SIGTERM and SIGKILL when a pod is
 	// deleted; default 5s.
 	GracePeriod time.Duration
@@ -188,6 +204,9 @@ func New(kube kubernetes.Interface, o Options) (*Runner, error) {
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	if o.MountVolumes && os.Geteuid() != 0 {
+		return nil, errors.New("podrunner: Options.MountVolumes needs root (mount namespaces and bind mounts)")
 	}
 	if o.GracePeriod == 0 {
 		o.GracePeriod = 5 * time.Second

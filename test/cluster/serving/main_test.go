@@ -25,8 +25,12 @@ func TestMain(m *testing.M) {
 			Images: map[string][]string{image: {"gangboost-runtime"}},
 			Commands: map[string]string{
 				"gangboost-runtime": filepath.Join(cluster.BinDir(), "gangboost-runtime"),
-				// TestPipelineOnCluster's XGBoostJob.
-				"gangboost-train": filepath.Join(cluster.BinDir(), "gangboost-train"),
+				// TestPipelineOnCluster's step pods and XGBoostJob.
+				"gangboost-train":         filepath.Join(cluster.BinDir(), "gangboost-train"),
+				"prepare-data":            filepath.Join(cluster.BinDir(), "prepare-data"),
+				"launch-xgboostjob":       filepath.Join(cluster.BinDir(), "launch-xgboostjob"),
+				"deploy-inferenceservice": filepath.Join(cluster.BinDir(), "deploy-inferenceservice"),
+				"evaluate":                filepath.Join(cluster.BinDir(), "evaluate"),
 			},
 			PassEnv: []string{"LD_LIBRARY_PATH"},
 		},

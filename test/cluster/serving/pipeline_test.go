@@ -3,9 +3,7 @@ package serving
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,15 +15,25 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/kfp/localrun"
+	"github.com/gangboost/gangboost/internal/syncbuf"
 	"github.com/gangboost/gangboost/test/cluster"
 )
 
-// TestPipelineOnCluster runs the committed pipeline package as make demo-cluster does: every step
-// a local process with the cluster's kubeconfig (the local runner's kubernetes backend), so
+// pipelineRunner is the service account of manifests/rbac/pipeline-runner.yaml, which KFP would
+// run every step of the run as.
+const pipelineRunner = "gangboost-pipeline-runner"
+
+// TestPipelineOnCluster runs the committed pipeline package with every step a pod on the control
+// plane, as KFP runs it: the executor's command with its placeholders resolved, the pvcMount's
+// claim at its mount path, under the run's service account from manifests/rbac (the components
+// find its token where rest.InClusterConfig looks, so they have only what its Roles grant).
 // launch-xgboostjob's XGBoostJob is gang-scheduled by Volcano and trained in pods,
 // deploy-inferenceservice's InferenceService is rolled out by KServe's controller, and evaluate
-// calls the predictor by its Service name (status.address.url) through the Service proxy.
+// calls the predictor by its Service name (status.address.url).
 func TestPipelineOnCluster(t *testing.T) {
+	cluster.RequireRoot(t)
 	e := newDeployEnv(t)
 	// The finished job's pods stay (cleanPodPolicy Running); the namespace's cleanup waits for
 	// every pod to be gone, so the job and its pods go first (cleanups run last-in first-out).
@@ -33,35 +41,37 @@ func TestPipelineOnCluster(t *testing.T) {
 		ctx := context.Background()
 		_ = e.c.Client.DeleteAllOf(ctx, &kubeflowv1.XGBoostJob{}, client.InNamespace(e.ns), client.PropagationPolicy(metav1.DeletePropagationBackground))
 		_ = e.c.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(e.ns), client.HasLabels{"training.kubeflow.org/job-name"})
+		_ = e.c.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(e.ns), client.HasLabels{cluster.StepLabel})
 	})
+	e.c.ApplyRBAC(t, "launch-xgboostjob.yaml", e.ns)
+	e.c.ApplyRBAC(t, "pipeline-runner.yaml", e.ns)
 	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := localrun.ReadPackage(filepath.Join(root, "pipelines", "xgboost-volcano.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	proxy, err := cluster.ServiceProxy(ctx, e.c.Kube)
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-	cmd := exec.CommandContext(ctx, filepath.Join(cluster.BinDir(), "gangboost"), "pipeline", "run",
-		"--local", filepath.Join(root, "pipelines", "xgboost-volcano.yaml"), "--backend", "kubernetes",
-		"--workdir", work, "--claim-dir", claim+"="+e.pvcDir, "--bin-dir", cluster.BinDir(),
-		"--param", "namespace="+e.ns, "--param", "workers=2", "--param", "num_round=20")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.c.Kubeconfig, "HTTP_PROXY=http://"+proxy, "NO_PROXY=127.0.0.1,localhost")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	pods := &cluster.StepPods{C: e.c, Namespace: e.ns, ServiceAccount: pipelineRunner}
+	var out syncbuf.Buffer
 	start := time.Now()
-	err = cmd.Run()
+	res, err := localrun.Run(ctx, localrun.Options{
+		Package: pkg, Backend: localrun.BackendKubernetes, Executor: pods,
+		Claims:  map[string]string{claim: e.pvcDir},
+		Params:  map[string]string{"namespace": e.ns, "workers": "2", "num_round": "20"},
+		WorkDir: t.TempDir(), BinDir: cluster.BinDir(), Out: &out,
+	})
 	t.Logf("pipeline ran in %s", time.Since(start).Round(time.Millisecond))
 	if err != nil {
-		t.Fatalf("gangboost pipeline run --backend kubernetes: %v\n%s", err, out.String())
+		t.Fatalf("pipeline run: %v\n%s\ncomponent logs:\n%s", err, out.String(), e.c.LogTails(30))
 	}
 	for _, want := range []string{
 		"PodGroup", "minMember 3, queue ml-training", "gang placed: 3/3 pods bound", "job Succeeded",
 		"iris ready after", "http://iris-predictor." + e.ns + ".svc.cluster.local",
-		"compare with the trainer", "gangboost demo: SUCCEEDED",
+		"compare with the trainer",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("run output lacks %q", want)
@@ -69,6 +79,43 @@ func TestPipelineOnCluster(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("run output:\n%s", out.String())
+	}
+
+	// Each step ran as its pod: the run's service account with its token mounted, the
+	// executor's command with {{$}} resolved to the step's ExecutorInput, exit 0.
+	ran := pods.Pods()
+	if len(ran) != 4 {
+		t.Fatalf("%d step pods, want 4", len(ran))
+	}
+	for i, pod := range ran {
+		task := res.Tasks[i]
+		exec := pkg.Executors[pkg.Spec.GetComponents()[pkg.Spec.GetRoot().GetDag().GetTasks()[task.Name].GetComponentRef().GetName()].GetExecutorLabel()].GetContainer()
+		c := pod.Spec.Containers[0]
+		if pod.Labels[cluster.StepLabel] != task.Name || pod.Spec.ServiceAccountName != pipelineRunner || c.Image != exec.GetImage() {
+			t.Errorf("pod %s: task %q, service account %q, image %q; want %s, %s, %s",
+				pod.Name, pod.Labels[cluster.StepLabel], pod.Spec.ServiceAccountName, c.Image, task.Name, pipelineRunner, exec.GetImage())
+		}
+		if !tokenMounted(pod) {
+			t.Errorf("pod %s: no service-account token volume at /var/run/secrets/kubernetes.io/serviceaccount", pod.Name)
+		}
+		want := exec.GetCommand()
+		if len(c.Command) != len(want) {
+			t.Errorf("pod %s: command %q, want the executor's %q resolved", pod.Name, c.Command, want)
+			continue
+		}
+		for j, arg := range want {
+			switch {
+			case arg == "{{$}}":
+				if _, err := kfp.ParseExecutorInput([]byte(c.Command[j])); err != nil {
+					t.Errorf("pod %s: {{$}} resolved to no ExecutorInput: %v", pod.Name, err)
+				}
+			case c.Command[j] != arg:
+				t.Errorf("pod %s: command[%d] %q, want %q", pod.Name, j, c.Command[j], arg)
+			}
+		}
+		if st := pod.Status.ContainerStatuses; pod.Status.Phase != corev1.PodSucceeded || len(st) != 1 || st[0].State.Terminated == nil || st[0].State.Terminated.ExitCode != 0 {
+			t.Errorf("pod %s: phase %s, statuses %+v; want Succeeded, exit 0", pod.Name, pod.Status.Phase, st)
+		}
 	}
 
 	// What the steps left on the cluster: the finished job, a Ready InferenceService on its model.
@@ -86,32 +133,42 @@ func TestPipelineOnCluster(t *testing.T) {
 	if !isvc.Status.IsReady() || isvc.Spec.Predictor.Model.StorageURI == nil || *isvc.Spec.Predictor.Model.StorageURI != "pvc://"+claim+"/models/iris/v1" {
 		t.Errorf("InferenceService iris: ready %v, storageUri %v", isvc.Status.IsReady(), isvc.Spec.Predictor.Model.StorageURI)
 	}
+	if _, err := os.Stat(filepath.Join(e.pvcDir, "models", "iris", "v1", "model.json")); err != nil {
+		t.Errorf("model on the claim: %v", err)
+	}
 
-	// The run's summary: the served accuracy on the held-out Iris rows.
-	matches, _ := filepath.Glob(filepath.Join(work, "pipeline-root", "xgboost-volcano", "*", "summary.json"))
-	if len(matches) != 1 {
-		t.Fatalf("summary files %v, want one", matches)
+	// The run's outputs, read back from each step's ExecutorOutput: the served accuracy on the
+	// held-out Iris rows.
+	if res.State != localrun.StateSucceeded || len(res.Tasks) != 4 {
+		t.Errorf("run: state %s, %d tasks; want SUCCEEDED, 4", res.State, len(res.Tasks))
 	}
-	b, err := os.ReadFile(matches[0])
-	if err != nil {
-		t.Fatal(err)
+	if ev := res.Task("evaluate"); ev == nil {
+		t.Error("no evaluate task in the result")
+	} else if acc, ok := ev.Outputs["accuracy"].(float64); !ok || acc < 0.9 {
+		var text bytes.Buffer
+		localrun.WriteText(&text, res)
+		t.Errorf("served accuracy %v on the held-out rows, want >= 0.9:\n%s", ev.Outputs["accuracy"], text.String())
 	}
-	var summary struct {
-		State string `json:"state"`
-		Tasks []struct {
-			Name    string         `json:"name"`
-			Outputs map[string]any `json:"outputs"`
-		} `json:"tasks"`
+}
+
+// tokenMounted reports whether the pod mounts a projected service-account token (the
+// ServiceAccount admission plugin's kube-api-access volume) where rest.InClusterConfig reads it.
+func tokenMounted(pod *corev1.Pod) bool {
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		if m.MountPath != "/var/run/secrets/kubernetes.io/serviceaccount" {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == m.Name && v.Projected != nil {
+				for _, s := range v.Projected.Sources {
+					if s.ServiceAccountToken != nil {
+						return true
+					}
+				}
+			}
+		}
 	}
-	if err := json.Unmarshal(b, &summary); err != nil {
-		t.Fatalf("summary.json: %v", err)
-	}
-	if summary.State != "SUCCEEDED" || len(summary.Tasks) != 4 {
-		t.Errorf("summary: state %s, %d tasks; want SUCCEEDED, 4", summary.State, len(summary.Tasks))
-	}
-	if !strings.Contains(out.String(), "accuracy   0.9") && !strings.Contains(out.String(), "accuracy   1") {
-		t.Errorf("accuracy below 0.9 on the held-out rows:\n%s", out.String())
-	}
+	return false
 }
 
 func hasCondition(conds []kubeflowv1.JobCondition, want kubeflowv1.JobConditionType) bool {

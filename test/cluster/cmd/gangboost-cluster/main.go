@@ -92,10 +92,7 @@ func run() error {
 			return err
 		}
 	}
-	proxy, err := cluster.ServiceProxy(ctx, c.Kube)
-	if err != nil {
-		return err
-	}
+	proxy := c.ServiceProxy
 	fmt.Printf("gangboost-cluster: up; KUBECONFIG=%s, claim %s/%s on %s, Service proxy %s, logs in %s\n",
 		c.Kubeconfig, namespace, claim, *pvcDir, proxy, c.LogDir)
 
@@ -106,7 +103,7 @@ func run() error {
 	}
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "HTTP_PROXY=http://"+proxy,
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "HTTP_PROXY="+proxy,
 		"NO_PROXY=127.0.0.1,localhost", "GANGBOOST_PVC_DIR="+*pvcDir)
 	if err := cmd.Start(); err != nil {
 		return err

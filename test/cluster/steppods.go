@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gangboost/gangboost/internal/kfp/localrun"
+)
+
+// StepPods is a localrun.Executor that runs each step of a pipeline as a pod on the control
+// plane, the pod KFP would run for it: container "main" with the executor's image, its command
+// line with the placeholders resolved, its env, each pvcMount's claim at its mount path, the
+// run's service account, restartPolicy Never. The pod runner gives the container its volumes
+// at their mount paths and its service account's token where rest.InClusterConfig reads it, so
+// the component talks to the API server as that account, with only what its RBAC grants.
+//
+// What stands in for KFP's launcher: the step's ExecutorInput names files under the local
+// run's pipeline root (file:// artifact URIs, the ExecutorOutput's file), which the pod gets
+// as a hostPath volume at the same path; the runner reads the outputs back from there, where
+// KFP's launcher would upload them from the pod's /tmp and /minio.
+type StepPods struct {
+	C *Cluster
+	// Namespace is where the pods run; ServiceAccount the run's service account (KFP runs
+	// every step of a run under one).
+	Namespace, ServiceAccount string
+
+	mu   sync.Mutex
+	pods []*corev1.Pod
+}
+
+// StepLabel carries a step pod's task name.
+const StepLabel = "gangboost.io/pipeline-task"
+
+var _ localrun.Executor = (*StepPods)(nil)
+
+// MountsClaims: a pod sees each claim at its mount path.
+func (s *StepPods) MountsClaims() bool { return true }
+
+// Pods are the step pods as they ended, in the order they ran.
+func (s *StepPods) Pods() []*corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*corev1.Pod(nil), s.pods...)
+}
+
+// Execute creates the step's pod, follows its log until it ends and returns its exit code.
+// When ctx ends first the pod is deleted (SIGTERM, then SIGKILL after its grace period).
+func (s *StepPods) Execute(ctx context.Context, c *localrun.Container) (int, error) {
+	pod := s.pod(c)
+	kube := s.C.Kube
+	created, err := kube.CoreV1().Pods(s.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
+	if err != nil {
+		return -1, fmt.Errorf("create pod: %w", err)
+	}
+	follow := &logFollower{path: filepath.Join(s.C.LogDir, "pods", fmt.Sprintf("%s_%s_main.log", s.Namespace, created.Name)), out: c.Output}
+	var final *corev1.Pod
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		follow.read(false)
+		p, err := kube.CoreV1().Pods(s.Namespace).Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil // transient; ctx bounds the wait
+		}
+		final = p
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
+	})
+	if err != nil {
+		s.deletePod(created.Name)
+		follow.read(true)
+		return 137, fmt.Errorf("pod %s/%s stopped: %w", s.Namespace, created.Name, ctx.Err())
+	}
+	follow.read(true)
+	s.mu.Lock()
+	s.pods = append(s.pods, final)
+	s.mu.Unlock()
+	for _, st := range final.Status.ContainerStatuses {
+		if t := st.State.Terminated; t != nil {
+			if t.ExitCode != 0 {
+				return int(t.ExitCode), fmt.Errorf("pod %s/%s: container main exited %d (%s)", s.Namespace, created.Name, t.ExitCode, t.Reason)
+			}
+			if final.Status.Phase != corev1.PodSucceeded {
+				return 0, fmt.Errorf("pod %s/%s: phase %s", s.Namespace, created.Name, final.Status.Phase)
+			}
+			return 0, nil
+		}
+	}
+	return -1, fmt.Errorf("pod %s/%s %s without running its container: %s %s", s.Namespace, created.Name, final.Status.Phase, final.Status.Reason, final.Status.Message)
+}
+
+// pod is the step's pod.
+func (s *StepPods) pod(c *localrun.Container) *corev1.Pod {
+	name := dnsLabel(c.Task)
+	var env []corev1.EnvVar
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env = append(env, corev1.EnvVar{Name: k, Value: v})
+	}
+	dirOrCreate := corev1.HostPathDirectoryOrCreate
+	vols := []corev1.Volume{{Name: "pipeline-root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: c.PipelineRoot, Type: &dirOrCreate}}}}
+	mounts := []corev1.VolumeMount{{Name: "pipeline-root", MountPath: c.PipelineRoot}}
+	i := 0
+	for path, claim := range c.Claims {
+		vol := fmt.Sprintf("pvc-%d", i)
+		i++
+		vols = append(vols, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: vol, MountPath: path})
+	}
+	grace := int64(10)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   name + "-" + rand.String(5),
+			Labels: map[string]string{StepLabel: name, "pipelines.kubeflow.org/v2_component": "true"},
+		},
+		Spec: corev1.PodSpec{
+			ServiceAccountName:            s.ServiceAccount,
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			TerminationGracePeriodSeconds: &grace,
+			Volumes:                       vols,
+			Containers: []corev1.Container{{
+				Name: "main", Image: c.Image, Command: c.Argv, Env: env, VolumeMounts: mounts,
+				ImagePullPolicy:          corev1.PullIfNotPresent,
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+		},
+	}
+}
+
+func (s *StepPods) deletePod(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = s.C.Kube.CoreV1().Pods(s.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := s.C.Kube.CoreV1().Pods(s.Namespace).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// dnsLabel makes a task name a pod name's prefix.
+func dnsLabel(task string) string {
+	s := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(task), "-"), "-")
+	if len(s) > 50 {
+		s = s[:50]
+	}
+	if s == "" {
+		s = "step"
+	}
+	return s
+}
+
+// logFollower passes on the lines the pod runner writes to a container's log file, without
+// the runner's own "$ command" first line and "exit: N" last line.
+type logFollower struct {
+	path    string
+	out     func(string)
+	offset  int64
+	partial []byte
+	lines   int
+}
+
+var runnerExitLine = regexp.MustCompile(`^exit: -?[0-9]+$`)
+
+// read passes on the complete lines written since the last read; at the end, the rest too.
+func (f *logFollower) read(end bool) {
+	b, err := os.ReadFile(f.path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) || int64(len(b)) < f.offset {
+		return
+	}
+	data := append(f.partial, b[f.offset:]...)
+	f.offset = int64(len(b))
+	f.partial = nil
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		f.line(string(data[:i]))
+		data = data[i+1:]
+	}
+	if end && len(data) > 0 {
+		f.line(string(data))
+		data = nil
+	}
+	f.partial = append([]byte(nil), data...)
+}
+
+func (f *logFollower) line(l string) {
+	f.lines++
+	if (f.lines == 1 && strings.HasPrefix(l, "$ ")) || runnerExitLine.MatchString(l) {
+		return
+	}
+	f.out(l)
+}
