@@ -10,7 +10,11 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -86,6 +90,9 @@ func (s *StepPods) Execute(ctx context.Context, c *localrun.Container) (int, err
 	s.mu.Lock()
 	s.pods = append(s.pods, final)
 	s.mu.Unlock()
+	// A finished step's pod goes, as Argo's pod GC removes it on completion: what it did is in
+	// its outputs, its log and Pods.
+	s.deletePod(created.Name)
 	for _, st := range final.Status.ContainerStatuses {
 		if t := st.State.Terminated; t != nil {
 			if t.ExitCode != 0 {
@@ -204,4 +211,33 @@ func (f *logFollower) line(l string) {
 		return
 	}
 	f.out(l)
+}
+
+// ComponentCommand is components/<name>/component.yaml's image and command line as KFP's launcher
+// resolves it for the ExecutorInput input ({{$}} as JSON): defaults filled in, placeholders
+// replaced. A placeholder KFP's launcher would leave fails t.
+func ComponentCommand(t testing.TB, name, input string) (image string, argv []string) {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := localrun.ReadPackage(filepath.Join(root, "components", name, "component.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := pkg.Spec.GetComponents()["comp-"+name]
+	exec := pkg.Executors[comp.GetExecutorLabel()].GetContainer()
+	if exec == nil {
+		t.Fatalf("components/%s/component.yaml: no container executor for comp-%s", name, name)
+	}
+	in := &pipelinespec.ExecutorInput{}
+	if err := protojson.Unmarshal([]byte(input), in); err != nil {
+		t.Fatal(err)
+	}
+	argv, notes, err := localrun.CompileCommand(in, localrun.WithDefaults(in, comp), exec.GetCommand(), exec.GetArgs())
+	if err != nil || len(notes) > 0 {
+		t.Fatalf("resolve components/%s/component.yaml's command: %v %q", name, err, notes)
+	}
+	return exec.GetImage(), argv
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
-	"google.golang.org/protobuf/encoding/protojson"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -196,7 +195,7 @@ func (e *testEnv) runComponent(s *step, timeout time.Duration) *run {
 // component prints a line containing stopAt.
 func (e *testEnv) runComponentUntil(s *step, timeout time.Duration, stopAt string) *run {
 	e.t.Helper()
-	image, argv := launchCommand(e.t, s.executorInput(e.t))
+	image, argv := cluster.ComponentCommand(e.t, "launch-xgboostjob", s.executorInput(e.t))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	stepCtx, stop := context.WithCancel(ctx)
@@ -230,34 +229,6 @@ func (e *testEnv) runComponentUntil(s *step, timeout time.Duration, stopAt strin
 	}
 	e.t.Logf("component pod exited %d after %s (%v):\n%s", r.exitCode, r.ended.Sub(r.started).Round(time.Millisecond), err, r.text())
 	return r
-}
-
-// launchCommand is components/launch-xgboostjob/component.yaml's image and command line as KFP's
-// launcher resolves it for the ExecutorInput input: defaults filled in, placeholders replaced.
-func launchCommand(t *testing.T, input string) (string, []string) {
-	t.Helper()
-	root, err := cluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkg, err := localrun.ReadPackage(filepath.Join(root, "components", "launch-xgboostjob", "component.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	comp := pkg.Spec.GetComponents()["comp-launch-xgboostjob"]
-	exec := pkg.Executors[comp.GetExecutorLabel()].GetContainer()
-	if exec == nil {
-		t.Fatal("component.yaml: no executor for comp-launch-xgboostjob")
-	}
-	in := &pipelinespec.ExecutorInput{}
-	if err := protojson.Unmarshal([]byte(input), in); err != nil {
-		t.Fatal(err)
-	}
-	argv, notes, err := localrun.CompileCommand(in, localrun.WithDefaults(in, comp), exec.GetCommand(), exec.GetArgs())
-	if err != nil || len(notes) > 0 {
-		t.Fatalf("resolve the component's command: %v %q", err, notes)
-	}
-	return exec.GetImage(), argv
 }
 
 func (e *testEnv) jobs() []kubeflowv1.XGBoostJob {

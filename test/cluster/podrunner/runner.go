@@ -15,7 +15,14 @@
 //     local path) of its bound PersistentVolume, else Options.PVCDir; paths
 //     under a mount path are rewritten to them where a whole argument, env
 //     value or workingDir (or the part after "=" of --flag=value) is such a
-//     path; paths inside scripts (sh -c '... /mnt/pvc/x') are not.
+//     path; paths inside scripts (sh -c '... /mnt/pvc/x') are not. With
+//     Options.MountVolumes (root) the container also runs in its own mount
+//     namespace with each volume bind-mounted at its mount path, so any
+//     path works as in a container;
+//   - projected volumes filled as the kubelet fills them (a service-account
+//     token from the TokenRequest API, ConfigMap and Secret keys, Downward
+//     API fields) and KUBERNETES_SERVICE_HOST/PORT naming the API server,
+//     so rest.InClusterConfig authenticates as the pod's service account.
 //
 // Networking: every pod shares the host network, like hostNetwork pods, so
 // a containerPort is a port on 127.0.0.1. Replicas of one job declare the

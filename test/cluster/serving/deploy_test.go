@@ -1,18 +1,14 @@
 package serving
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +23,7 @@ import (
 
 	"github.com/gangboost/gangboost/internal/deploy/kube"
 	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/test/cluster"
 	"github.com/gangboost/gangboost/test/cluster/podrunner"
 )
@@ -34,52 +31,19 @@ import (
 // deployServiceAccount is the component's ServiceAccount in manifests/rbac/deploy-inferenceservice.yaml.
 const deployServiceAccount = "deploy-inferenceservice"
 
-var deployComponent struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// deployBinary builds deploy-inferenceservice once per test binary.
-func deployBinary(t *testing.T) string {
-	t.Helper()
-	deployComponent.once.Do(func() {
-		root, err := cluster.RepoRoot()
-		if err != nil {
-			deployComponent.err = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "deploy-inferenceservice-")
-		if err != nil {
-			deployComponent.err = err
-			return
-		}
-		deployComponent.path = filepath.Join(dir, "deploy-inferenceservice")
-		cmd := exec.Command("go", "build", "-o", deployComponent.path, "./components/deploy-inferenceservice")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			deployComponent.err = fmt.Errorf("go build ./components/deploy-inferenceservice: %v\n%s", err, out)
-		}
-	})
-	if deployComponent.err != nil {
-		t.Fatal(deployComponent.err)
-	}
-	return deployComponent.path
-}
-
-// deployEnv is a namespace of its own with a claim on a local folder, the runtimes, the
-// component's RBAC from manifests/rbac and a kubeconfig holding its service account's token.
+// deployEnv is a namespace of its own with a claim on a local folder, the runtimes and the
+// component's RBAC from manifests/rbac, whose service account the component's pods run as.
 type deployEnv struct {
-	t          *testing.T
-	c          *cluster.Cluster
-	ns         string
-	pvcDir     string
-	kubeconfig string
+	t      *testing.T
+	c      *cluster.Cluster
+	ns     string
+	pvcDir string
 }
 
 func newDeployEnv(t *testing.T) *deployEnv {
 	t.Helper()
 	c := cluster.Require(t)
+	cluster.RequireRoot(t)
 	for _, port := range []int{8080, 8081} {
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
@@ -98,7 +62,6 @@ func newDeployEnv(t *testing.T) *deployEnv {
 	t.Cleanup(e.cleanup)
 	e.pvcDir = c.LocalPVC(t, e.ns, claim)
 	c.ApplyRBAC(t, "deploy-inferenceservice.yaml", e.ns)
-	e.kubeconfig = c.ServiceAccountKubeconfig(t, e.ns, deployServiceAccount)
 	return e
 }
 
@@ -158,9 +121,9 @@ func (r *deployRun) param(name string) string {
 	return r.output.GetParameterValues()[name].GetStringValue()
 }
 
-// runDeploy runs the component as KFP's launcher would: its command line with {{$}} replaced
-// by an ExecutorInput of params (namespace left to the step's own), the service account's
-// credentials, a deadline.
+// runDeploy runs the component as KFP runs it: a pod under the component's service account, its
+// component.yaml command line with the placeholders resolved for an ExecutorInput of params
+// (namespace left to the step's own), a deadline.
 func (e *deployEnv) runDeploy(params map[string]any, timeout time.Duration) *deployRun {
 	e.t.Helper()
 	outDir := e.t.TempDir()
@@ -179,36 +142,22 @@ func (e *deployEnv) runDeploy(params map[string]any, timeout time.Duration) *dep
 	if _, err := kfp.ParseExecutorInput(in); err != nil {
 		e.t.Fatalf("test ExecutorInput: %v", err)
 	}
+	image, argv := cluster.ComponentCommand(e.t, "deploy-inferenceservice", string(in))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, deployBinary(e.t), "--executor-input", string(in), "--kubeconfig", e.kubeconfig)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + e.t.TempDir()}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
 	var b strings.Builder
-	done := make(chan struct{})
 	start := time.Now()
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			fmt.Fprintf(&b, "  +%6.2fs %s\n", time.Since(start).Seconds(), sc.Text())
-		}
-	}()
-	err = cmd.Run()
-	pw.Close()
-	<-done
-	r := &deployRun{log: b.String(), took: time.Since(start), files: map[string]string{}}
+	pods := &cluster.StepPods{C: e.c, Namespace: e.ns, ServiceAccount: deployServiceAccount}
+	code, err := pods.Execute(ctx, &localrun.Container{
+		Task: "deploy-inferenceservice", Image: image, Argv: argv, PipelineRoot: outDir,
+		Output: func(line string) { fmt.Fprintf(&b, "  +%6.2fs %s\n", time.Since(start).Seconds(), line) },
+	})
+	r := &deployRun{log: b.String(), took: time.Since(start), files: map[string]string{}, exitCode: code}
 	if ctx.Err() != nil {
 		e.t.Fatalf("component still running after %s:\n%s", timeout, r.log)
 	}
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			e.t.Fatalf("run component: %v", err)
-		}
-		r.exitCode = ee.ExitCode()
+	if code < 0 {
+		e.t.Fatalf("component pod: %v", err)
 	}
 	if data, err := os.ReadFile(filepath.Join(outDir, "executor_output.json")); err == nil {
 		out, err := kfp.ParseExecutorOutput(data)
@@ -222,7 +171,7 @@ func (e *deployEnv) runDeploy(params map[string]any, timeout time.Duration) *dep
 			r.files[o] = string(data)
 		}
 	}
-	e.t.Logf("component exited %d after %s:\n%s", r.exitCode, r.took.Round(time.Millisecond), r.log)
+	e.t.Logf("component pod exited %d after %s (%v):\n%s", r.exitCode, r.took.Round(time.Millisecond), err, r.log)
 	return r
 }
 
