@@ -10,6 +10,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -18,8 +19,9 @@ import (
 )
 
 // ApplyRBAC creates the objects of manifests/rbac/<file> (a component's ServiceAccount, Role
-// and RoleBinding) in namespace, the RoleBinding's subjects moved there too: the component
-// gets exactly what the shipped manifest grants.
+// and RoleBinding) in namespace, the bindings' subjects moved there too (a ClusterRoleBinding
+// named for the namespace; a ClusterRole once): the component gets exactly what the shipped
+// manifest grants.
 func (c *Cluster) ApplyRBAC(t testing.TB, file, namespace string) {
 	t.Helper()
 	root, err := RepoRoot()
@@ -37,11 +39,26 @@ func (c *Cluster) ApplyRBAC(t testing.TB, file, namespace string) {
 			t.Fatalf("%s: %v", path, err)
 		}
 		o := obj.(client.Object)
-		o.SetNamespace(namespace)
-		if rb, ok := o.(*rbacv1.RoleBinding); ok {
-			for i := range rb.Subjects {
-				rb.Subjects[i].Namespace = namespace
+		switch x := o.(type) {
+		case *rbacv1.ClusterRole:
+			// Shared by every namespace's binding: one is enough.
+			if err := c.Client.Create(context.Background(), x); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("create ClusterRole %s from %s: %v", x.Name, path, err)
 			}
+			continue
+		case *rbacv1.ClusterRoleBinding:
+			// One per namespace, for that namespace's service accounts.
+			x.Name += "-" + namespace
+			for i := range x.Subjects {
+				x.Subjects[i].Namespace = namespace
+			}
+		case *rbacv1.RoleBinding:
+			x.Namespace = namespace
+			for i := range x.Subjects {
+				x.Subjects[i].Namespace = namespace
+			}
+		default:
+			o.SetNamespace(namespace)
 		}
 		if err := c.Client.Create(context.Background(), o); err != nil {
 			t.Fatalf("create %T %s from %s: %v", o, o.GetName(), path, err)

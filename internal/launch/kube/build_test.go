@@ -112,3 +112,26 @@ func TestWaitReason(t *testing.T) {
 		}
 	}
 }
+
+func TestQueueRoom(t *testing.T) {
+	q := &schedulingv1beta1.Queue{
+		ObjectMeta: metav1.ObjectMeta{Name: "ml-training"},
+		Spec: schedulingv1beta1.QueueSpec{Capability: corev1.ResourceList{
+			GPUResource: resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("4")}},
+		Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen, Allocated: corev1.ResourceList{
+			GPUResource: resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("3500m")}},
+	}
+	need := corev1.ResourceList{GPUResource: resource.MustParse("3"), corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("3Gi")}
+	cluster := corev1.ResourceList{GPUResource: resource.MustParse("2"), corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi")}
+	want := "queue ml-training has cpu 500m free (capability 4, cluster 16, allocated 3500m), " +
+		"memory 64Gi free (capability none, cluster 64Gi, allocated 0), " +
+		"nvidia.com/gpu 1 free (capability 8, cluster 2, allocated 1)"
+	if got := queueRoom(q, need, cluster); got != want {
+		t.Errorf("queueRoom =\n%q, want\n%q", got, want)
+	}
+	q.Status.State = schedulingv1beta1.QueueStateClosed
+	q.Status.Allocated[GPUResource] = resource.MustParse("5")
+	if got := queueRoom(q, corev1.ResourceList{GPUResource: resource.MustParse("1")}, cluster); got != "queue ml-training (Closed) has nvidia.com/gpu 0 free (capability 8, cluster 2, allocated 5)" {
+		t.Errorf("closed, over-allocated queue: %q", got)
+	}
+}

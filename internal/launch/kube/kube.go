@@ -12,6 +12,7 @@ import (
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -198,6 +199,81 @@ type watcher struct {
 	started              bool
 	// failures of pods seen failing, by pod name, kept in case the pods are cleaned up.
 	failures map[string]string
+	// queueUnreadable is set once the queue or the nodes could not be read (the service
+	// account lacks the ClusterRole): wait reasons go on without the queue's room.
+	queueUnreadable bool
+}
+
+// queueRoom says how much of what the gang needs its queue can still get, read when a wait
+// reason changes: Volcano admits a gang only when its minResources fit the queue's capability
+// (capped by what the cluster's nodes have) less what the queue's running pods hold. Both are
+// cluster-scoped reads (the ClusterRole in manifests/rbac/launch-xgboostjob.yaml); without
+// them the reason says so once and then goes without.
+func (w *watcher) queueRoom(ctx context.Context, pg *schedulingv1beta1.PodGroup) string {
+	if w.queueUnreadable || pg.Spec.Queue == "" || pg.Spec.MinResources == nil {
+		return ""
+	}
+	var q schedulingv1beta1.Queue
+	err := w.b.client.Get(ctx, client.ObjectKey{Name: pg.Spec.Queue}, &q)
+	var nodes corev1.NodeList
+	if err == nil {
+		err = w.b.client.List(ctx, &nodes)
+	}
+	if err != nil {
+		w.queueUnreadable = true
+		return fmt.Sprintf("queue %s's room unknown: %v", pg.Spec.Queue, err)
+	}
+	allocatable := corev1.ResourceList{}
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable {
+			continue
+		}
+		for name, v := range n.Status.Allocatable {
+			sum := allocatable[name]
+			sum.Add(v)
+			allocatable[name] = sum
+		}
+	}
+	return queueRoom(&q, *pg.Spec.MinResources, allocatable)
+}
+
+// queueRoom is, for each resource the gang needs: the queue's room (its capability, or the
+// cluster's allocatable when that is less or the queue sets no cap, less the queue's allocated),
+// e.g. "queue ml-training (Open) has nvidia.com/gpu 2 free (capability 8, cluster 2, allocated 0)".
+func queueRoom(q *schedulingv1beta1.Queue, need, cluster corev1.ResourceList) string {
+	names := make([]string, 0, len(need))
+	for n := range need {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, n := range names {
+		name := corev1.ResourceName(n)
+		limit, capped := q.Spec.Capability[name]
+		total, known := cluster[name]
+		if !known {
+			total = resource.Quantity{}
+		}
+		room := total.DeepCopy()
+		if capped && limit.Cmp(total) < 0 {
+			room = limit.DeepCopy()
+		}
+		allocated := q.Status.Allocated[name]
+		room.Sub(allocated)
+		if room.Sign() < 0 {
+			room = resource.Quantity{}
+		}
+		capText := "none"
+		if capped {
+			capText = limit.String()
+		}
+		parts = append(parts, fmt.Sprintf("%s %s free (capability %s, cluster %s, allocated %s)", n, room.String(), capText, total.String(), allocated.String()))
+	}
+	state := ""
+	if q.Status.State != "" && q.Status.State != schedulingv1beta1.QueueStateOpen {
+		state = " (" + string(q.Status.State) + ")"
+	}
+	return fmt.Sprintf("queue %s%s has %s", q.Name, state, strings.Join(parts, ", "))
 }
 
 func (w *watcher) emit(p launch.Progress) { w.progress(p) }
@@ -269,8 +345,14 @@ func (w *watcher) observe(ctx context.Context) (done bool, err error) {
 		w.emit(launch.Progress{Line: fmt.Sprintf("gang placed: %d/%d pods bound", bound, total), GangStarted: true})
 	}
 	if !w.started {
-		if why := waitReason(&pg, havePG, events.Items, len(pods.Items), podWhy); why != "" && why != w.lastWaiting {
+		why := waitReason(&pg, havePG, events.Items, len(pods.Items), podWhy)
+		if why != "" && why != w.lastWaiting {
 			w.lastWaiting = why
+			if havePG {
+				if q := w.queueRoom(ctx, &pg); q != "" {
+					why += "; " + q
+				}
+			}
 			w.emit(launch.Progress{Line: "gang waiting: " + why, Waiting: why})
 		}
 	}

@@ -292,6 +292,10 @@ func TestLaunchGangLargerThanCluster(t *testing.T) {
 	if !strings.Contains(waiting.text, "nvidia.com/gpu 3") {
 		t.Errorf("wait reason %q does not say the gang needs 3 GPUs", waiting.text)
 	}
+	// The queue caps 8 GPUs, the two nodes have one each, none is in use.
+	if !strings.Contains(waiting.text, "queue ml-training has") || !strings.Contains(waiting.text, "nvidia.com/gpu 2 free (capability 8, cluster 2, allocated 0)") {
+		t.Errorf("wait reason %q does not say how many GPUs the queue can get", waiting.text)
+	}
 	last := r.lines[len(r.lines)-1].text
 	if !strings.Contains(last, "gang not scheduled within 15s") || !strings.Contains(last, "deleted") {
 		t.Errorf("last line %q, want the deadline and the deletion", last)
