@@ -11,7 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"context"
+	"errors"
 	"github.com/gangboost/gangboost/internal/launch"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 func TestXGBoostJob(t *testing.T) {
@@ -133,5 +140,29 @@ func TestQueueRoom(t *testing.T) {
 	q.Status.Allocated[GPUResource] = resource.MustParse("5")
 	if got := queueRoom(q, corev1.ResourceList{GPUResource: resource.MustParse("1")}, cluster); got != "queue ml-training (Closed) has nvidia.com/gpu 0 free (capability 8, cluster 2, allocated 5)" {
 		t.Errorf("closed, over-allocated queue: %q", got)
+	}
+}
+
+// TestQueueRoomUnreadable: without the queue reader ClusterRole the first wait reason says the
+// room is unknown and why, and the queue is not asked again.
+func TestQueueRoomUnreadable(t *testing.T) {
+	s, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gets := 0
+	c := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			gets++
+			return apierrors.NewForbidden(schema.GroupResource{Group: "scheduling.volcano.sh", Resource: "queues"}, key.Name, errors.New("no RBAC"))
+		},
+	}).Build()
+	w := &watcher{b: &Backend{client: c}}
+	pg := &schedulingv1beta1.PodGroup{Spec: schedulingv1beta1.PodGroupSpec{Queue: "ml-training", MinResources: &corev1.ResourceList{GPUResource: resource.MustParse("1")}}}
+	if got := w.queueRoom(context.Background(), pg); !strings.Contains(got, "queue ml-training's room unknown") || !strings.Contains(got, "forbidden") {
+		t.Errorf("first reason part %q", got)
+	}
+	if got := w.queueRoom(context.Background(), pg); got != "" || gets != 1 {
+		t.Errorf("second call %q after %d reads, want nothing and one read", got, gets)
 	}
 }
