@@ -320,6 +320,12 @@ func (r *runner) cleanup() {
 	for _, pid := range ProcessesWithEnv(mark) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+	// A killed process is gone only once the kernel has torn it down: the run ends after that,
+	// so nothing of it is running when Run returns.
+	deadline = time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && len(ProcessesWithEnv(mark)) > 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (r *runner) runTasks(ctx context.Context, run RunInfo, res *Result) error {
