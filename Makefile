@@ -143,18 +143,18 @@ demo: build
 	$(BIN)/gangboost pipeline run --local pipelines/xgboost-volcano.yaml --workdir $(DEMO_WORKDIR) \
 		--param workers=$(DEMO_WORKERS) --param num_round=$(DEMO_ROUNDS) $(DEMO_FLAGS)
 
-# The same package through the test control plane (make cluster-up's): launch-xgboostjob creates an
-# XGBoostJob that the Training Operator and Volcano gang-schedule, deploy-inferenceservice an
-# InferenceService that KServe's controller rolls out; the pods run as local processes. The steps
-# run here with the admin kubeconfig; evaluate reaches the predictor through the Service proxy.
+# The same package through the test control plane (make cluster-up's), run as KFP runs it: each step
+# a pod in namespace gangboost under the run's service account gangboost-pipeline-runner (as root;
+# otherwise local processes with the admin kubeconfig). launch-xgboostjob creates an XGBoostJob that
+# the Training Operator and Volcano gang-schedule, deploy-inferenceservice an InferenceService that
+# KServe's controller rolls out, evaluate calls it by its Service name; the pods run as local processes.
 DEMO_CLUSTER_DIR ?= $(CURDIR)/.demo-cluster
 .PHONY: demo-cluster
-## demo-cluster: the demo's pipeline package through the test control plane (XGBoostJob + Volcano + KServe)
+## demo-cluster: the demo's pipeline package through the test control plane, every step a pod (XGBoostJob + Volcano + KServe)
 demo-cluster: build cluster-tools
-	$(GO) run ./test/cluster/cmd/gangboost-cluster --pvc-dir $(DEMO_CLUSTER_DIR)/pvc/gangboost-models -- \
-		$(BIN)/gangboost pipeline run --local pipelines/xgboost-volcano.yaml --backend kubernetes \
-		--workdir $(DEMO_CLUSTER_DIR) --claim-dir gangboost-models=$(DEMO_CLUSTER_DIR)/pvc/gangboost-models \
-		--param namespace=gangboost --param workers=$(DEMO_WORKERS) --param num_round=$(DEMO_ROUNDS) $(DEMO_FLAGS)
+	$(GO) run ./test/cluster/cmd/gangboost-cluster --pvc-dir $(DEMO_CLUSTER_DIR)/pvc/gangboost-models \
+		--pipeline pipelines/xgboost-volcano.yaml --workdir $(DEMO_CLUSTER_DIR) \
+		--param namespace=gangboost --param workers=$(DEMO_WORKERS) --param num_round=$(DEMO_ROUNDS)
 
 # --- On a cluster: each target prints the commands it runs. -------------------------------
 

@@ -6,10 +6,15 @@
 // admin would: namespace gangboost, the gangboost-models claim (on a local folder), the
 // components' RBAC and the ClusterServingRuntimes.
 //
-//	gangboost-cluster [--kubeconfig FILE] [--pvc-dir DIR] [-- COMMAND ARGS...]
+//	gangboost-cluster [--kubeconfig FILE] [--pvc-dir DIR] [--pipeline FILE --workdir DIR --param k=v ...] [-- COMMAND ARGS...]
 //
-// With a command it runs it with KUBECONFIG (admin), HTTP_PROXY and GANGBOOST_PVC_DIR set, then
-// stops; without one it stays up until Ctrl-C. There is no cluster DNS or kube-proxy here, so
+// With --pipeline it runs that pipeline package as KFP would on this cluster (make demo-cluster):
+// every step a pod in namespace gangboost under the run's service account
+// gangboost-pipeline-runner, its executor's command line resolved, the claim at its mount path
+// (as root, which the pod runner needs to mount; otherwise each step is a local process with the
+// admin kubeconfig), then prints the run's summary and stops. With a command it runs it with
+// KUBECONFIG (admin), HTTP_PROXY and GANGBOOST_PVC_DIR set, then stops; with neither it stays up
+// until Ctrl-C. There is no cluster DNS or kube-proxy here, so
 // HTTP_PROXY points at a proxy that sends http://<service>.<namespace>.svc[.cluster.local][:port]
 // to the Service's pod on 127.0.0.1, as a pod's request to that name would reach it.
 package main
@@ -23,8 +28,11 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
+	"github.com/gangboost/gangboost/internal/demo"
+	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/internal/version"
 	"github.com/gangboost/gangboost/test/cluster"
 	"github.com/gangboost/gangboost/test/cluster/podrunner"
@@ -33,6 +41,8 @@ import (
 const (
 	namespace = "gangboost"
 	claim     = "gangboost-models"
+	// runner is the run's service account, manifests/rbac/pipeline-runner.yaml's.
+	runner = "gangboost-pipeline-runner"
 )
 
 func main() {
@@ -51,6 +61,10 @@ func run() error {
 	fs := flag.NewFlagSet("gangboost-cluster", flag.ExitOnError)
 	kubeconfigOut := fs.String("kubeconfig", "", "also copy the admin kubeconfig here")
 	pvcDir := fs.String("pvc-dir", "", "folder standing for the gangboost-models claim; default a folder in the run's directory")
+	pipeline := fs.String("pipeline", "", "run this pipeline package, each step a pod, then stop")
+	workDir := fs.String("workdir", ".demo-cluster", "with --pipeline: the run's folder (pipeline-root/)")
+	var params paramFlags
+	fs.Var(&params, "param", "with --pipeline: a pipeline parameter, name=value (repeatable)")
 	_ = fs.Parse(os.Args[1:])
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -64,8 +78,12 @@ func run() error {
 		KServe: true,
 		PodRunner: &podrunner.Options{
 			Commands: map[string]string{
-				"gangboost-train":   filepath.Join(bin, "gangboost-train"),
-				"gangboost-runtime": filepath.Join(bin, "gangboost-runtime"),
+				"gangboost-train":         filepath.Join(bin, "gangboost-train"),
+				"gangboost-runtime":       filepath.Join(bin, "gangboost-runtime"),
+				"prepare-data":            filepath.Join(bin, "prepare-data"),
+				"launch-xgboostjob":       filepath.Join(bin, "launch-xgboostjob"),
+				"deploy-inferenceservice": filepath.Join(bin, "deploy-inferenceservice"),
+				"evaluate":                filepath.Join(bin, "evaluate"),
 			},
 			// The runtime's pods have no command: the image's entrypoint is gangboost-runtime.
 			Images:  map[string][]string{version.Image("gangboost-runtime"): {"gangboost-runtime"}},
@@ -96,6 +114,9 @@ func run() error {
 	fmt.Printf("gangboost-cluster: up; KUBECONFIG=%s, claim %s/%s on %s, Service proxy %s, logs in %s\n",
 		c.Kubeconfig, namespace, claim, *pvcDir, proxy, c.LogDir)
 
+	if *pipeline != "" {
+		return runPipeline(ctx, c, *pipeline, *workDir, *pvcDir, params)
+	}
 	if fs.NArg() == 0 {
 		fmt.Println("gangboost-cluster: try `KUBECONFIG=" + c.Kubeconfig + " kubectl get xgboostjobs,podgroups,pods,inferenceservices -A`; Ctrl-C stops it")
 		<-ctx.Done()
@@ -147,4 +168,44 @@ func install(ctx context.Context, c *cluster.Cluster, pvcDir string) error {
 		}
 	}
 	return cluster.Apply(ctx, c.Client, objs...)
+}
+
+// paramFlags collects repeated --param name=value flags.
+type paramFlags []string
+
+func (p *paramFlags) String() string     { return strings.Join(*p, ",") }
+func (p *paramFlags) Set(v string) error { *p = append(*p, v); return nil }
+
+// runPipeline runs a pipeline package on the control plane with every step a pod (as root) and
+// prints the run's summary as make demo does.
+func runPipeline(ctx context.Context, c *cluster.Cluster, file, workDir, pvcDir string, params []string) error {
+	pkg, err := localrun.ReadPackage(file)
+	if err != nil {
+		return err
+	}
+	overrides, err := localrun.ParseOverrides(params)
+	if err != nil {
+		return err
+	}
+	opts := localrun.Options{
+		Package: pkg, Backend: localrun.BackendKubernetes, Params: overrides, WorkDir: workDir,
+		BinDir: cluster.BinDir(), Claims: map[string]string{claim: pvcDir}, Out: os.Stdout,
+		Finished: func(res *localrun.Result) {
+			if res.State == localrun.StateSucceeded {
+				demo.Summarize(res).Write(os.Stdout, false)
+			}
+		},
+	}
+	if os.Geteuid() == 0 {
+		fmt.Printf("gangboost-cluster: each step runs as a pod in %s under service account %s\n", namespace, runner)
+		opts.Executor = &cluster.StepPods{C: c, Namespace: namespace, ServiceAccount: runner}
+	} else {
+		// A pod's volumes at their mount paths need root; steps run here with the admin kubeconfig.
+		fmt.Println("gangboost-cluster: not root: each step runs as a local process with the admin kubeconfig")
+		os.Setenv("KUBECONFIG", c.Kubeconfig)
+		os.Setenv("HTTP_PROXY", c.ServiceProxy)
+		os.Setenv("NO_PROXY", "127.0.0.1,localhost")
+	}
+	_, err = localrun.Run(ctx, opts)
+	return err
 }
