@@ -106,6 +106,9 @@ func (g *gang) start() error {
 			g.exits <- exit{rank: p.rank, state: p.cmd.ProcessState, err: err, at: time.Now()}
 		}()
 	}
+	if g.job.Started != nil {
+		g.job.Started()
+	}
 	g.logs.printf("gang %s started: %s and %d workers, MASTER_ADDR=%s MASTER_PORT=%d WORLD_SIZE=%d",
 		g.job.Name, ReplicaName(0), g.job.Workers, loopback, g.res.MasterPort, n)
 	return nil

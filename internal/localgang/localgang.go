@@ -77,6 +77,11 @@ type Job struct {
 	// trainer makes them fail through its collective timeout) before they are stopped; 0 means
 	// DefaultGracePeriod, < 0 stops them at once.
 	GracePeriod time.Duration
+	// Waiting, when set, is called with the reason each time the gang waits for slots, and
+	// Started once its replicas run, each before the line that says so: a caller follows the
+	// gang's state without parsing its log.
+	Waiting func(reason string)
+	Started func()
 	// TerminationGracePeriod is the time between SIGTERM and SIGKILL when replicas are stopped,
 	// as terminationGracePeriodSeconds is for a pod; 0 means DefaultTerminationGracePeriod.
 	TerminationGracePeriod time.Duration
@@ -175,7 +180,7 @@ func (l *Launcher) Run(ctx context.Context, j Job) (*Result, error) {
 	logs := &logSink{w: j.Stdout}
 	need := j.Workers + 1
 	waitStart := time.Now()
-	if err := l.acquire(ctx, j.Name, need, logs); err != nil {
+	if err := l.acquire(ctx, j, need, logs); err != nil {
 		return nil, err
 	}
 	defer l.release(need)
@@ -231,7 +236,8 @@ func (l *Launcher) init() {
 }
 
 // acquire takes need slots at once, waiting in line while they are not free.
-func (l *Launcher) acquire(ctx context.Context, name string, need int, logs *logSink) error {
+func (l *Launcher) acquire(ctx context.Context, j Job, need int, logs *logSink) error {
+	name := j.Name
 	l.mu.Lock()
 	l.init()
 	if need > l.total {
@@ -249,11 +255,14 @@ func (l *Launcher) acquire(ctx context.Context, name string, need int, logs *log
 	l.queue = append(l.queue, w)
 	l.mu.Unlock()
 
+	why := fmt.Sprintf("needs %d slots, %d of %d free", need, free, total)
 	if free >= need {
-		logs.printf("gang %s waiting: needs %d slots, %d of %d free, but %d gang(s) ahead wait for them", name, need, free, total, ahead)
-	} else {
-		logs.printf("gang %s waiting: needs %d slots, %d of %d free", name, need, free, total)
+		why += fmt.Sprintf(", but %d gang(s) ahead wait for them", ahead)
 	}
+	if j.Waiting != nil {
+		j.Waiting(why)
+	}
+	logs.printf("gang %s waiting: %s", name, why)
 	select {
 	case <-w.ready:
 		return nil

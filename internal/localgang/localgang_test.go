@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -622,17 +623,34 @@ func TestCancelWhileWaiting(t *testing.T) {
 	l := &Launcher{Slots: 2}
 	ctxA, cancelA := context.WithCancel(context.Background())
 	doneA := make(chan error, 1)
+	var startedA atomic.Bool
 	go func() {
-		_, err := l.Run(ctxA, helperJob("A", 1, logs, "run", dirA))
+		j := helperJob("A", 1, logs, "run", dirA)
+		j.Started = func() { startedA.Store(true) }
+		_, err := l.Run(ctxA, j)
 		doneA <- err
 	}()
 	waitMarks(t, dirA, "start", 2)
+	// The hook runs once every replica is started, which may be just after they write marks.
+	for deadline := time.Now().Add(5 * time.Second); !startedA.Load() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !startedA.Load() {
+		t.Error("A's replicas run, and its Started hook was not called")
+	}
 	ctxB, cancelB := context.WithCancel(context.Background())
 	doneB := make(chan error, 1)
+	whyB := make(chan string, 2)
 	go func() {
-		_, err := l.Run(ctxB, helperJob("B", 0, logs, "run", dirB))
+		j := helperJob("B", 0, logs, "run", dirB)
+		j.Waiting = func(why string) { whyB <- why }
+		j.Started = func() { t.Error("B's Started hook called though it never ran") }
+		_, err := l.Run(ctxB, j)
 		doneB <- err
 	}()
+	if why := <-whyB; why != "needs 1 slots, 0 of 2 free" {
+		t.Errorf("B's Waiting hook: %q", why)
+	}
 	waitLog(t, logs, "gang B waiting: needs 1 slots, 0 of 2 free")
 	cancelB()
 	if err := <-doneB; !errors.Is(err, context.Canceled) || err.Error() != "gang B: gave up waiting for 1 slots: context canceled" {

@@ -146,7 +146,9 @@ func (b *Backend) Start(ctx context.Context, j *launch.Job) (launch.Started, err
 		// between gangs, so localgang picks free ports.
 		Dir:                    root,
 		Env:                    replicaEnv(j.Resources.CPU),
-		Stdout:                 &lineWriter{line: func(s string) { r.line(j.Name, s, b.Log) }},
+		Stdout:                 &lineWriter{line: func(s string) { r.line(s, b.Log) }},
+		Waiting:                func(why string) { r.add(launch.Progress{Waiting: why}) },
+		Started:                func() { r.add(launch.Progress{GangStarted: true}) },
 		GracePeriod:            b.GracePeriod,
 		TerminationGracePeriod: b.TerminationGracePeriod,
 		PeerLostExitCode:       exitLost,
@@ -225,42 +227,32 @@ func (b *Backend) Delete(ctx context.Context, j *launch.Job) error {
 	return nil
 }
 
-// Lines localgang prints about a gang (see localgang.Launcher.Run).
-const (
-	gangWaiting = " waiting: "
-	gangStarted = " started: "
-)
-
 // line records one log line of the gang: a replica's ("[name] text") or the launcher's own.
-func (r *run) line(job, s string, log io.Writer) {
+func (r *run) line(s string, log io.Writer) {
 	if log != nil {
 		fmt.Fprintln(log, s)
 	}
-	var p launch.Progress
-	if name, text, ok := replicaLine(s); ok {
-		r.mu.Lock()
-		l := r.logs[name]
-		if l == nil {
-			l = &replicaLog{}
-			r.logs[name] = l
-		}
-		l.add(text)
-		r.mu.Unlock()
-		// The Master's slog lines for each boosting round are the job's progress.
-		if name != localgang.ReplicaName(0) || !strings.Contains(text, " msg=round ") {
-			return
-		}
-		p.Line = name + ": " + text
-	} else {
-		prefix := "gang " + job
-		switch {
-		case strings.HasPrefix(s, prefix+gangWaiting):
-			p.Waiting = strings.TrimPrefix(s, prefix+gangWaiting)
-		case strings.HasPrefix(s, prefix+gangStarted):
-			p.GangStarted = true
-		}
-		p.Line = s
+	name, text, ok := replicaLine(s)
+	if !ok {
+		r.add(launch.Progress{Line: s})
+		return
 	}
+	r.mu.Lock()
+	l := r.logs[name]
+	if l == nil {
+		l = &replicaLog{}
+		r.logs[name] = l
+	}
+	l.add(text)
+	r.mu.Unlock()
+	// The Master's slog lines for each boosting round are the job's progress.
+	if name == localgang.ReplicaName(0) && strings.Contains(text, " msg=round ") {
+		r.add(launch.Progress{Line: name + ": " + text})
+	}
+}
+
+// add records a progress event for Watch.
+func (r *run) add(p launch.Progress) {
 	r.mu.Lock()
 	r.events = append(r.events, p)
 	close(r.changed)
