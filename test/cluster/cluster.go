@@ -153,6 +153,8 @@ type Cluster struct {
 	// (http://<service>.<namespace>.svc.cluster.local), every pod's HTTP_PROXY; set with the
 	// pod runner.
 	ServiceProxy string
+	// mountsErr says why pods do not get their volumes at their mount paths (nil: they do).
+	mountsErr error
 	// Nodes are the fake nodes' names.
 	Nodes []string
 
@@ -705,10 +707,15 @@ func (c *Cluster) startRunner(o podrunner.Options) error {
 		}
 		o.APIServer = u.Host
 	}
-	// As root each container gets its volumes at their mount paths, as in a real pod: the
-	// service-account token where rest.InClusterConfig looks, a claim where a component's
-	// ExecutorInput names it.
-	o.MountVolumes = o.MountVolumes || os.Geteuid() == 0
+	// Where mount namespaces work (root) each container gets its volumes at their mount paths,
+	// as in a real pod: the service-account token where rest.InClusterConfig looks, a claim
+	// where a component's ExecutorInput names it. Tests that need it call RequirePodMounts.
+	if err := podrunner.MountNamespaces(); err == nil {
+		o.MountVolumes = true
+	} else {
+		c.mountsErr = err
+		fmt.Fprintf(c.opts.Log, "cluster: pods run without their own mount namespaces: %v\n", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if o.HTTPProxy == "" {
 		proxy, err := ServiceProxy(ctx, c.Kube)

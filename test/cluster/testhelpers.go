@@ -106,12 +106,17 @@ func (c *Cluster) BindLocalPVC(ctx context.Context, namespace, claim, dir string
 	return nil
 }
 
-// RequireRoot skips a test that needs the pod runner's mount namespaces (a component that reads
-// its service-account token or a claim at a fixed path, as in a real pod) when not run as root.
-// `make test` runs as root in CI.
-func RequireRoot(t testing.TB) {
+// RequirePodMounts is for a test whose pods need their volumes at their mount paths (a component
+// that reads its service-account token or its claim at a fixed path, as in a real pod), which
+// needs mount namespaces (root). Without them it skips, or fails in CI (CI=true), where `make
+// test` runs as root.
+func (c *Cluster) RequirePodMounts(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: pods get their volumes at their mount paths through mount namespaces")
+	if c.mountsErr == nil {
+		return
 	}
+	if InCI() {
+		t.Fatalf("pods cannot get their volumes at their mount paths here: %v", c.mountsErr)
+	}
+	t.Skipf("pods cannot get their volumes at their mount paths here (CI=true would fail): %v", c.mountsErr)
 }

@@ -42,7 +42,7 @@ type testEnv struct {
 func newEnv(t *testing.T, prefix string) *testEnv {
 	t.Helper()
 	c := cluster.Require(t)
-	cluster.RequireRoot(t)
+	c.RequirePodMounts(t)
 	ctx := context.Background()
 	e := &testEnv{t: t, c: c, ns: prefix + "-" + rand.String(5), serviceAccount: serviceAccount}
 	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {

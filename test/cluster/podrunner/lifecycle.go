@@ -605,3 +605,24 @@ func setReady(st *corev1.PodStatus, ready bool, msg string) {
 		}
 	}
 }
+
+// MountNamespaces reports whether containers can get their own mount namespace with bind mounts
+// here (Options.MountVolumes): root, and a kernel and sandbox that allow unshare(CLONE_NEWNS)
+// and mount(8). It tries once: a bind mount of a temporary folder onto another.
+func MountNamespaces() error {
+	if os.Geteuid() != 0 {
+		return errors.New("not root")
+	}
+	src, err := os.MkdirTemp("", "podrunner-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(src)
+	argv := withMounts([]mount{{path: filepath.Join(src, "target"), local: src}}, []string{"/bin/true"})
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("bind mount in a new mount namespace: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

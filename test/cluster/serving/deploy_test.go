@@ -43,7 +43,7 @@ type deployEnv struct {
 func newDeployEnv(t *testing.T) *deployEnv {
 	t.Helper()
 	c := cluster.Require(t)
-	cluster.RequireRoot(t)
+	c.RequirePodMounts(t)
 	for _, port := range []int{8080, 8081} {
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {

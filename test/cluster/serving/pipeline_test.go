@@ -33,7 +33,6 @@ const pipelineRunner = "gangboost-pipeline-runner"
 // deploy-inferenceservice's InferenceService is rolled out by KServe's controller, and evaluate
 // calls the predictor by its Service name (status.address.url).
 func TestPipelineOnCluster(t *testing.T) {
-	cluster.RequireRoot(t)
 	e := newDeployEnv(t)
 	// The finished job's pods stay (cleanPodPolicy Running); the namespace's cleanup waits for
 	// every pod to be gone, so the job and its pods go first (cleanups run last-in first-out).

@@ -196,12 +196,13 @@ func runPipeline(ctx context.Context, c *cluster.Cluster, file, workDir, pvcDir 
 			}
 		},
 	}
-	if os.Geteuid() == 0 {
+	if err := podrunner.MountNamespaces(); err == nil {
 		fmt.Printf("gangboost-cluster: each step runs as a pod in %s under service account %s\n", namespace, runner)
 		opts.Executor = &cluster.StepPods{C: c, Namespace: namespace, ServiceAccount: runner}
 	} else {
-		// A pod's volumes at their mount paths need root; steps run here with the admin kubeconfig.
-		fmt.Println("gangboost-cluster: not root: each step runs as a local process with the admin kubeconfig")
+		// A pod's volumes at their mount paths need mount namespaces (root); steps run here with
+		// the admin kubeconfig instead.
+		fmt.Printf("gangboost-cluster: steps run as local processes with the admin kubeconfig (pods could not mount their volumes: %v)\n", err)
 		os.Setenv("KUBECONFIG", c.Kubeconfig)
 		os.Setenv("HTTP_PROXY", c.ServiceProxy)
 		os.Setenv("NO_PROXY", "127.0.0.1,localhost")
