@@ -2,7 +2,6 @@ package pipelines
 
 import (
 	"bytes"
-	"fmt"
 
 	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
 	"github.com/kubeflow/pipelines/kubernetes_platform/go/kubernetesplatform"
@@ -10,14 +9,12 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gangboost/gangboost/internal/kfp/pkgfile"
 )
 
 // File is where the committed package lives, relative to the repository root.
 const File = "pipelines/xgboost-volcano.yaml"
-
-// strict parses as KFP's API server does: an unknown field is an error (for the platform
-// document the server would instead drop the whole document silently).
-var strict = protojson.UnmarshalOptions{DiscardUnknown: false}
 
 // claimMount is an executor's Kubernetes config that mounts the claim named by the pipeline
 // parameter param at mountPath. KFP's driver resolves a pvcMount's componentInputParameter
@@ -75,88 +72,10 @@ func Compile(o Options) ([]byte, error) {
 	return Marshal(spec, platform)
 }
 
-// Package is a parsed pipeline package: the PipelineSpec, and the Kubernetes executor config of
-// each executor that has one.
-type Package struct {
-	Spec     *pipelinespec.PipelineSpec
-	Platform *pipelinespec.PlatformSpec
-	// Kubernetes is platforms.kubernetes.deploymentSpec.executors, typed.
-	Kubernetes map[string]*kubernetesplatform.KubernetesExecutorConfig
-}
+// Package is a parsed pipeline package (pkgfile.Package).
+type Package = pkgfile.Package
 
-// Parse reads a package file strictly: one PipelineSpec document and at most one platform
-// document, each with no unknown field, and every Kubernetes executor config typed.
-func Parse(b []byte) (*Package, error) {
-	docs := splitDocuments(b)
-	if len(docs) == 0 || len(docs) > 2 {
-		return nil, fmt.Errorf("pipeline package: %d YAML documents, want the PipelineSpec and optionally the platform document", len(docs))
-	}
-	p := &Package{Spec: &pipelinespec.PipelineSpec{}, Platform: &pipelinespec.PlatformSpec{},
-		Kubernetes: map[string]*kubernetesplatform.KubernetesExecutorConfig{}}
-	if err := unmarshalYAML(docs[0], p.Spec); err != nil {
-		return nil, fmt.Errorf("pipeline package: PipelineSpec: %w", err)
-	}
-	if len(docs) == 1 {
-		return p, nil
-	}
-	if err := unmarshalYAML(docs[1], p.Platform); err != nil {
-		return nil, fmt.Errorf("pipeline package: platform document: %w", err)
-	}
-	for name, single := range p.Platform.GetPlatforms() {
-		if name != "kubernetes" {
-			continue
-		}
-		for exec, s := range single.GetDeploymentSpec().GetExecutors() {
-			js, err := protojson.Marshal(s)
-			if err != nil {
-				return nil, err
-			}
-			cfg := &kubernetesplatform.KubernetesExecutorConfig{}
-			if err := strict.Unmarshal(js, cfg); err != nil {
-				return nil, fmt.Errorf("pipeline package: platform document: executor %s: %w", exec, err)
-			}
-			p.Kubernetes[exec] = cfg
-		}
-	}
-	return p, nil
-}
-
-func unmarshalYAML(doc []byte, m proto.Message) error {
-	js, err := yaml.YAMLToJSON(doc)
-	if err != nil {
-		return err
-	}
-	return strict.Unmarshal(js, m)
-}
-
-// splitDocuments splits a YAML stream at its "---" lines, dropping documents that hold only
-// comments or blank lines.
-func splitDocuments(b []byte) [][]byte {
-	var docs [][]byte
-	var cur bytes.Buffer
-	flush := func() {
-		if hasContent(cur.Bytes()) {
-			docs = append(docs, append([]byte(nil), cur.Bytes()...))
-		}
-		cur.Reset()
-	}
-	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
-		if t := bytes.TrimRight(line, " \t\r\n"); bytes.Equal(t, []byte("---")) {
-			flush()
-			continue
-		}
-		cur.Write(line)
-	}
-	flush()
-	return docs
-}
-
-func hasContent(doc []byte) bool {
-	for _, line := range bytes.Split(doc, []byte("\n")) {
-		t := bytes.TrimSpace(line)
-		if len(t) > 0 && t[0] != '#' {
-			return true
-		}
-	}
-	return false
-}
+// Parse reads a package file strictly, as KFP's API server does (pkgfile.Parse): one PipelineSpec
+// document and at most one platform document, each with no unknown field, and every Kubernetes
+// executor config typed.
+func Parse(b []byte) (*Package, error) { return pkgfile.Parse(b) }
