@@ -6,6 +6,10 @@ package kubecfg
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -38,4 +42,26 @@ func (s *Step) RESTConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("kubernetes config (set --kubeconfig or run in a pod with a service account): %w", err)
 	}
 	return cfg, nil
+}
+
+// Scheme is client-go's scheme (core types) plus the API types adds registers (XGBoostJob,
+// PodGroup, InferenceService...).
+func Scheme(adds ...func(*runtime.Scheme) error) (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, adds...) {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Client is a typed controller-runtime client of the cluster of cfg (no cache: every read goes
+// to the API server) for the types of s.
+func Client(cfg *rest.Config, s *runtime.Scheme) (client.Client, error) {
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return c, nil
 }

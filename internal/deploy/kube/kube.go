@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"knative.dev/pkg/apis"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangboost/gangboost/internal/deploy"
+	"github.com/gangboost/gangboost/internal/kubecfg"
 )
 
 // Backend serves models as InferenceServices on a cluster.
@@ -56,13 +56,7 @@ var _ deploy.Backend = (*Backend)(nil)
 
 // Scheme knows the types the backend reads and writes.
 func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1beta1.AddToScheme} {
-		if err := add(s); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
+	return kubecfg.Scheme(v1beta1.AddToScheme)
 }
 
 // New returns a backend talking to the cluster of cfg.
@@ -71,9 +65,9 @@ func New(cfg *rest.Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
+	c, err := kubecfg.Client(cfg, s)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
+		return nil, err
 	}
 	return &Backend{config: cfg, scheme: s, client: c, EventLimit: 10}, nil
 }

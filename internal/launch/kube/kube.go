@@ -18,13 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
+	"github.com/gangboost/gangboost/internal/kubecfg"
 	"github.com/gangboost/gangboost/internal/launch"
 )
 
@@ -42,13 +42,7 @@ var _ launch.Backend = (*Backend)(nil)
 
 // Scheme knows the types the backend reads and writes.
 func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, kubeflowv1.AddToScheme, schedulingv1beta1.AddToScheme} {
-		if err := add(s); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
+	return kubecfg.Scheme(kubeflowv1.AddToScheme, schedulingv1beta1.AddToScheme)
 }
 
 // New returns a backend talking to the cluster of cfg.
@@ -57,9 +51,9 @@ func New(cfg *rest.Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
+	c, err := kubecfg.Client(cfg, s)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
+		return nil, err
 	}
 	k, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
