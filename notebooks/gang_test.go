@@ -22,10 +22,11 @@ import (
 func TestMain(m *testing.M) {
 	cluster.Main(m, cluster.Options{
 		PodRunner: &podrunner.Options{
-			Commands: map[string]string{
-				"gangboost-train": filepath.Join(cluster.BinDir(), "gangboost-train"),
-				"sleep":           "/bin/sleep", // the blocker pod's busybox command
-			},
+			Commands: func() map[string]string {
+				m := cluster.GangboostCommands("gangboost-train")
+				m["sleep"] = "/bin/sleep" // the blocker pod's busybox command
+				return m
+			}(),
 			PassEnv: []string{"LD_LIBRARY_PATH"},
 		},
 	})

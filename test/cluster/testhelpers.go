@@ -120,3 +120,22 @@ func (c *Cluster) RequirePodMounts(t testing.TB) {
 	}
 	t.Skipf("pods cannot get their volumes at their mount paths here (CI=true would fail): %v", c.mountsErr)
 }
+
+// GangboostCommands maps each of gangboost's binaries named (gangboost-train, launch-xgboostjob, ...) to
+// its file in BinDir: the pod runner's Options.Commands for pods of gangboost's images.
+func GangboostCommands(names ...string) map[string]string {
+	m := make(map[string]string, len(names))
+	for _, n := range names {
+		m[n] = filepath.Join(BinDir(), n)
+	}
+	return m
+}
+
+// TwoGPUNodes are two nodes of 8 CPUs, 32Gi and one nvidia.com/gpu each, as in Volcano's GPU gang
+// demo: a gang asking two GPUs spans both, one asking more cannot fit.
+func TwoGPUNodes() []NodeSpec {
+	return []NodeSpec{
+		{Name: "gpu-node-1", CPU: "8", Memory: "32Gi", GPUs: 1},
+		{Name: "gpu-node-2", CPU: "8", Memory: "32Gi", GPUs: 1},
+	}
+}

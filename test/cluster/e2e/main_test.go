@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/gangboost/gangboost/test/cluster"
@@ -10,13 +9,9 @@ import (
 
 func TestMain(m *testing.M) {
 	cluster.Main(m, cluster.Options{
-		// Two nodes with one GPU each, as in Volcano's GPU gang demo.
-		Nodes: []cluster.NodeSpec{
-			{Name: "gpu-node-1", CPU: "8", Memory: "32Gi", GPUs: 1},
-			{Name: "gpu-node-2", CPU: "8", Memory: "32Gi", GPUs: 1},
-		},
+		Nodes: cluster.TwoGPUNodes(),
 		PodRunner: &podrunner.Options{
-			Commands: map[string]string{"gangboost-train": filepath.Join(cluster.BinDir(), "gangboost-train")},
+			Commands: cluster.GangboostCommands("gangboost-train"),
 			// Blocker and placeholder pods run sleep.
 			AllowHostCommands: true,
 			PassEnv:           []string{"LD_LIBRARY_PATH"},

@@ -4,7 +4,6 @@
 package launche2e
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/gangboost/gangboost/test/cluster"
@@ -13,18 +12,11 @@ import (
 
 func TestMain(m *testing.M) {
 	cluster.Main(m, cluster.Options{
-		// Two nodes with one GPU each.
-		Nodes: []cluster.NodeSpec{
-			{Name: "gpu-node-1", CPU: "8", Memory: "32Gi", GPUs: 1},
-			{Name: "gpu-node-2", CPU: "8", Memory: "32Gi", GPUs: 1},
-		},
+		Nodes: cluster.TwoGPUNodes(),
 		PodRunner: &podrunner.Options{
 			// The component's pod runs launch-xgboostjob; the XGBoostJob's containers run
 			// gangboost-train (kube.TrainerCommand).
-			Commands: map[string]string{
-				"launch-xgboostjob": filepath.Join(cluster.BinDir(), "launch-xgboostjob"),
-				"gangboost-train":   filepath.Join(cluster.BinDir(), "gangboost-train"),
-			},
+			Commands: cluster.GangboostCommands("launch-xgboostjob", "gangboost-train"),
 			PassEnv: []string{"LD_LIBRARY_PATH"},
 		},
 	})

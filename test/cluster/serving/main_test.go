@@ -3,7 +3,6 @@ package serving
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/gangboost/gangboost/test/cluster"
@@ -23,15 +22,9 @@ func TestMain(m *testing.M) {
 			// The runtime image of manifests/clusterservingruntime.yaml has
 			// no command in the pod: its entrypoint is gangboost-runtime.
 			Images: map[string][]string{image: {"gangboost-runtime"}},
-			Commands: map[string]string{
-				"gangboost-runtime": filepath.Join(cluster.BinDir(), "gangboost-runtime"),
-				// TestPipelineOnCluster's step pods and XGBoostJob.
-				"gangboost-train":         filepath.Join(cluster.BinDir(), "gangboost-train"),
-				"prepare-data":            filepath.Join(cluster.BinDir(), "prepare-data"),
-				"launch-xgboostjob":       filepath.Join(cluster.BinDir(), "launch-xgboostjob"),
-				"deploy-inferenceservice": filepath.Join(cluster.BinDir(), "deploy-inferenceservice"),
-				"evaluate":                filepath.Join(cluster.BinDir(), "evaluate"),
-			},
+			// The runtime, and TestPipelineOnCluster's step pods and XGBoostJob.
+			Commands: cluster.GangboostCommands("gangboost-runtime", "gangboost-train",
+				"prepare-data", "launch-xgboostjob", "deploy-inferenceservice", "evaluate"),
 			PassEnv: []string{"LD_LIBRARY_PATH"},
 		},
 	})

@@ -69,22 +69,12 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	bin := cluster.BinDir()
 	c, err := cluster.Start(ctx, cluster.Options{
-		Nodes: []cluster.NodeSpec{
-			{Name: "gpu-node-1", CPU: "8", Memory: "32Gi", GPUs: 1},
-			{Name: "gpu-node-2", CPU: "8", Memory: "32Gi", GPUs: 1},
-		},
+		Nodes:  cluster.TwoGPUNodes(),
 		KServe: true,
 		PodRunner: &podrunner.Options{
-			Commands: map[string]string{
-				"gangboost-train":         filepath.Join(bin, "gangboost-train"),
-				"gangboost-runtime":       filepath.Join(bin, "gangboost-runtime"),
-				"prepare-data":            filepath.Join(bin, "prepare-data"),
-				"launch-xgboostjob":       filepath.Join(bin, "launch-xgboostjob"),
-				"deploy-inferenceservice": filepath.Join(bin, "deploy-inferenceservice"),
-				"evaluate":                filepath.Join(bin, "evaluate"),
-			},
+			Commands: cluster.GangboostCommands("gangboost-train", "gangboost-runtime",
+				"prepare-data", "launch-xgboostjob", "deploy-inferenceservice", "evaluate"),
 			// The runtime's pods have no command: the image's entrypoint is gangboost-runtime.
 			Images:  map[string][]string{version.Image("gangboost-runtime"): {"gangboost-runtime"}},
 			PassEnv: []string{"LD_LIBRARY_PATH"},
