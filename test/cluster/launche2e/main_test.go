@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 			// The component's pod runs launch-xgboostjob; the XGBoostJob's containers run
 			// gangboost-train (kube.TrainerCommand).
 			Commands: cluster.GangboostCommands("launch-xgboostjob", "gangboost-train"),
-			PassEnv: []string{"LD_LIBRARY_PATH"},
+			PassEnv:  []string{"LD_LIBRARY_PATH"},
 		},
 	})
 }
