@@ -3,8 +3,8 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -183,12 +183,20 @@ var runnerExitLine = regexp.MustCompile(`^exit: -?[0-9]+$`)
 
 // read passes on the complete lines written since the last read; at the end, the rest too.
 func (f *logFollower) read(end bool) {
-	b, err := os.ReadFile(f.path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) || int64(len(b)) < f.offset {
+	fh, err := os.Open(f.path)
+	if err != nil {
+		return // not written yet
+	}
+	defer fh.Close()
+	if _, err := fh.Seek(f.offset, io.SeekStart); err != nil {
 		return
 	}
-	data := append(f.partial, b[f.offset:]...)
-	f.offset = int64(len(b))
+	b, err := io.ReadAll(fh)
+	if err != nil {
+		return
+	}
+	data := append(f.partial, b...)
+	f.offset += int64(len(b))
 	f.partial = nil
 	for {
 		i := bytes.IndexByte(data, '\n')
