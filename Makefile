@@ -74,7 +74,7 @@ push: images
 
 # The test control plane's binaries (kube-apiserver, controller-manager, KWOK, Volcano
 # scheduler, training operator), built from the module proxy into a cache keyed by version:
-# about 15-35 minutes cold on 2 cores, a no-op when current.
+# about 11 minutes cold on an idle 2-core machine (up to 45 on a loaded one), a no-op when current.
 ## cluster-tools: build the test control plane's binaries into the cache
 cluster-tools: deps
 	$(GO) run ./test/cluster/cmd/build-tools
