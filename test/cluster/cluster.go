@@ -153,6 +153,10 @@ type Cluster struct {
 	// (http://<service>.<namespace>.svc.cluster.local), every pod's HTTP_PROXY; set with the
 	// pod runner.
 	ServiceProxy string
+	// kubeletPort is the nodes' kubelet port, where the pod runner serves container logs;
+	// servingCert and servingKey are the API server's certificate for 127.0.0.1, which it uses.
+	kubeletPort             int
+	servingCert, servingKey string
 	// mountsErr says why pods do not get their volumes at their mount paths (nil: they do).
 	mountsErr error
 	// Nodes are the fake nodes' names.
@@ -223,6 +227,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil
 	}
 	var p *pki
+	if c.kubeletPort, err = FreePort(); err != nil {
+		return nil, err
+	}
 	steps := []struct {
 		name string
 		f    func() error
@@ -233,6 +240,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			if p, err = newPKI(c.Dir); err != nil {
 				return err
 			}
+			c.servingCert, c.servingKey = p.ServerCert, p.ServerKey
 			return c.startAPIServer(ctx, p)
 		}},
 		{"crds", func() error { return c.applyCRDs(ctx) }},
@@ -371,6 +379,10 @@ func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--api-audiences=https://kubernetes.default.svc.cluster.local",
 		"--authorization-mode=RBAC",
+		// pods/log goes to the pod runner's log endpoint at the node's InternalIP (127.0.0.1),
+		// which serves with the API server's own certificate.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-certificate-authority=" + p.CACert,
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--allow-privileged=true",
 		"--profiling=false",
@@ -581,6 +593,8 @@ func (c *Cluster) startKWOKAndNodes(ctx context.Context) error {
 		"--node-ip=127.0.0.1",
 		"--node-lease-duration-seconds=40",
 		fmt.Sprintf("--server-address=127.0.0.1:%d", port),
+		// What the nodes' status names as their kubelet's port: the pod runner's log endpoint.
+		fmt.Sprintf("--node-port=%d", c.kubeletPort),
 	}, nil)
 	if err != nil {
 		return err
@@ -725,6 +739,10 @@ func (c *Cluster) startRunner(o podrunner.Options) error {
 		}
 		c.ServiceProxy = "http://" + proxy
 		o.HTTPProxy = c.ServiceProxy
+	}
+	if o.LogServer == "" {
+		o.LogServer = fmt.Sprintf("127.0.0.1:%d", c.kubeletPort)
+		o.LogServerCert, o.LogServerKey = c.servingCert, c.servingKey
 	}
 	r, err := podrunner.New(c.Kube, o)
 	if err != nil {

@@ -255,7 +255,7 @@ func TestLaunchUnschedulable(t *testing.T) {
 }
 
 // TestLaunchTrainerFails: a trainer that rejects its flags fails the job, and the component fails
-// with the failing pod's reason and exit code.
+// with the failing pod's reason, exit code and log tail.
 func TestLaunchTrainerFails(t *testing.T) {
 	requireTrainer(t)
 	e := newEnv(t, "fail")
@@ -267,6 +267,10 @@ func TestLaunchTrainerFails(t *testing.T) {
 	all := r.text()
 	if !strings.Contains(all, "failed") || !strings.Contains(all, "exited 2 (Error)") || !strings.Contains(all, "-master-0") {
 		t.Errorf("failure does not name the failing pod's reason and exit code")
+	}
+	// The log tail comes through pods/log (the API server proxies it to the node's log endpoint).
+	if !strings.Contains(all, "log tail:") || !strings.Contains(all, "bad flags: eval fraction 2") {
+		t.Errorf("failure does not show the failing pod's log tail")
 	}
 }
 

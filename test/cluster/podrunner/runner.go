@@ -48,6 +48,10 @@
 // failed liveness or startup probe kills the container, which the restart
 // policy then restarts.
 //
+// Logs: each container's output goes to <LogDir>/<namespace>_<pod>_<container>.log, every run
+// of it between the runner's "$ command" and "exit: N" lines; with Options.LogServer the runner
+// also serves them as the kubelet's container log endpoint, so pods/log works.
+//
 // KWOK must leave these pods alone (the cluster package configures it to
 // manage only nodes).
 package podrunner
@@ -118,6 +122,10 @@ type Options struct {
 	// no cluster DNS or kube-proxy, and a proxy that routes Service names (cluster.ServiceProxy)
 	// makes http://<service>.<namespace>.svc.cluster.local reachable from a pod.
 	HTTPProxy string
+	// LogServer, when set, is the host:port of the kubelet's log endpoint this runner serves
+	// over TLS with LogServerCert and LogServerKey (see serveLogs): the port the nodes' status
+	// names as daemonEndpoints.kubeletEndpoint, so pods/log works.
+	LogServer, LogServerCert, LogServerKey string
 	// GracePeriod caps the time between SIGTERM and SIGKILL when a pod is
 	// deleted; default 5s.
 	GracePeriod time.Duration
@@ -282,6 +290,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.nodes.HasSynced) {
 		return ctx.Err()
+	}
+	if r.opts.LogServer != "" {
+		if err := r.serveLogs(ctx); err != nil {
+			return err
+		}
 	}
 	close(r.started)
 	for {
