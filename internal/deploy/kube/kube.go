@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -19,13 +18,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangboost/gangboost/internal/deploy"
 	"github.com/gangboost/gangboost/internal/kubecfg"
+	"github.com/gangboost/gangboost/internal/kubewatch"
 )
 
 // Backend serves models as InferenceServices on a cluster.
@@ -122,57 +121,34 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 // is left. It gives up at once when KServe reports the new spec invalid or its model failing to
 // load, or a pod of it crash-looping.
 func (b *Backend) Wait(ctx context.Context, s *deploy.Service, progress func(string)) (*deploy.Endpoint, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	c, err := cache.New(b.config, cache.Options{
-		Scheme:            b.scheme,
-		DefaultNamespaces: map[string]cache.Config{s.Namespace: {}},
+	var w *watcher
+	var ep *deploy.Endpoint
+	err := kubewatch.Follow(ctx, b.config, b.scheme, kubewatch.Informers{
+		Namespace: s.Namespace,
 		ByObject: map[client.Object]cache.ByObject{
 			&v1beta1.InferenceService{}: {Field: fields.OneTermEqualSelector("metadata.name", s.Name)},
 			&corev1.Pod{}:               {Label: labels.SelectorFromSet(labels.Set{PodLabel: s.Name})},
 			&corev1.Event{}:             {},
 		},
+		What:  fmt.Sprintf("InferenceService %s/%s", s.Namespace, s.Name),
+		Needs: "inferenceservices, pods and events",
+	}, func(ctx context.Context, r client.Reader) (bool, error) {
+		if w == nil {
+			w = b.newWatcher(s, r, progress)
+		}
+		ready, err := w.observe(ctx)
+		if err != nil || !ready {
+			return false, err
+		}
+		ep, err = b.endpoint(ctx, w.isvc)
+		return true, err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("watch InferenceService %s/%s: %w", s.Namespace, s.Name, err)
-	}
-	changed := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	}
-	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { poke() },
-		UpdateFunc: func(any, any) { poke() },
-		DeleteFunc: func(any) { poke() },
-	}
-	for _, obj := range []client.Object{&v1beta1.InferenceService{}, &corev1.Pod{}, &corev1.Event{}} {
-		inf, err := c.GetInformer(ctx, obj)
-		if err != nil {
-			return nil, fmt.Errorf("watch %T of InferenceService %s/%s: %w", obj, s.Namespace, s.Name, err)
-		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return nil, err
-		}
-	}
-	cacheErr := make(chan error, 1)
-	go func() { cacheErr <- c.Start(ctx) }()
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	synced := c.WaitForCacheSync(syncCtx)
-	syncCancel()
-	if !synced {
-		select {
-		case err := <-cacheErr:
-			return nil, fmt.Errorf("watch InferenceService %s/%s: %w", s.Namespace, s.Name, err)
-		default:
-		}
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return nil, fmt.Errorf("watch InferenceService %s/%s: informers did not sync within a minute (may the step's service account list and watch inferenceservices, pods and events?)", s.Namespace, s.Name)
-	}
+	return ep, err
+}
+
+// newWatcher says what the apply did, once the informers have synced, and starts following
+// the service from there.
+func (b *Backend) newWatcher(s *deploy.Service, r client.Reader, progress func(string)) *watcher {
 	b.mu.Lock()
 	applied := b.applied[key(s)]
 	b.mu.Unlock()
@@ -186,28 +162,8 @@ func (b *Backend) Wait(ctx context.Context, s *deploy.Service, progress func(str
 	default:
 		progress(fmt.Sprintf("InferenceService %s/%s already has this spec", s.Namespace, s.Name))
 	}
-	w := &watcher{s: s, r: c, progress: progress, applied: applied, since: time.Now().Add(-5 * time.Second),
+	return &watcher{s: s, r: r, progress: progress, applied: applied, since: time.Now().Add(-5 * time.Second),
 		conditions: map[apis.ConditionType]string{}, seenEvents: map[string]bool{}}
-	poke()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		case err := <-cacheErr:
-			if err == nil {
-				err = errors.New("informers stopped")
-			}
-			return nil, fmt.Errorf("watch InferenceService %s/%s: %w", s.Namespace, s.Name, err)
-		case <-changed:
-			ready, err := w.observe(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if ready {
-				return b.endpoint(ctx, w.isvc)
-			}
-		}
-	}
 }
 
 // watcher turns what the informers hold into progress lines, once per change.

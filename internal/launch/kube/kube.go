@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -19,12 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/gangboost/gangboost/internal/kubecfg"
+	"github.com/gangboost/gangboost/internal/kubewatch"
 	"github.com/gangboost/gangboost/internal/launch"
 )
 
@@ -106,77 +105,24 @@ func (b *Backend) Delete(ctx context.Context, j *launch.Job) error {
 // Watch follows the job through informers on the job, its PodGroup (the operator names it after
 // the job), its pods and the events about the job and the PodGroup, until the job succeeds or fails.
 func (b *Backend) Watch(ctx context.Context, j *launch.Job, progress func(launch.Progress)) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	byName := fields.OneTermEqualSelector("metadata.name", j.Name)
-	c, err := cache.New(b.config, cache.Options{
-		Scheme:            b.scheme,
-		DefaultNamespaces: map[string]cache.Config{j.Namespace: {}},
+	var w *watcher
+	return kubewatch.Follow(ctx, b.config, b.scheme, kubewatch.Informers{
+		Namespace: j.Namespace,
 		ByObject: map[client.Object]cache.ByObject{
 			&kubeflowv1.XGBoostJob{}:      {Field: byName},
 			&schedulingv1beta1.PodGroup{}: {Field: byName},
 			&corev1.Pod{}:                 {Label: labels.SelectorFromSet(labels.Set{JobNameLabel: j.Name})},
 			&corev1.Event{}:               {Field: fields.OneTermEqualSelector("involvedObject.name", j.Name)},
 		},
+		What:  fmt.Sprintf("XGBoostJob %s/%s", j.Namespace, j.Name),
+		Needs: "xgboostjobs, podgroups, pods and events",
+	}, func(ctx context.Context, r client.Reader) (bool, error) {
+		if w == nil {
+			w = &watcher{b: b, j: j, r: r, progress: progress, failures: map[string]string{}}
+		}
+		return w.observe(ctx)
 	})
-	if err != nil {
-		return fmt.Errorf("watch XGBoostJob %s/%s: %w", j.Namespace, j.Name, err)
-	}
-	changed := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	}
-	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { poke() },
-		UpdateFunc: func(any, any) { poke() },
-		DeleteFunc: func(any) { poke() },
-	}
-	for _, obj := range []client.Object{&kubeflowv1.XGBoostJob{}, &schedulingv1beta1.PodGroup{}, &corev1.Pod{}, &corev1.Event{}} {
-		inf, err := c.GetInformer(ctx, obj)
-		if err != nil {
-			return fmt.Errorf("watch %T of job %s/%s: %w", obj, j.Namespace, j.Name, err)
-		}
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return err
-		}
-	}
-	cacheErr := make(chan error, 1)
-	go func() { cacheErr <- c.Start(ctx) }()
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	synced := c.WaitForCacheSync(syncCtx)
-	syncCancel()
-	if !synced {
-		select {
-		case err := <-cacheErr:
-			return fmt.Errorf("watch XGBoostJob %s/%s: %w", j.Namespace, j.Name, err)
-		default:
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("watch XGBoostJob %s/%s: informers did not sync within a minute (may the step's service account list and watch xgboostjobs, podgroups, pods and events?)", j.Namespace, j.Name)
-	}
-	w := &watcher{b: b, j: j, r: c, progress: progress, failures: map[string]string{}}
-	poke()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-cacheErr:
-			if err == nil {
-				err = errors.New("informers stopped")
-			}
-			return fmt.Errorf("watch XGBoostJob %s/%s: %w", j.Namespace, j.Name, err)
-		case <-changed:
-			done, err := w.observe(ctx)
-			if done {
-				return err
-			}
-		}
-	}
 }
 
 // watcher turns what the informers hold into progress lines, once per change.
