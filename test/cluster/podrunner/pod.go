@@ -123,26 +123,14 @@ func (p *preparer) volume(ctx context.Context, v corev1.Volume) (string, error) 
 	case v.HostPath != nil:
 		return v.HostPath.Path, nil
 	case v.ConfigMap != nil:
+		// A configMap, secret or downwardAPI volume is a projected volume of one source.
 		dir := filepath.Join(p.podDir, "volumes", v.Name)
-		cm, err := p.kube.CoreV1().ConfigMaps(p.pod.Namespace).Get(ctx, v.ConfigMap.Name, metav1.GetOptions{})
-		if err != nil {
-			return "", err
-		}
-		files := map[string][]byte{}
-		for k, s := range cm.Data {
-			files[k] = []byte(s)
-		}
-		for k, b := range cm.BinaryData {
-			files[k] = b
-		}
-		return dir, writeFiles(dir, files, v.ConfigMap.Items)
+		return dir, p.projected(ctx, dir, []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{
+			LocalObjectReference: v.ConfigMap.LocalObjectReference, Items: v.ConfigMap.Items, Optional: v.ConfigMap.Optional}}})
 	case v.Secret != nil:
 		dir := filepath.Join(p.podDir, "volumes", v.Name)
-		s, err := p.kube.CoreV1().Secrets(p.pod.Namespace).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
-		if err != nil {
-			return "", err
-		}
-		return dir, writeFiles(dir, s.Data, v.Secret.Items)
+		return dir, p.projected(ctx, dir, []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: v.Secret.SecretName}, Items: v.Secret.Items, Optional: v.Secret.Optional}}})
 	case v.Projected != nil:
 		dir := filepath.Join(p.podDir, "volumes", v.Name)
 		return dir, p.projected(ctx, dir, v.Projected.Sources)
@@ -225,7 +213,7 @@ func (p *preparer) projected(ctx context.Context, dir string, sources []corev1.V
 			}
 		}
 	}
-	return writeFiles(dir, files, nil)
+	return writeFiles(dir, files)
 }
 
 // pick adds data's keys to files, or only items (key -> path) when given.
@@ -269,25 +257,12 @@ func (p *preparer) claimDir(ctx context.Context, claim string) (string, error) {
 	return dir, os.MkdirAll(dir, 0o755)
 }
 
-func writeFiles(dir string, files map[string][]byte, items []corev1.KeyToPath) error {
+// writeFiles writes each file (path relative to dir -> content) under dir.
+func writeFiles(dir string, files map[string][]byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	paths := map[string]string{}
-	for k := range files {
-		paths[k] = k
-	}
-	if len(items) > 0 {
-		paths = map[string]string{}
-		for _, it := range items {
-			paths[it.Key] = it.Path
-		}
-	}
-	for k, rel := range paths {
-		b, ok := files[k]
-		if !ok {
-			return fmt.Errorf("key %s not found", k)
-		}
+	for rel, b := range files {
 		target := filepath.Join(dir, rel)
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return err
