@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
+	"github.com/gangboost/gangboost/test/cluster/podrunner"
 )
 
 // StepPods is a localrun.Executor that runs each step of a pipeline as a pod on the control
@@ -179,8 +180,6 @@ type logFollower struct {
 	lines   int
 }
 
-var runnerExitLine = regexp.MustCompile(`^exit: -?[0-9]+$`)
-
 // read passes on the complete lines written since the last read; at the end, the rest too.
 func (f *logFollower) read(end bool) {
 	fh, err := os.Open(f.path)
@@ -215,7 +214,7 @@ func (f *logFollower) read(end bool) {
 
 func (f *logFollower) line(l string) {
 	f.lines++
-	if (f.lines == 1 && strings.HasPrefix(l, "$ ")) || runnerExitLine.MatchString(l) {
+	if (f.lines == 1 && strings.HasPrefix(l, podrunner.CommandLinePrefix)) || podrunner.IsExitLine(l) {
 		return
 	}
 	f.out(l)

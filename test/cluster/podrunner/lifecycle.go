@@ -153,7 +153,7 @@ func (r *Runner) exec(ctx context.Context, pod *corev1.Pod, proc *podProc, l *la
 		return 0, "", err
 	}
 	defer f.Close()
-	fmt.Fprintf(f, "$ %s\n", strings.Join(l.argv, " "))
+	fmt.Fprintf(f, "%s%s\n", CommandLinePrefix, strings.Join(l.argv, " "))
 	runStart, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
 		return 0, "", err

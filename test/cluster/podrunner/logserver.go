@@ -72,7 +72,7 @@ func containerRun(log []byte, previous bool) ([]byte, bool) {
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "$ ") {
+		if strings.HasPrefix(line, CommandLinePrefix) {
 			cur = &bytes.Buffer{}
 			runs = append(runs, nil)
 			continue
@@ -80,7 +80,7 @@ func containerRun(log []byte, previous bool) ([]byte, bool) {
 		if cur == nil {
 			continue
 		}
-		if runnerExitLine(line) {
+		if IsExitLine(line) {
 			runs[len(runs)-1] = cur.Bytes()
 			cur = nil
 			continue
@@ -98,8 +98,12 @@ func containerRun(log []byte, previous bool) ([]byte, bool) {
 	return runs[i], true
 }
 
-// runnerExitLine reports the runner's "exit: N" line.
-func runnerExitLine(line string) bool {
+// A container's log file holds each run of it between two lines of the runner's own: the
+// command it ran after CommandLinePrefix, and "exit: N" (IsExitLine).
+const CommandLinePrefix = "$ "
+
+// IsExitLine reports the runner's "exit: N" line, which ends a run in a container's log file.
+func IsExitLine(line string) bool {
 	code, ok := strings.CutPrefix(line, "exit: ")
 	if !ok {
 		return false
