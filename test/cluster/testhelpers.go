@@ -106,13 +106,17 @@ func (c *Cluster) BindLocalPVC(ctx context.Context, namespace, claim, dir string
 	return nil
 }
 
+// PodMounts says why the pod runner's containers do not get their volumes at their mount paths
+// (podrunner.MountNamespaces, probed once when the runner starts); nil when they do.
+func (c *Cluster) PodMounts() error { return c.mountsErr }
+
 // RequirePodMounts is for a test whose pods need their volumes at their mount paths (a component
 // that reads its service-account token or its claim at a fixed path, as in a real pod), which
 // needs mount namespaces (root). Without them it skips, or fails in CI (CI=true), where `make
 // test` runs as root.
 func (c *Cluster) RequirePodMounts(t testing.TB) {
 	t.Helper()
-	if c.mountsErr == nil {
+	if c.PodMounts() == nil {
 		return
 	}
 	if InCI() {

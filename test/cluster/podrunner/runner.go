@@ -220,10 +220,8 @@ func New(kube kubernetes.Interface, o Options) (*Runner, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	if o.MountVolumes {
-		if err := MountNamespaces(); err != nil {
-			return nil, fmt.Errorf("podrunner: Options.MountVolumes: %w", err)
-		}
+	if o.MountVolumes && os.Geteuid() != 0 {
+		return nil, errors.New("podrunner: Options.MountVolumes needs root (check with MountNamespaces first)")
 	}
 	if o.GracePeriod == 0 {
 		o.GracePeriod = 5 * time.Second

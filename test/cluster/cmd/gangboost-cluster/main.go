@@ -186,7 +186,7 @@ func runPipeline(ctx context.Context, c *cluster.Cluster, file, workDir, pvcDir 
 			}
 		},
 	}
-	if err := podrunner.MountNamespaces(); err == nil {
+	if err := c.PodMounts(); err == nil {
 		fmt.Printf("gangboost-cluster: each step runs as a pod in %s under service account %s\n", namespace, runner)
 		opts.Executor = &cluster.StepPods{C: c, Namespace: namespace, ServiceAccount: runner}
 	} else {
