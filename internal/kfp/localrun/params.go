@@ -94,6 +94,13 @@ func ParseParameter(text string, t pipelinespec.ParameterType_ParameterTypeEnum)
 	}
 }
 
+// ParamFlags collects a repeated command-line flag (--param name=value, --claim-dir claim=DIR) in
+// order, as a flag.Value.
+type ParamFlags []string
+
+func (p *ParamFlags) String() string     { return strings.Join(*p, ",") }
+func (p *ParamFlags) Set(v string) error { *p = append(*p, v); return nil }
+
 // ParseOverrides parses name=value pairs (--param flags).
 func ParseOverrides(pairs []string) (map[string]string, error) {
 	out := map[string]string{}

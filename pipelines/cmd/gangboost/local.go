@@ -20,23 +20,17 @@ func runLocal(ctx context.Context, args []string) int {
 	return runLocalTo(ctx, args, os.Stdout, os.Stderr)
 }
 
-// paramFlags collects repeated --param name=value flags.
-type paramFlags []string
-
-func (p *paramFlags) String() string     { return strings.Join(*p, ",") }
-func (p *paramFlags) Set(v string) error { *p = append(*p, v); return nil }
-
 func runLocalTo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	file, args := localFile(args)
 	fs := flag.NewFlagSet("gangboost pipeline run --local", flag.ContinueOnError)
-	var params paramFlags
+	var params localrun.ParamFlags
 	fs.Var(&params, "param", "a pipeline parameter, name=value (repeatable); typed as the pipeline declares it")
 	workDir := fs.String("workdir", "gangboost-local", "folder for the claims (pvc/<claim>), recorded processes and runs (pipeline-root/)")
 	keepServing := fs.Bool("keep-serving", false, "after a successful run, keep the model server up until Ctrl-C")
 	binDir := fs.String("bin-dir", "", "folder of the binaries the components' commands name (default: this program's folder)")
 	grace := fs.Duration("grace", 0, "how long a stopped step has between SIGTERM and SIGKILL (default 10s)")
 	backend := fs.String("backend", localrun.BackendLocal, "local: the job and the model server run here; kubernetes: the steps act on the cluster of $KUBECONFIG (XGBoostJob, InferenceService)")
-	var claimDirs paramFlags
+	var claimDirs localrun.ParamFlags
 	fs.Var(&claimDirs, "claim-dir", "claim=DIR: the folder holding a claim's files here (repeatable); default <workdir>/pvc/<claim>")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: gangboost pipeline run --local FILE [--param name=value ...] [--workdir DIR] [--keep-serving] [--bin-dir DIR] [--backend local|kubernetes] [--claim-dir claim=DIR ...]")

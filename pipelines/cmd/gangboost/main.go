@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/internal/version"
 	"github.com/gangboost/gangboost/pipelines"
 	"github.com/gangboost/gangboost/pipelines/kfpapi"
@@ -255,12 +256,6 @@ func pipelineURL(c *kfpapi.Client, id string) string {
 	return strings.TrimRight(c.Host, "/") + "/#/pipelines/details/" + id
 }
 
-// params collects repeated --param key=value flags.
-type params []string
-
-func (p *params) String() string     { return strings.Join(*p, ",") }
-func (p *params) Set(v string) error { *p = append(*p, v); return nil }
-
 func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gangboost pipeline run", flag.ContinueOnError)
 	var s server
@@ -271,7 +266,7 @@ func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	experimentID := fs.String("experiment-id", "", "experiment ID (default KFP's default experiment)")
 	runName := fs.String("name", "", "run display name (default <pipeline> <UTC time>)")
 	serviceAccount := fs.String("service-account", "", "service account of the run's pods (default KFP's)")
-	var ps params
+	var ps localrun.ParamFlags
 	fs.Var(&ps, "param", "pipeline parameter key=value, typed as the pipeline declares it (repeatable)")
 	if code, done := parse(fs, args, stderr); done {
 		return code

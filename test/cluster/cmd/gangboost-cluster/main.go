@@ -28,7 +28,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/gangboost/gangboost/internal/demo"
@@ -63,7 +62,7 @@ func run() error {
 	pvcDir := fs.String("pvc-dir", "", "folder standing for the gangboost-models claim; default a folder in the run's directory")
 	pipeline := fs.String("pipeline", "", "run this pipeline package, each step a pod, then stop")
 	workDir := fs.String("workdir", ".demo-cluster", "with --pipeline: the run's folder (pipeline-root/)")
-	var params paramFlags
+	var params localrun.ParamFlags
 	fs.Var(&params, "param", "with --pipeline: a pipeline parameter, name=value (repeatable)")
 	_ = fs.Parse(os.Args[1:])
 
@@ -159,12 +158,6 @@ func install(ctx context.Context, c *cluster.Cluster, pvcDir string) error {
 	}
 	return cluster.Apply(ctx, c.Client, objs...)
 }
-
-// paramFlags collects repeated --param name=value flags.
-type paramFlags []string
-
-func (p *paramFlags) String() string     { return strings.Join(*p, ",") }
-func (p *paramFlags) Set(v string) error { *p = append(*p, v); return nil }
 
 // runPipeline runs a pipeline package on the control plane with every step a pod (as root) and
 // prints the run's summary as make demo does.
