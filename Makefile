@@ -39,7 +39,7 @@ build: deps
 	$(GO) build -o $(BIN)/gangboost-train ./components/xgboost-trainer
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/launch-xgboostjob ./components/launch-xgboostjob
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost ./pipelines/cmd/gangboost
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost ./cmd/gangboost
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/prepare-data ./components/prepare-data
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/evaluate ./components/evaluate
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/deploy-inferenceservice ./components/deploy-inferenceservice
@@ -51,7 +51,7 @@ KFP_HOST ?=
 ## compile-pipeline: regenerate pipelines/xgboost-volcano.yaml with bin/gangboost
 compile-pipeline:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost ./pipelines/cmd/gangboost
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost ./cmd/gangboost
 	$(BIN)/gangboost pipeline compile -o pipelines/xgboost-volcano.yaml
 
 ## upload-pipeline: KFP_HOST=<url> [KFP_TOKEN=...]: upload the package to Kubeflow Pipelines (a new version when it exists)
@@ -106,10 +106,10 @@ bench: deps
 # spurious "context deadline exceeded" when a duration runs out (golang/go#75804).
 FUZZTIME ?= 10s
 FUZZ_TARGETS := ./runtime/v2:FuzzDecodeJSONData ./runtime/v2:FuzzDecodeBinaryData ./runtime/v2:FuzzParseInferRequest \
-	./runtime/v2:FuzzSanitizeNonFinite ./runtime/rest:FuzzInferBody ./internal/forest:FuzzParse \
-	./internal/dataset:FuzzLoadCSV ./internal/dataset:FuzzLoadLibSVM ./internal/tracker:FuzzReadHello
-FUZZ_TARGETS += ./internal/evaluate:FuzzDecodeResponse
-FUZZ_TARGETS += ./internal/deploy:FuzzParseModelURI
+	./runtime/v2:FuzzSanitizeNonFinite ./runtime/rest:FuzzInferBody ./runtime/forest:FuzzParse \
+	./internal/training/dataset:FuzzLoadCSV ./internal/training/dataset:FuzzLoadLibSVM ./internal/training/tracker:FuzzReadHello
+FUZZ_TARGETS += ./internal/steps/evaluate:FuzzDecodeResponse
+FUZZ_TARGETS += ./internal/steps/deploy:FuzzParseModelURI
 ## fuzz: run every fuzz target for FUZZTIME
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \

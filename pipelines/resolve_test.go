@@ -8,7 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/gangboost/gangboost/internal/kfp"
-	"github.com/gangboost/gangboost/internal/launch"
+	"github.com/gangboost/gangboost/internal/steps/launch"
 )
 
 // TestLaunchGetsAValidJob: with the pipeline's defaults and prepare-data's outputs, the

@@ -7,8 +7,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gangboost/gangboost/internal/kfp/kfpapi/kfpfake"
 	"github.com/gangboost/gangboost/pipelines"
-	"github.com/gangboost/gangboost/pipelines/kfpapi/kfpfake"
 )
 
 // TestKFPUploadKeepsBothDocuments: read as KFP's API server reads an upload (yaml.v3 per

@@ -17,15 +17,15 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/gangboost/gangboost/internal/deploy"
-	"github.com/gangboost/gangboost/internal/deploy/local"
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/kfp/kfptest"
+	"github.com/gangboost/gangboost/internal/steps/deploy"
+	"github.com/gangboost/gangboost/internal/steps/deploy/local"
 )
 
 var update = flag.Bool("update", false, "rewrite component.yaml from deploy.Component")
 
-const generator = "internal/deploy.Component: go test ./components/deploy-inferenceservice -update"
+const generator = "internal/steps/deploy.Component: go test ./components/deploy-inferenceservice -update"
 
 // TestComponentYAML: component.yaml is the IR generated from deploy.Component (go test -update
 // rewrites it), parses strictly, and keeps KFP's placeholder rules.

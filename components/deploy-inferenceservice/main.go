@@ -14,12 +14,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/gangboost/gangboost/internal/deploy"
-	"github.com/gangboost/gangboost/internal/deploy/kube"
-	"github.com/gangboost/gangboost/internal/deploy/local"
+	"github.com/gangboost/gangboost/internal/contract/version"
 	"github.com/gangboost/gangboost/internal/kfp"
-	"github.com/gangboost/gangboost/internal/kubecfg"
-	"github.com/gangboost/gangboost/internal/version"
+	"github.com/gangboost/gangboost/internal/kube/kubecfg"
+	"github.com/gangboost/gangboost/internal/steps/deploy"
+	"github.com/gangboost/gangboost/internal/steps/deploy/kube"
+	"github.com/gangboost/gangboost/internal/steps/deploy/local"
 )
 
 // image is the gangboost image component.yaml runs.

@@ -7,15 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gangboost/gangboost/internal/evaluate"
-	"github.com/gangboost/gangboost/internal/evaluate/evaltest"
 	"github.com/gangboost/gangboost/internal/kfp/kfptest"
-	"github.com/gangboost/gangboost/internal/prepare"
+	"github.com/gangboost/gangboost/internal/steps/evaluate"
+	"github.com/gangboost/gangboost/internal/steps/prepare"
+	"github.com/gangboost/gangboost/test/evaltest"
 )
 
 var update = flag.Bool("update", false, "rewrite component.yaml from evaluate.Component")
 
-const generator = "internal/evaluate.Component: go test ./components/evaluate -update"
+const generator = "internal/steps/evaluate.Component: go test ./components/evaluate -update"
 
 // TestComponentYAML: component.yaml is the IR generated from evaluate.Component (go test -update
 // rewrites it), parses strictly, and keeps KFP's placeholder rules.

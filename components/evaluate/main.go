@@ -8,9 +8,9 @@ import (
 	"context"
 	"os"
 
-	"github.com/gangboost/gangboost/internal/evaluate"
+	"github.com/gangboost/gangboost/internal/contract/version"
 	"github.com/gangboost/gangboost/internal/kfp"
-	"github.com/gangboost/gangboost/internal/version"
+	"github.com/gangboost/gangboost/internal/steps/evaluate"
 )
 
 // image is the gangboost image component.yaml runs.

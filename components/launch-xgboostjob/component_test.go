@@ -10,12 +10,12 @@ import (
 
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/kfp/kfptest"
-	"github.com/gangboost/gangboost/internal/launch"
+	"github.com/gangboost/gangboost/internal/steps/launch"
 )
 
 var update = flag.Bool("update", false, "rewrite component.yaml from launch.Inputs")
 
-const generator = "internal/launch.Inputs: go test ./components/launch-xgboostjob -update"
+const generator = "internal/steps/launch.Inputs: go test ./components/launch-xgboostjob -update"
 
 // TestComponentYAML: component.yaml is the IR generated from launch.Component (go test -update
 // rewrites it), parses strictly, and keeps KFP's placeholder rules.

@@ -11,12 +11,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gangboost/gangboost/internal/contract/version"
 	"github.com/gangboost/gangboost/internal/kfp"
-	"github.com/gangboost/gangboost/internal/kubecfg"
-	"github.com/gangboost/gangboost/internal/launch"
-	"github.com/gangboost/gangboost/internal/launch/kube"
-	"github.com/gangboost/gangboost/internal/launch/local"
-	"github.com/gangboost/gangboost/internal/version"
+	"github.com/gangboost/gangboost/internal/kube/kubecfg"
+	"github.com/gangboost/gangboost/internal/steps/launch"
+	"github.com/gangboost/gangboost/internal/steps/launch/kube"
+	"github.com/gangboost/gangboost/internal/steps/launch/local"
 )
 
 // image is the gangboost image: component.yaml runs it, and the trainer pods default to it.

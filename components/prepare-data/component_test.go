@@ -7,12 +7,12 @@ import (
 	"testing"
 
 	"github.com/gangboost/gangboost/internal/kfp/kfptest"
-	"github.com/gangboost/gangboost/internal/prepare"
+	"github.com/gangboost/gangboost/internal/steps/prepare"
 )
 
 var update = flag.Bool("update", false, "rewrite component.yaml from prepare.Component")
 
-const generator = "internal/prepare.Component: go test ./components/prepare-data -update"
+const generator = "internal/steps/prepare.Component: go test ./components/prepare-data -update"
 
 // TestComponentYAML: component.yaml is the IR generated from prepare.Component (go test -update
 // rewrites it), parses strictly, and keeps KFP's placeholder rules.

@@ -21,12 +21,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gangboost/gangboost/internal/dataset"
-	"github.com/gangboost/gangboost/internal/gangenv"
-	"github.com/gangboost/gangboost/internal/gangwatch"
-	"github.com/gangboost/gangboost/internal/localgang"
-	"github.com/gangboost/gangboost/internal/sysmem"
-	"github.com/gangboost/gangboost/internal/train"
+	"github.com/gangboost/gangboost/internal/plumbing/sysmem"
+	"github.com/gangboost/gangboost/internal/training/dataset"
+	"github.com/gangboost/gangboost/internal/training/gangenv"
+	"github.com/gangboost/gangboost/internal/training/gangwatch"
+	"github.com/gangboost/gangboost/internal/training/localgang"
+	"github.com/gangboost/gangboost/internal/training/train"
 )
 
 // Exit codes: 1 a failure of this rank, 2 bad usage, 3 another rank of the gang was lost.

@@ -19,11 +19,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gangboost/gangboost/internal/localgang"
-	"github.com/gangboost/gangboost/internal/modeldir"
-	"github.com/gangboost/gangboost/internal/sysmem"
+	"github.com/gangboost/gangboost/internal/contract/modeldir"
+	"github.com/gangboost/gangboost/internal/plumbing/sysmem"
+	"github.com/gangboost/gangboost/internal/training/localgang"
 
-	"github.com/gangboost/gangboost/internal/syncbuf"
+	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
 )
 
 // trainerBin is gangboost-train built once for every test in this package.
@@ -503,7 +503,7 @@ func peakRSS(t *testing.T, cmd *exec.Cmd) uint64 {
 // Input that would exhaust memory fails as bad data (exit 1) with a message naming the flag, and
 // with a small peak RSS: the bounds are checked before the memory is taken.
 func TestMemoryBounds(t *testing.T) {
-	wide, err := filepath.Abs("../../internal/dataset/testdata/wide_index.libsvm")
+	wide, err := filepath.Abs("../../internal/training/dataset/testdata/wide_index.libsvm")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gangboost/gangboost/internal/forest"
+	"github.com/gangboost/gangboost/runtime/forest"
 )
 
 // Options bound a batch: it is evaluated when it holds MaxBatchRows rows or when MaxDelay has

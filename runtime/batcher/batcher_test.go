@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gangboost/gangboost/internal/forest"
+	"github.com/gangboost/gangboost/runtime/forest"
 )
 
 // rowSum answers one value per row (the row's sum), and panics on a row starting with -1.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gangboost/gangboost/internal/forest"
+	"github.com/gangboost/gangboost/runtime/forest"
 	v2 "github.com/gangboost/gangboost/runtime/v2"
 )
 

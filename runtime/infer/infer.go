@@ -7,7 +7,7 @@ import (
 	"context"
 	"sort"
 
-	"github.com/gangboost/gangboost/internal/forest"
+	"github.com/gangboost/gangboost/runtime/forest"
 	v2 "github.com/gangboost/gangboost/runtime/v2"
 )
 

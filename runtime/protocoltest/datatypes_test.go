@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/gangboost/gangboost/internal/forest"
+	"github.com/gangboost/gangboost/runtime/forest"
 )
 
 // irisRows are two iris rows whose features are whole numbers, so every datatype can hold them.

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gangboost/gangboost/internal/syncbuf"
+	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
 )
 
 var runtimeBin string

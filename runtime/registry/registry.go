@@ -17,8 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gangboost/gangboost/internal/forest"
-	"github.com/gangboost/gangboost/internal/modeldir"
+	"github.com/gangboost/gangboost/internal/contract/modeldir"
+	"github.com/gangboost/gangboost/runtime/forest"
 	"github.com/gangboost/gangboost/runtime/infer"
 	v2 "github.com/gangboost/gangboost/runtime/v2"
 )

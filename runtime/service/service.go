@@ -6,9 +6,9 @@ package service
 import (
 	"context"
 
-	"github.com/gangboost/gangboost/internal/forest"
-	"github.com/gangboost/gangboost/internal/version"
+	"github.com/gangboost/gangboost/internal/contract/version"
 	"github.com/gangboost/gangboost/runtime/batcher"
+	"github.com/gangboost/gangboost/runtime/forest"
 	"github.com/gangboost/gangboost/runtime/infer"
 	"github.com/gangboost/gangboost/runtime/metrics"
 	"github.com/gangboost/gangboost/runtime/registry"

@@ -22,7 +22,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/gangboost/gangboost/internal/modeldir"
+	"github.com/gangboost/gangboost/internal/contract/modeldir"
 )
 
 // store is a container storage of this test run only, so every run builds from scratch and

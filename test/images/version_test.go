@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"testing"
 
-	gbversion "github.com/gangboost/gangboost/internal/version"
+	gbversion "github.com/gangboost/gangboost/internal/contract/version"
 )
 
 // imageRef is a reference to one of gangboost's own images.
@@ -17,9 +17,9 @@ var imageRef = regexp.MustCompile(`(?:ghcr\.io/gangboost/(?:gangboost(?:-runtime
 // and the version the runtime reports, is the version in VERSION: one place to change.
 func TestImageReferencesCarryTheVersion(t *testing.T) {
 	root := repoRoot()
-	// runtime/service.Version is internal/version's.
+	// runtime/service.Version is internal/contract/version's.
 	if gbversion.Version != version || gbversion.Registry != registry {
-		t.Errorf("internal/version says %s at %s; VERSION is %s at %s", gbversion.Version, gbversion.Registry, version, registry)
+		t.Errorf("internal/contract/version says %s at %s; VERSION is %s at %s", gbversion.Version, gbversion.Registry, version, registry)
 	}
 	var files []string
 	for _, pattern := range []string{"manifests/*.yaml", "manifests/*/*.yaml", "components/*/component.yaml", "pipelines/*.yaml", "runtime/Dockerfile", "components/Containerfile"} {

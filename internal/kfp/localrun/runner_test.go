@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gangboost/gangboost/internal/syncbuf"
+	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
 )
 
 // The end-to-end tests run testdata/tiny-pipeline.yaml, whose components are testdata/kfpstep built

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
-	"github.com/gangboost/gangboost/internal/launch"
-	"github.com/gangboost/gangboost/internal/launch/kube"
-	"github.com/gangboost/gangboost/internal/modeldir"
+	"github.com/gangboost/gangboost/internal/contract/modeldir"
+	"github.com/gangboost/gangboost/internal/steps/launch"
+	"github.com/gangboost/gangboost/internal/steps/launch/kube"
 	"github.com/gangboost/gangboost/test/cluster"
 )
 

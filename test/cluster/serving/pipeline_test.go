@@ -17,7 +17,7 @@ import (
 
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
-	"github.com/gangboost/gangboost/internal/syncbuf"
+	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
 	"github.com/gangboost/gangboost/test/cluster"
 )
 

@@ -33,7 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gangboost/gangboost/internal/xgb"
+	"github.com/gangboost/gangboost/internal/training/xgb"
 	"github.com/gangboost/gangboost/runtime/grpc/inference"
 	"github.com/gangboost/gangboost/test/cluster"
 	"github.com/gangboost/gangboost/test/cluster/podrunner"

@@ -30,9 +30,9 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/gangboost/gangboost/internal/demo"
+	"github.com/gangboost/gangboost/internal/contract/version"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
-	"github.com/gangboost/gangboost/internal/version"
+	"github.com/gangboost/gangboost/internal/kfp/localrun/demo"
 	"github.com/gangboost/gangboost/test/cluster"
 	"github.com/gangboost/gangboost/test/cluster/podrunner"
 )

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/kfp/localrun"
+	"github.com/gangboost/gangboost/test/cluster"
+
+	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
+)
+
+// The demo tests run `gangboost pipeline run --local` as `make demo` does: the built binaries
+// (make build), the committed package, Iris, 1 Master + 2 Workers.
+
+var demoBinaries = []string{"gangboost", "prepare-data", "launch-xgboostjob", "deploy-inferenceservice", "evaluate",
+	"gangboost-train", "gangboost-runtime"}
+
+func requireDemoBinaries(t *testing.T) string {
+	t.Helper()
+	bin := cluster.BinDir()
+	for _, b := range demoBinaries {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			t.Fatalf("%s is not built (run `make build`, or set GANGBOOST_BIN_DIR): %v", b, err)
+		}
+	}
+	return bin
+}
+
+type lockedBuffer = syncbuf.Buffer
+
+func demoCommand(bin, work string, rounds int, extra ...string) *exec.Cmd {
+	args := append([]string{"pipeline", "run", "--local", "../../pipelines/xgboost-volcano.yaml", "--workdir", work,
+		"--param", "workers=2", "--param", "num_round=" + strconv.Itoa(rounds), "--grace", "5s"}, extra...)
+	cmd := exec.Command(filepath.Join(bin, "gangboost"), args...)
+	// The runner sets the local backend's environment itself; the test's own must not leak in.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GANGBOOST_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	return cmd
+}
+
+// assertNothingLeft: no process carries the work folder's state (every process a step starts
+// inherits it), and no recorded process group has members.
+func assertNothingLeft(t *testing.T, work string, groups []int) {
+	t.Helper()
+	if left := localrun.ProcessesWithEnv(localrun.EnvLocalState + "=" + filepath.Join(work, "state")); len(left) > 0 {
+		t.Errorf("processes started by the run are still running: %v", left)
+	}
+	for _, g := range groups {
+		if m := localrun.GroupMembers(g); len(m) > 0 {
+			t.Errorf("recorded process group %d still has %v", g, m)
+		}
+	}
+}
+
+func TestLocalDemo(t *testing.T) {
+	bin := requireDemoBinaries(t)
+	work := t.TempDir()
+	var out lockedBuffer
+	cmd := demoCommand(bin, work, 30)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("demo took %v", time.Since(start))
+	if err != nil {
+		t.Fatalf("gangboost pipeline run --local: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, want := range []string{"[step 1/4] prepare-data started", "[step 2/4] launch-xgboostjob succeeded", "[step 4/4] evaluate succeeded",
+		"== gangboost demo: SUCCEEDED (1 Master + 2 Workers)", "confusion matrix:", "endpoint   http://127.0.0.1:", "curl -s http://127.0.0.1:",
+		"latency    p50 "} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	m := regexp.MustCompile(`accuracy\s+([0-9.]+)`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no accuracy in the summary:\n%s", text)
+	}
+	if acc, _ := strconv.ParseFloat(m[1], 64); acc < 0.85 {
+		t.Errorf("accuracy %v, want at least 0.85 on Iris", acc)
+	}
+
+	// Every artifact is there, as summary.json records it.
+	files, _ := filepath.Glob(filepath.Join(work, "pipeline-root", "xgboost-volcano", "*", "summary.json"))
+	if len(files) != 1 {
+		t.Fatalf("summary files %v", files)
+	}
+	b, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res localrun.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"prepare-data":            {"dataset"},
+		"launch-xgboostjob":       {"model", "metrics", "learning_curve"},
+		"evaluate":                {"metrics", "confusion_matrix", "report"},
+		"deploy-inferenceservice": nil,
+	}
+	var groups []int
+	for _, p := range res.Processes {
+		groups = append(groups, p.PGID)
+	}
+	for task, arts := range want {
+		tr := res.Task(task)
+		if tr == nil || tr.State != localrun.StateSucceeded {
+			t.Errorf("task %s: %+v", task, tr)
+			continue
+		}
+		for _, a := range arts {
+			if len(tr.Artifacts[a]) == 0 {
+				t.Errorf("task %s has no %s artifact", task, a)
+			}
+		}
+	}
+	modelURI, _ := res.Task("launch-xgboostjob").Outputs["model_uri"].(string)
+	modelDir, ok := res.ClaimPath(modelURI)
+	if !ok {
+		t.Fatalf("model_uri %q", modelURI)
+	}
+	if _, err := os.Stat(filepath.Join(modelDir, "metadata.json")); err != nil {
+		t.Errorf("model folder: %v", err)
+	}
+	report, err := os.ReadFile(res.Report)
+	if err != nil || !bytes.Contains(report, []byte("system.ClassificationMetrics")) || !bytes.Contains(report, []byte("srcdoc=")) {
+		t.Errorf("report %s: %v", res.Report, err)
+	}
+	if len(groups) == 0 {
+		t.Errorf("the deploy step recorded no serving process")
+	}
+	assertNothingLeft(t, work, groups)
+}
+
+// TestLocalDemoInterrupted interrupts the demo while the gang trains: the run exits 130 and
+// nothing it started is left running.
+func TestLocalDemoInterrupted(t *testing.T) {
+	bin := requireDemoBinaries(t)
+	work := t.TempDir()
+	var out lockedBuffer
+	cmd := demoCommand(bin, work, 1000000)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(90 * time.Second)
+	for !strings.Contains(out.String(), "[launch-xgboostjob]") || !regexp.MustCompile(`\[launch-xgboostjob\].*round`).MatchString(out.String()) {
+		select {
+		case err := <-exited:
+			t.Fatalf("the demo ended (%v) before training:\n%s", err, out.String())
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			t.Fatalf("no training round within 90s:\n%s", out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-exited:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the demo did not stop within 60s of SIGINT:\n%s", out.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("exit %v, want 130\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "[step 2/4] launch-xgboostjob stopped after") {
+		t.Errorf("the launch step was not the one stopped:\n%s", out.String())
+	}
+	assertNothingLeft(t, work, nil)
+}
+
+// TestLocalDemoKeepServing: with --keep-serving the endpoint answers the summary's curl line
+// after the run, until SIGINT stops it; then nothing is left.
+func TestLocalDemoKeepServing(t *testing.T) {
+	bin := requireDemoBinaries(t)
+	work := t.TempDir()
+	var out lockedBuffer
+	cmd := demoCommand(bin, work, 10, "--keep-serving")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.After(90 * time.Second)
+	for !strings.Contains(out.String(), "press Ctrl-C to stop") {
+		select {
+		case err := <-exited:
+			t.Fatalf("the demo ended (%v) instead of serving:\n%s", err, out.String())
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			t.Fatalf("not serving within 90s:\n%s", out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	m := regexp.MustCompile(`try\s+(curl .*)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no curl line:\n%s", out.String())
+	}
+	answer, err := exec.Command("sh", "-c", m[1]).CombinedOutput()
+	if err != nil || !bytes.Contains(answer, []byte(`"outputs"`)) {
+		t.Errorf("%s: %v\n%s", m[1], err, answer)
+	}
+	files, _ := filepath.Glob(filepath.Join(work, "pipeline-root", "xgboost-volcano", "*", "summary.json"))
+	var groups []int
+	if len(files) == 1 {
+		b, _ := os.ReadFile(files[0])
+		var res localrun.Result
+		_ = json.Unmarshal(b, &res)
+		for _, p := range res.Processes {
+			groups = append(groups, p.PGID)
+		}
+	}
+	if len(groups) == 0 {
+		t.Errorf("no serving process recorded")
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err = <-exited:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("the demo did not stop within 60s of SIGINT:\n%s", out.String())
+	}
+	if err != nil {
+		t.Errorf("exit %v after serving, want 0\n%s", err, out.String())
+	}
+	assertNothingLeft(t, work, groups)
+}
+
+func TestLocalArguments(t *testing.T) {
+	for _, tt := range []struct {
+		args     []string
+		wantFile string
+		wantRest []string
+	}{
+		{[]string{"--local", "p.yaml", "--param", "a=1"}, "p.yaml", []string{"--param", "a=1"}},
+		{[]string{"--param", "a=1", "--local=p.yaml"}, "p.yaml", []string{"--param", "a=1"}},
+		{[]string{"--local", "--keep-serving", "p.yaml"}, "", []string{"--keep-serving", "p.yaml"}},
+	} {
+		file, rest := localFile(tt.args)
+		if file != tt.wantFile || strings.Join(rest, " ") != strings.Join(tt.wantRest, " ") {
+			t.Errorf("localFile(%q) = %q %q", tt.args, file, rest)
+		}
+	}
+	for _, tt := range []struct {
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{[]string{"--local"}, 2, "name the pipeline package"},
+		{[]string{"--local", "../../pipelines/xgboost-volcano.yaml", "--param", "wokers=2", "--bin-dir", t.TempDir(), "--workdir", t.TempDir()}, 1,
+			`unknown pipeline parameter "wokers"; the pipeline's parameters are: `},
+		{[]string{"--local", "../../pipelines/xgboost-volcano.yaml", "--param", "workers=two", "--bin-dir", t.TempDir(), "--workdir", t.TempDir()}, 1,
+			`want an integer (NUMBER_INTEGER), got "two"`},
+		{[]string{"--local", "missing.yaml"}, 1, "missing.yaml"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runLocalTo(t.Context(), tt.args, &stdout, &stderr)
+		if code != tt.wantCode || !strings.Contains(stderr.String(), tt.wantErr) {
+			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tt.args, code, stderr.String(), tt.wantCode, tt.wantErr)
+		}
+	}
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gangboost/gangboost/internal/kfp/kfpapi/kfpfake"
+)
+
+const pkgFile = "../../pipelines/xgboost-volcano.yaml"
+
+func gangboost(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func noTokenFile(t *testing.T) {
+	saved := tokenFile
+	tokenFile = filepath.Join(t.TempDir(), "absent")
+	t.Cleanup(func() { tokenFile = saved })
+	t.Setenv("KFP_TOKEN", "")
+	t.Setenv("KFP_HOST", "")
+}
+
+func TestCompile(t *testing.T) {
+	want, err := os.ReadFile(pkgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := gangboost(t, "pipeline", "compile")
+	if code != 0 || out != string(want) {
+		t.Fatalf("compile to stdout: exit %d, %d bytes (want the committed %d); %s", code, len(out), len(want), errs)
+	}
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	if code, _, errs := gangboost(t, "pipeline", "compile", "-o", file, "--mount-path", "/data"); code != 0 {
+		t.Fatalf("compile -o: exit %d: %s", code, errs)
+	}
+	b, _ := os.ReadFile(file)
+	if !strings.Contains(string(b), "mountPath: /data") || strings.Contains(string(b), "mountPath: /mnt/pvc") || strings.Contains(string(b), "constant: /mnt/pvc") {
+		t.Error("--mount-path /data did not move every mount and pvc_mount_path")
+	}
+	if code, _, errs := gangboost(t, "pipeline", "compile", "--mount-path", "data"); code != 1 || !strings.Contains(errs, "absolute") {
+		t.Errorf("relative mount path: exit %d: %s", code, errs)
+	}
+}
+
+// TestUploadThenVersion: the first upload creates the pipeline; a changed package becomes a new
+// version; the same package again is reported as the version it already is.
+func TestUploadThenVersion(t *testing.T) {
+	noTokenFile(t)
+	srv := kfpfake.New(t)
+	code, out, errs := gangboost(t, "pipeline", "upload", "--host", srv.URL, "--namespace", "team-a", pkgFile)
+	if code != 0 {
+		t.Fatalf("upload: exit %d: %s", code, errs)
+	}
+	ps := srv.Pipelines()
+	if len(ps) != 1 || ps[0].Name != "xgboost-volcano" || ps[0].Namespace != "team-a" || !strings.HasPrefix(ps[0].Description, "Prepares a data set") {
+		t.Fatalf("server holds %+v", ps)
+	}
+	if !strings.Contains(out, "uploaded pipeline xgboost-volcano: pipeline_id "+ps[0].ID) || !strings.Contains(out, srv.URL+"/#/pipelines/details/"+ps[0].ID) {
+		t.Errorf("stdout: %s", out)
+	}
+	upload := srv.Requests()[1]
+	if upload.Method != "POST" || upload.Path != "/apis/v2beta1/pipelines/upload" || upload.Query.Get("name") != "xgboost-volcano" ||
+		upload.Query.Get("display_name") != "xgboost-volcano" || upload.Query.Get("namespace") != "team-a" {
+		t.Errorf("upload request %+v", upload)
+	}
+
+	changed := filepath.Join(t.TempDir(), "xgboost-volcano.yaml")
+	b, _ := os.ReadFile(pkgFile)
+	os.WriteFile(changed, append(b, []byte("# changed\n")...), 0o644)
+	code, out, errs = gangboost(t, "pipeline", "upload", "--host", srv.URL, "--namespace", "team-a", "--version", "v2", changed)
+	if code != 0 || !strings.Contains(out, "uploaded version v2 of pipeline xgboost-volcano") {
+		t.Fatalf("second upload: exit %d: %s%s", code, out, errs)
+	}
+	if vs := srv.Pipelines()[0].Versions; len(vs) != 2 || vs[1].Name != "v2" {
+		t.Fatalf("versions %+v", vs)
+	}
+	code, out, errs = gangboost(t, "pipeline", "upload", "--host", srv.URL, "--namespace", "team-a", "--version", "v2", changed)
+	if code != 0 || !strings.Contains(out, "already has version v2") {
+		t.Fatalf("same version again: exit %d: %s%s", code, out, errs)
+	}
+	if vs := srv.Pipelines()[0].Versions; len(vs) != 2 {
+		t.Errorf("%d versions after re-uploading v2", len(vs))
+	}
+}
+
+func TestUploadRefusesABrokenPackage(t *testing.T) {
+	noTokenFile(t)
+	srv := kfpfake.New(t)
+	b, _ := os.ReadFile(pkgFile)
+	broken := filepath.Join(t.TempDir(), "p.yaml")
+	os.WriteFile(broken, []byte(strings.Replace(string(b), "          pvcMount:\n", "          pvcMounts:\n", 1)), 0o644)
+	code, _, errs := gangboost(t, "pipeline", "upload", "--host", srv.URL, broken)
+	if code != 1 || !strings.Contains(errs, "platform document") || len(srv.Requests()) != 0 {
+		t.Errorf("broken platform document: exit %d, %d requests: %s", code, len(srv.Requests()), errs)
+	}
+}
+
+// TestToken: --token, else $KFP_TOKEN, else the in-cluster token file; a missing token is a
+// clear error.
+func TestToken(t *testing.T) {
+	noTokenFile(t)
+	srv := kfpfake.New(t)
+	srv.Token = "s3cret"
+	code, _, errs := gangboost(t, "pipeline", "upload", "--host", srv.URL, pkgFile)
+	if code != 1 || !strings.Contains(errs, "401 Unauthorized") || !strings.Contains(errs, "--token") {
+		t.Errorf("without a token: exit %d: %s", code, errs)
+	}
+	if code, _, errs := gangboost(t, "pipeline", "upload", "--host", srv.URL, "--token", "s3cret", pkgFile); code != 0 {
+		t.Errorf("--token: exit %d: %s", code, errs)
+	}
+	t.Setenv("KFP_TOKEN", "s3cret")
+	if code, _, errs := gangboost(t, "pipeline", "upload", "--host", srv.URL, "--version", "b", pkgFile); code != 0 {
+		t.Errorf("$KFP_TOKEN: exit %d: %s", code, errs)
+	}
+	t.Setenv("KFP_TOKEN", "")
+	os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600)
+	t.Setenv("KFP_HOST", srv.URL)
+	if code, _, errs := gangboost(t, "pipeline", "upload", "--version", "c", pkgFile); code != 0 {
+		t.Errorf("token file and $KFP_HOST: exit %d: %s", code, errs)
+	}
+}
+
+// TestRun: a run of the newest version with parameters typed as the pipeline declares them.
+func TestRun(t *testing.T) {
+	noTokenFile(t)
+	srv := kfpfake.New(t)
+	code, _, errs := gangboost(t, "pipeline", "run", "--host", srv.URL)
+	if code != 1 || !strings.Contains(errs, "no pipeline named xgboost-volcano") || !strings.Contains(errs, "gangboost pipeline upload") {
+		t.Errorf("run before upload: exit %d: %s", code, errs)
+	}
+	if code, _, errs := gangboost(t, "pipeline", "upload", "--host", srv.URL, pkgFile); code != 0 {
+		t.Fatal(errs)
+	}
+	code, out, errs := gangboost(t, "pipeline", "run", "--host", srv.URL, "--experiment-id", "exp-1", "--name", "iris 1",
+		"--param", "workers=3", "--param", "max_depth=4", "--param", "eta=0.3", "--param", "tolerance=0.05", "--param", "objective=multi:softprob")
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	runs := srv.Runs()
+	if len(runs) != 1 {
+		t.Fatalf("%d runs", len(runs))
+	}
+	p := srv.Pipelines()[0]
+	got, _ := json.Marshal(runs[0])
+	want := `{"display_name":"iris 1","experiment_id":"exp-1","pipeline_version_reference":{"pipeline_id":"` + p.ID + `","pipeline_version_id":"` + p.Versions[0].ID +
+		`"},"run_id":"` + runs[0]["run_id"].(string) + `","runtime_config":{"parameters":{"eta":"0.3","max_depth":"4","objective":"multi:softprob","tolerance":0.05,"workers":3}}}`
+	if string(got) != want {
+		t.Errorf("run body\n got %s\nwant %s", got, want)
+	}
+	if want := "run " + runs[0]["run_id"].(string) + "\n" + srv.URL + "/#/runs/details/" + runs[0]["run_id"].(string) + "\n"; out != want {
+		t.Errorf("stdout %q, want %q", out, want)
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--param", "workers=many"}, `parameter workers is NUMBER_INTEGER: "many" is not an integer`},
+		{[]string{"--param", "worker=2"}, `the pipeline has no parameter "worker"`},
+		{[]string{"--pipeline-id", p.ID, "--version-id", "nope"}, "404 Not Found: PipelineVersion nope not found"},
+		{[]string{"--pipeline", "other"}, "no pipeline named other"},
+	} {
+		code, _, errs := gangboost(t, append([]string{"pipeline", "run", "--host", srv.URL}, c.args...)...)
+		if code != 1 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d: %s; want %q", c.args, code, errs, c.want)
+		}
+	}
+	if code, _, errs := gangboost(t, "pipeline", "run", "--pipeline-id", p.ID, "--version-id", p.Versions[0].ID, "--host", srv.URL); code != 0 {
+		t.Errorf("--pipeline-id --version-id: exit %d: %s", code, errs)
+	}
+
+	// A listing without the spec: the version is fetched to type the parameters.
+	srv.ListsWithoutSpec = true
+	if code, _, errs := gangboost(t, "pipeline", "run", "--host", srv.URL, "--param", "max_depth=5"); code != 0 {
+		t.Fatalf("run with a spec-less listing: exit %d: %s", code, errs)
+	}
+	runs = srv.Runs()
+	if got, _ := json.Marshal(runs[len(runs)-1]["runtime_config"]); string(got) != `{"parameters":{"max_depth":"5"}}` {
+		t.Errorf("runtime_config %s", got)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	noTokenFile(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"version"}, 0, "gangboost 0.1.0"},
+		{nil, 2, "usage:"},
+		{[]string{"pipeline", "nope"}, 2, `unknown pipeline command "nope"`},
+		{[]string{"pipeline", "upload", "--host", "http://x"}, 2, "usage: gangboost pipeline upload"},
+		{[]string{"pipeline", "upload", pkgFile}, 1, "--host is required"},
+		{[]string{"pipeline", "run", "--host", "localhost:8080"}, 1, "want an http:// or https:// URL"},
+		{[]string{"pipeline", "run", "--local"}, 2, ""}, // no package named
+		{[]string{"pipeline", "run", "-h"}, 0, "-param"},
+	} {
+		code, out, errs := gangboost(t, c.args...)
+		if code != c.code || !strings.Contains(out+errs, c.want) {
+			t.Errorf("%v: exit %d (want %d): %s%s; want %q", c.args, code, c.code, out, errs, c.want)
+		}
+	}
+}
+
+// TestServerErrors: the API server's error bodies become one clear line naming the call.
+func TestServerErrors(t *testing.T) {
+	noTokenFile(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/apis/v2beta1/pipelines":
+			w.Write([]byte(`{}`)) // no pipelines: gRPC-gateway leaves empty fields out
+		case "/apis/v2beta1/pipelines/upload":
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte(`{"error_message":"Failed to create a pipeline and a pipeline version","error_details":"Failed to create a pipeline and a pipeline version: InternalServerError: database is locked\ngithub.com/kubeflow/pipelines/backend/src/apiserver/resource.(*ResourceManager).CreatePipelineAndPipelineVersion\n\t/go/src/resource_manager.go:412"}`))
+		}
+	}))
+	defer srv.Close()
+	code, _, errs := gangboost(t, "pipeline", "upload", "--host", srv.URL, pkgFile)
+	want := "gangboost: KFP API POST /apis/v2beta1/pipelines/upload: 500 Internal Server Error: Failed to create a pipeline and a pipeline version: InternalServerError: database is locked\n"
+	if code != 1 || errs != want {
+		t.Errorf("exit %d, stderr %q; want %q", code, errs, want)
+	}
+}

@@ -1,0 +1,157 @@
+// Package kube is the deployer's Kubernetes backend: it serves a deploy.Service as a KServe
+// InferenceService (modelFormat xgboost on the gangboost runtime, V2 protocol, storageUri on the
+// claim), created or updated by server-side apply, and follows it, its predictor pods and their
+// events through informers until it serves the applied model.
+package kube
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
+	"github.com/kserve/kserve/pkg/constants"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gangboost/gangboost/internal/steps/deploy"
+)
+
+// Labels and annotations the backend puts on its InferenceServices.
+const (
+	// ModelURIAnnotation and RunIDAnnotation record which model, deployed by which run, the
+	// service serves.
+	ModelURIAnnotation = "gangboost.dev/model-uri"
+	RunIDAnnotation    = "gangboost.dev/run-id"
+	// ServingSpecAnnotation is a digest of what the predictor serves (the model spec and the
+	// annotations above, not the replicas). KServe copies the InferenceService's annotations
+	// into the predictor's pods, so a pod carrying the applied digest is of the applied version.
+	ServingSpecAnnotation = "gangboost.dev/serving-spec"
+	ManagedByLabel        = "app.kubernetes.io/managed-by"
+	PartOfLabel           = "app.kubernetes.io/part-of"
+	ManagedBy             = "gangboost-deploy-inferenceservice"
+	// FieldManager owns the fields the component applies (server-side apply).
+	FieldManager = "gangboost-deploy-inferenceservice"
+	// ModelFormat is the format the gangboost runtimes declare.
+	ModelFormat = "xgboost"
+	// ContainerName is the predictor's serving container.
+	ContainerName = constants.InferenceServiceContainerName
+)
+
+var (
+	// PodLabel is KServe's label on an InferenceService's pods (its value the service's name).
+	PodLabel = constants.InferenceServicePodLabelKey
+	// SourceURIAnnotation is where KServe records a predictor pod's storageUri: the pods of the
+	// applied model carry the model_uri.
+	SourceURIAnnotation = constants.StorageInitializerSourceUriInternalAnnotationKey
+)
+
+// InferenceService builds the serving.kserve.io/v1beta1 InferenceService of a service:
+// predictor.model {modelFormat xgboost, runtime, protocolVersion, storageUri = model_uri,
+// resources requests = limits}, minReplicas and maxReplicas.
+func InferenceService(s *deploy.Service) (*v1beta1.InferenceService, error) {
+	res := corev1.ResourceList{}
+	for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: s.CPU, corev1.ResourceMemory: s.Memory} {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", name, v, err)
+		}
+		res[name] = q
+	}
+	annotations := map[string]string{ModelURIAnnotation: s.ModelURI}
+	if s.RunID != "" {
+		annotations[RunIDAnnotation] = s.RunID
+	}
+	runtime, protocol, uri := s.Runtime, constants.InferenceServiceProtocol(s.ProtocolVersion), s.ModelURI
+	model := &v1beta1.ModelSpec{
+		ModelFormat: v1beta1.ModelFormat{Name: ModelFormat},
+		Runtime:     &runtime,
+		PredictorExtensionSpec: v1beta1.PredictorExtensionSpec{
+			StorageURI:      &uri,
+			ProtocolVersion: &protocol,
+			Container: corev1.Container{
+				Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
+			},
+		},
+	}
+	digest, err := json.Marshal(struct {
+		Model       *v1beta1.ModelSpec `json:"model"`
+		Annotations map[string]string  `json:"annotations"`
+	}{model, annotations})
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(digest)
+	annotations[ServingSpecAnnotation] = hex.EncodeToString(sum[:8])
+	minReplicas := s.MinReplicas
+	isvc := &v1beta1.InferenceService{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: "InferenceService"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: s.Name, Namespace: s.Namespace,
+			Labels:      map[string]string{ManagedByLabel: ManagedBy, PartOfLabel: "gangboost"},
+			Annotations: annotations,
+		},
+		Spec: v1beta1.InferenceServiceSpec{Predictor: v1beta1.PredictorSpec{
+			Model:                  model,
+			ComponentExtensionSpec: v1beta1.ComponentExtensionSpec{MinReplicas: &minReplicas, MaxReplicas: s.MaxReplicas},
+		}},
+	}
+	return isvc, nil
+}
+
+// ApplyConfiguration is the InferenceService as a server-side apply request: only the fields the
+// component sets. The typed struct also carries zero values of fields without omitempty (the
+// model container's name, an empty status), which would otherwise become fields this manager
+// owns and resets on every apply.
+func ApplyConfiguration(isvc *v1beta1.InferenceService) (*unstructured.Unstructured, error) {
+	b, err := json.Marshal(isvc)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, err
+	}
+	delete(obj, "status")
+	pruned, _ := prune(obj).(map[string]any)
+	return &unstructured.Unstructured{Object: pruned}, nil
+}
+
+// prune drops nulls, empty strings and empty objects and lists.
+func prune(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if p := prune(e); p == nil {
+				delete(t, k)
+			} else {
+				t[k] = p
+			}
+		}
+		if len(t) == 0 {
+			return nil
+		}
+		return t
+	case []any:
+		out := t[:0]
+		for _, e := range t {
+			if p := prune(e); p != nil {
+				out = append(out, p)
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case string:
+		if t == "" {
+			return nil
+		}
+		return t
+	default:
+		return v
+	}
+}

@@ -1,0 +1,241 @@
+package kube
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gangboost/gangboost/internal/steps/deploy"
+)
+
+func irisService() *deploy.Service {
+	return &deploy.Service{
+		Name: "iris", Namespace: "kubeflow-user", ModelURI: "pvc://gangboost-models/models/iris/v2",
+		Claim: "gangboost-models", ModelPath: "models/iris/v2", MountPath: "/mnt/pvc",
+		Runtime: "gangboost-xgboost", ProtocolVersion: "v2", CPU: "500m", Memory: "1Gi",
+		MinReplicas: 1, MaxReplicas: 3, Timeout: time.Minute, RunID: "0b7c3f8e",
+	}
+}
+
+// The InferenceService of the component's inputs, as the typed KServe API sees it.
+func TestInferenceService(t *testing.T) {
+	isvc, err := InferenceService(irisService())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := isvc.Spec.Predictor.Model
+	if m == nil || m.ModelFormat.Name != "xgboost" || *m.Runtime != "gangboost-xgboost" || string(*m.ProtocolVersion) != "v2" ||
+		*m.StorageURI != "pvc://gangboost-models/models/iris/v2" {
+		t.Fatalf("predictor.model = %+v", m)
+	}
+	// What KServe's controller reads: the model spec's runtime, protocol and storage URI.
+	if got := m.GetProtocol(); got != "v2" {
+		t.Errorf("protocol = %s", got)
+	}
+	if got := m.GetStorageUri(); got == nil || *got != "pvc://gangboost-models/models/iris/v2" {
+		t.Errorf("storage URI = %v", got)
+	}
+	for _, rl := range []corev1.ResourceList{m.Resources.Requests, m.Resources.Limits} {
+		if cpu := rl[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("0.5")) != 0 {
+			t.Errorf("cpu = %s", cpu.String())
+		}
+		if mem := rl[corev1.ResourceMemory]; mem.Cmp(resource.MustParse("1024Mi")) != 0 {
+			t.Errorf("memory = %s", mem.String())
+		}
+	}
+	ext := isvc.Spec.Predictor.ComponentExtensionSpec
+	if ext.MinReplicas == nil || *ext.MinReplicas != 1 || ext.MaxReplicas != 3 {
+		t.Errorf("replicas = %v-%d", ext.MinReplicas, ext.MaxReplicas)
+	}
+	if isvc.Annotations[ModelURIAnnotation] != "pvc://gangboost-models/models/iris/v2" || isvc.Annotations[RunIDAnnotation] != "0b7c3f8e" ||
+		isvc.Labels[ManagedByLabel] != ManagedBy {
+		t.Errorf("metadata = %+v", isvc.ObjectMeta)
+	}
+	s := irisService()
+	s.RunID = ""
+	isvc, _ = InferenceService(s)
+	if _, ok := isvc.Annotations[RunIDAnnotation]; ok {
+		t.Error("an empty run_id is recorded")
+	}
+}
+
+// The server-side apply request holds exactly the fields the component sets: no status, no
+// empty container name, no creationTimestamp.
+func TestApplyConfiguration(t *testing.T) {
+	isvc, err := InferenceService(irisService())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := ApplyConfiguration(isvc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := yaml.Marshal(u.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  annotations:
+    gangboost.dev/model-uri: pvc://gangboost-models/models/iris/v2
+    gangboost.dev/run-id: 0b7c3f8e
+    gangboost.dev/serving-spec: fe1c31ed9641a653
+  labels:
+    app.kubernetes.io/managed-by: gangboost-deploy-inferenceservice
+    app.kubernetes.io/part-of: gangboost
+  name: iris
+  namespace: kubeflow-user
+spec:
+  predictor:
+    maxReplicas: 3
+    minReplicas: 1
+    model:
+      modelFormat:
+        name: xgboost
+      protocolVersion: v2
+      resources:
+        limits:
+          cpu: 500m
+          memory: 1Gi
+        requests:
+          cpu: 500m
+          memory: 1Gi
+      runtime: gangboost-xgboost
+      storageUri: pvc://gangboost-models/models/iris/v2
+`
+	if string(got) != want {
+		t.Errorf("apply configuration:\n%s\nwant:\n%s", got, want)
+	}
+	// It is still an InferenceService to the typed API (strictly: no unknown field).
+	b, _ := json.Marshal(u.Object)
+	var back v1beta1.InferenceService
+	if err := yaml.UnmarshalStrict(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if *back.Spec.Predictor.Model.StorageURI != *isvc.Spec.Predictor.Model.StorageURI {
+		t.Errorf("round trip: %+v", back.Spec.Predictor.Model)
+	}
+}
+
+// The serving digest, which KServe copies into the pods, changes with what the pods serve and
+// not with the number of replicas (scaling restarts nothing).
+func TestServingSpecDigest(t *testing.T) {
+	digest := func(change func(*deploy.Service)) string {
+		s := irisService()
+		change(s)
+		isvc, err := InferenceService(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return isvc.Annotations[ServingSpecAnnotation]
+	}
+	base := digest(func(*deploy.Service) {})
+	if len(base) != 16 || digest(func(*deploy.Service) {}) != base {
+		t.Fatalf("digest %q is not 16 stable hex digits", base)
+	}
+	if d := digest(func(s *deploy.Service) { s.MinReplicas, s.MaxReplicas = 2, 5 }); d != base {
+		t.Errorf("replicas change the digest")
+	}
+	if d := digest(func(s *deploy.Service) { s.CPU = "0.5" }); d != base {
+		t.Errorf("an equal quantity written otherwise changes the digest")
+	}
+	for name, change := range map[string]func(*deploy.Service){
+		"model_uri": func(s *deploy.Service) { s.ModelURI = "pvc://gangboost-models/models/iris/v3" },
+		"cpu":       func(s *deploy.Service) { s.CPU = "1" },
+		"memory":    func(s *deploy.Service) { s.Memory = "2Gi" },
+		"runtime":   func(s *deploy.Service) { s.Runtime = "gangboost-xgboost-grpc" },
+		"protocol":  func(s *deploy.Service) { s.ProtocolVersion = "grpc-v2" },
+		"run_id":    func(s *deploy.Service) { s.RunID = "another-run" },
+	} {
+		if digest(change) == base {
+			t.Errorf("%s does not change the digest", name)
+		}
+	}
+	w := &watcher{applied: appliedVersion{servingSpec: base}}
+	if !w.servesApplied(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ServingSpecAnnotation: base}}}) ||
+		w.servesApplied(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ServingSpecAnnotation: "0123456789abcdef"}}}) {
+		t.Error("servesApplied does not go by the digest")
+	}
+}
+
+// KServe's lastFailureInfo carries the runtime's termination message; it is shown whole.
+func TestModelStatusLine(t *testing.T) {
+	ms := &v1beta1.ModelStatus{
+		TransitionStatus:    v1beta1.BlockedByFailedLoad,
+		ModelRevisionStates: &v1beta1.ModelRevisionStates{ActiveModelState: "", TargetModelState: v1beta1.FailedToLoad},
+		LastFailureInfo: &v1beta1.FailureInfo{Reason: v1beta1.ModelLoadFailed, ExitCode: 1,
+			Message: "load model iris: no model file in /mnt/models\n"},
+		ModelCopies: &v1beta1.ModelCopies{FailedCopies: 1},
+	}
+	got := modelStatus(ms)
+	for _, want := range []string{"transitionStatus BlockedByFailedLoad", "targetModelState FailedToLoad", "ModelLoadFailed (exit code 1): load model iris: no model file in /mnt/models"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+}
+
+func TestRelevantEvents(t *testing.T) {
+	at := func(s int) metav1.Time { return metav1.NewTime(time.Unix(1700000000+int64(s), 0)) }
+	ev := func(kind, name, typ string, sec int, msg string) corev1.Event {
+		return corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: kind, Name: name}, Type: typ, LastTimestamp: at(sec), Message: msg}
+	}
+	evs := []corev1.Event{
+		ev("Pod", "iris-predictor-5d9c-abcde", corev1.EventTypeWarning, 4, "unhealthy"),
+		ev("Pod", "iris-predictor-5d9c-abcde", corev1.EventTypeNormal, 3, "scheduled"),
+		ev("InferenceService", "iris", corev1.EventTypeWarning, 1, "isvc"),
+		ev("InferenceService", "iris", corev1.EventTypeWarning, 1, "Operation cannot be fulfilled: the object has been modified; please apply your changes"),
+		ev("InferenceService", "iris", corev1.EventTypeNormal, 1, "normal isvc"),
+		ev("Pod", "iris2-predictor-x", corev1.EventTypeWarning, 2, "other service"),
+		ev("ReplicaSet", "iris-predictor-5d9c", corev1.EventTypeWarning, 2, "quota"),
+		ev("Endpoints", "iris-predictor", corev1.EventTypeWarning, 2, "endpoints"),
+		ev("HorizontalPodAutoscaler", "iris-predictor", corev1.EventTypeWarning, 2, "metrics"),
+	}
+	var got []string
+	for _, ev := range relevantEvents(evs, "iris") {
+		got = append(got, ev.Message)
+	}
+	if strings.Join(got, ",") != "isvc,quota,scheduled,unhealthy" {
+		t.Errorf("relevant events = %v", got)
+	}
+}
+
+func TestConditionLine(t *testing.T) {
+	for _, tc := range []struct{ reason, message, want string }{
+		{"", "", "Ready=False"},
+		{"Predictor ingress not created", "", "Ready=False Predictor ingress not created"},
+		{"MinimumReplicasUnavailable", "Deployment does not have minimum availability.", "Ready=False MinimumReplicasUnavailable: Deployment does not have minimum availability."},
+	} {
+		if got := conditionLine("Ready", "False", tc.reason, tc.message); got != tc.want {
+			t.Errorf("conditionLine = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// A runtime that exits at start is reported with KServe's container name, restarts and its
+// termination message; a container that is only not ready is not.
+func TestCrashLooping(t *testing.T) {
+	crashing := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+		Name: ContainerName, RestartCount: 3,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Reason: "Error", Message: "{\"msg\":\"serving\"}\ngangboost-runtime: listen on REST port 8080: address already in use\n"}},
+	}}}}
+	want := "container kserve-container restarting with back-off (CrashLoopBackOff, 3 restarts), last exit 1 (Error): gangboost-runtime: listen on REST port 8080: address already in use"
+	if got := crashLooping(crashing); got != want {
+		t.Errorf("crashLooping = %q\nwant %q", got, want)
+	}
+	notReady := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+		Name: ContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}}
+	if got := crashLooping(notReady); got != "" {
+		t.Errorf("crashLooping of a running container = %q", got)
+	}
+}

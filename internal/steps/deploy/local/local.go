@@ -1,0 +1,401 @@
+// Package local is the deployer's local backend: it serves a model with a gangboost-runtime
+// process on this machine, on free localhost ports, with a local directory standing in for the
+// claim. The process outlives the step (its own session and process group) and is recorded in
+// $GANGBOOST_LOCAL_STATE/processes/<name>.json, where the local pipeline runner finds it to stop it.
+//
+// Deploying again under the same name is a rollout: the new version starts beside the old one,
+// the record switches to it once it is ready, and the old process is stopped after that, so a
+// client that reads the record always finds a version that serves.
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/steps/deploy"
+)
+
+// Record is one process in $GANGBOOST_LOCAL_STATE/processes/<name>.json: what the local runner
+// stops at the end of a run, and where the service answers.
+type Record struct {
+	PID  int    `json:"pid"`
+	PGID int    `json:"pgid"`
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	GRPC string `json:"grpc"`
+}
+
+// ProcessesDir is where records live under the state folder.
+func ProcessesDir(stateDir string) string { return filepath.Join(stateDir, "processes") }
+
+// RecordPath is the record of the service name.
+func RecordPath(stateDir, name string) string {
+	return filepath.Join(ProcessesDir(stateDir), name+".json")
+}
+
+// LogPath is the log of the process serving name; a version that failed to start leaves its log
+// at FailedLogPath.
+func LogPath(stateDir, name string) string {
+	return filepath.Join(ProcessesDir(stateDir), name+".log")
+}
+
+// FailedLogPath is the log of the last version of name that did not become ready.
+func FailedLogPath(stateDir, name string) string {
+	return filepath.Join(ProcessesDir(stateDir), name+".failed.log")
+}
+
+// ReadRecord reads the record of name; a missing record is os.ErrNotExist.
+func ReadRecord(stateDir, name string) (*Record, error) {
+	b, err := os.ReadFile(RecordPath(stateDir, name))
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", RecordPath(stateDir, name), err)
+	}
+	return &r, nil
+}
+
+// Backend serves models with local gangboost-runtime processes. Runtime and StateDir must be set.
+type Backend struct {
+	// Runtime is the gangboost-runtime executable: a path, or a name looked up in PATH.
+	Runtime string
+	// StateDir is $GANGBOOST_LOCAL_STATE: records and logs go to StateDir/processes.
+	StateDir string
+	// SwitchGrace is how long the old version keeps serving after the record names the new one,
+	// for clients that read the record just before; 0 means one second.
+	SwitchGrace time.Duration
+	// StopTimeout is how long a stopped version may drain before SIGKILL; 0 means 30 seconds
+	// (the runtime's own shutdown_timeout).
+	StopTimeout time.Duration
+	// LogTailLines of the runtime's log are shown when it does not become ready; 0 means 20.
+	LogTailLines int
+
+	mu      sync.Mutex
+	started map[string]*proc
+}
+
+var _ deploy.Backend = (*Backend)(nil)
+
+// proc is a runtime process Apply started; Wait makes it the served version or stops it.
+type proc struct {
+	rec     Record
+	log     string // its log file
+	dir     string // the model folder it serves
+	exited  chan struct{}
+	waitErr error // set when exited is closed
+
+	// lastReady is the last answer of /v2/health/ready; failure what ended the wait.
+	lastReady string
+	failure   string
+}
+
+// freePort is a TCP port nobody listens on at the moment.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Apply starts a gangboost-runtime process for the service in its own session, logging to a file
+// beside the records. A version already serving under the name keeps serving until Wait has the
+// new one ready.
+func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
+	if b.Runtime == "" || b.StateDir == "" {
+		return errors.New("local serving backend: Runtime (the gangboost-runtime executable) and StateDir ($GANGBOOST_LOCAL_STATE) must be set")
+	}
+	runtimeBin, err := exec.LookPath(b.Runtime)
+	if err != nil {
+		return fmt.Errorf("local service %s: runtime: %w (set GANGBOOST_BIN_DIR to the folder holding gangboost-runtime)", s.Name, err)
+	}
+	dir, err := filepath.Abs(filepath.FromSlash(s.LocalModelDir()))
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return fmt.Errorf("local service %s: model folder %s does not exist (model_uri %s is served from pvc_mount_path %s + %s): %v",
+			s.Name, dir, s.ModelURI, s.MountPath, s.ModelPath, err)
+	}
+	if err := os.MkdirAll(ProcessesDir(b.StateDir), 0o755); err != nil {
+		return fmt.Errorf("local state folder: %w", err)
+	}
+	httpPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	grpcPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	for grpcPort == httpPort {
+		if grpcPort, err = freePort(); err != nil {
+			return err
+		}
+	}
+	logFile, err := os.CreateTemp(ProcessesDir(b.StateDir), s.Name+".*.starting.log")
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(runtimeBin,
+		"--model_name", s.Name, "--model_dir", dir,
+		"--http_port", strconv.Itoa(httpPort), "--grpc_port", strconv.Itoa(grpcPort))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Dir = dir
+	// Its own session: the step's end, or a Ctrl-C in the step's terminal, does not stop the
+	// service; the local runner stops the process group it records.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		os.Remove(logFile.Name())
+		return fmt.Errorf("local service %s: start %s: %w", s.Name, runtimeBin, err)
+	}
+	p := &proc{
+		rec: Record{PID: cmd.Process.Pid, PGID: cmd.Process.Pid, Name: s.Name,
+			URL: "http://127.0.0.1:" + strconv.Itoa(httpPort), GRPC: "127.0.0.1:" + strconv.Itoa(grpcPort)},
+		log: logFile.Name(), dir: dir, exited: make(chan struct{}),
+	}
+	go func() {
+		// Reaps the process if it ends while this process lives.
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	b.mu.Lock()
+	if b.started == nil {
+		b.started = map[string]*proc{}
+	}
+	b.started[s.Name] = p
+	b.mu.Unlock()
+	return nil
+}
+
+// Wait waits for the process Apply started to answer /v2/health/ready, then records it as the
+// service and stops the version it replaces. A process that exits, or whose model fails to load
+// (the runtime then stays up but not ready, with the reason in the answer), ends the wait at
+// once; so does ctx. The process is stopped then, and the old version keeps serving.
+func (b *Backend) Wait(ctx context.Context, s *deploy.Service, progress func(string)) (*deploy.Endpoint, error) {
+	b.mu.Lock()
+	p := b.started[s.Name]
+	b.mu.Unlock()
+	if p == nil {
+		return nil, fmt.Errorf("local service %s was not started by this process", s.Name)
+	}
+	progress(fmt.Sprintf("runtime pid %d serving %s on %s (gRPC %s)", p.rec.PID, p.dir, p.rec.URL, p.rec.GRPC))
+	err := b.waitReady(ctx, p, progress)
+	if err != nil {
+		p.failure = err.Error()
+		b.stop(p.rec, p.exited)
+		failed := FailedLogPath(b.StateDir, s.Name)
+		if os.Rename(p.log, failed) == nil {
+			p.log = failed
+		}
+		return nil, err
+	}
+	old, oldErr := ReadRecord(b.StateDir, s.Name)
+	if err := writeRecord(b.StateDir, p.rec); err != nil {
+		b.stop(p.rec, p.exited)
+		return nil, err
+	}
+	// The old version's log goes with it; the new one takes the service's log name.
+	_ = os.Rename(p.log, LogPath(b.StateDir, s.Name))
+	p.log = LogPath(b.StateDir, s.Name)
+	progress(fmt.Sprintf("recorded in %s, log %s", RecordPath(b.StateDir, s.Name), p.log))
+	if oldErr == nil && old.PID != p.rec.PID && alive(old.PID) {
+		grace := b.SwitchGrace
+		if grace == 0 {
+			grace = time.Second
+		}
+		progress(fmt.Sprintf("rollout: %s now served by pid %d; stopping the previous version (pid %d, %s) after %s", s.Name, p.rec.PID, old.PID, old.URL, grace))
+		time.Sleep(grace)
+		b.stop(*old, nil)
+		progress(fmt.Sprintf("previous version (pid %d) stopped", old.PID))
+	}
+	return &deploy.Endpoint{URL: p.rec.URL, ExternalURL: p.rec.URL, GRPCAddress: p.rec.GRPC, ModelName: s.Name}, nil
+}
+
+// readyAnswer is the runtime's /v2/health/ready error body.
+type readyAnswer struct {
+	Error string `json:"error"`
+}
+
+// stillLoading is how the runtime says a model has not finished loading (runtime/registry);
+// any other not-ready answer is final: the runtime does not retry a failed load by itself.
+const stillLoading = "still loading"
+
+func (b *Backend) waitReady(ctx context.Context, p *proc, progress func(string)) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	url := p.rec.URL + "/v2/health/ready"
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	last := ""
+	report := func(state string) {
+		p.lastReady = state
+		if state != last {
+			last = state
+			progress("runtime: " + state)
+		}
+	}
+	for {
+		select {
+		case <-p.exited:
+			return fmt.Errorf("runtime pid %d exited before it was ready: %v", p.rec.PID, p.waitErr)
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-tick.C:
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			report("not listening yet")
+			continue
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			report("ready")
+			return nil
+		}
+		var ans readyAnswer
+		msg := strings.TrimSpace(string(body))
+		if json.Unmarshal(body, &ans) == nil && ans.Error != "" {
+			msg = ans.Error
+		}
+		report(fmt.Sprintf("not ready (%d): %s", resp.StatusCode, msg))
+		if resp.StatusCode == http.StatusServiceUnavailable && !strings.Contains(msg, stillLoading) {
+			return fmt.Errorf("the runtime cannot serve the model: %s", msg)
+		}
+	}
+}
+
+// Describe shows the last version's state and the tail of its log.
+func (b *Backend) Describe(ctx context.Context, s *deploy.Service) string {
+	b.mu.Lock()
+	p := b.started[s.Name]
+	b.mu.Unlock()
+	if p == nil {
+		return "no runtime process was started for " + s.Name
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "runtime pid %d (model folder %s, %s)", p.rec.PID, p.dir, p.rec.URL)
+	select {
+	case <-p.exited:
+		fmt.Fprintf(&out, " ended: %v\n", p.waitErr)
+	default:
+		out.WriteString(" still running\n")
+	}
+	if p.lastReady != "" {
+		fmt.Fprintf(&out, "last /v2/health/ready: %s\n", p.lastReady)
+	}
+	if rec, err := ReadRecord(b.StateDir, s.Name); err == nil && rec.PID != p.rec.PID && alive(rec.PID) {
+		fmt.Fprintf(&out, "the previous version (pid %d, %s) keeps serving\n", rec.PID, rec.URL)
+	}
+	n := b.LogTailLines
+	if n == 0 {
+		n = 20
+	}
+	fmt.Fprintf(&out, "log tail (%s):\n%s", p.log, tail(p.log, n))
+	return out.String()
+}
+
+// tail is the last n lines of a file.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// writeRecord replaces the record atomically: a reader sees the old or the new one, whole.
+func writeRecord(stateDir string, r Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	path := RecordPath(stateDir, r.Name)
+	tmp, err := os.CreateTemp(filepath.Dir(path), r.Name+".*.json.tmp")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("record %s: %w", path, err)
+	}
+	return nil
+}
+
+// stop sends SIGTERM to the process group (the runtime drains in-flight requests), and SIGKILL
+// when it has not ended within StopTimeout. exited, when known, is closed once it is reaped.
+func (b *Backend) stop(r Record, exited <-chan struct{}) {
+	pgid := r.PGID
+	if pgid <= 0 {
+		pgid = r.PID
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	timeout := b.StopTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if exited != nil {
+			select {
+			case <-exited:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		} else {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if exited == nil && !alive(r.PID) {
+			return
+		}
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// alive reports whether pid runs (a zombie, ended but not yet reaped by its parent, does not).
+func alive(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses; the state follows the last ')'.
+	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z'
+	}
+	return true
+}

@@ -1,0 +1,297 @@
+package launch
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/contract/modeldir"
+	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/steps/report"
+)
+
+// The launch-xgboostjob component's outputs (components/launch-xgboostjob/component.yaml).
+const (
+	OutputModel    = "model"     // system.Model, uri pvc://<claim>/models/<model>/<version>
+	OutputMetrics  = "metrics"   // system.Metrics, the final value of every metric
+	OutputModelURI = "model_uri" // the same URI as a string: tasks cannot take pvc:// artifacts
+	OutputJobName  = "job_name"
+	// OutputLearningCurve is a system.HTML page: the per-round metrics of metadata.json as line
+	// charts.
+	OutputLearningCurve = "learning_curve"
+)
+
+// trainerFlags maps component inputs to gangboost-train flags; an input without a value (or with an
+// empty one) leaves the trainer's default.
+var trainerFlags = []struct{ input, flag string }{
+	{"label", "--label"},
+	{"features", "--features"},
+	{"format", "--format"},
+	{"eval_fraction", "--eval-fraction"},
+	{"objective", "--objective"},
+	{"num_round", "--num-round"},
+	{"max_depth", "--max-depth"},
+	{"eta", "--eta"},
+	{"subsample", "--subsample"},
+	{"colsample_bytree", "--colsample-bytree"},
+	{"min_child_weight", "--min-child-weight"},
+	{"lambda", "--lambda"},
+	{"alpha", "--alpha"},
+	{"tree_method", "--tree-method"},
+	{"nthread", "--nthread"},
+	{"seed", "--seed"},
+	{"num_class", "--num-class"},
+	{"eval_metric", "--eval-metric"},
+	{"early_stopping_rounds", "--early-stopping-rounds"},
+	{"model_format", "--model-format"},
+	{"log_every", "--log-every"},
+}
+
+// Defaults are the settings a component input may leave out.
+type Defaults struct {
+	Namespace string // the namespace the step runs in
+	Image     string // the trainer image
+}
+
+// JobFromExecutor reads the component's inputs into a Job. It also returns where this process sees
+// the claim (input pvc_local_path, default pvc_mount_path), to read the model's metadata.
+func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
+	var errs []error
+	known := map[string]bool{}
+	for _, in := range Inputs {
+		known[in.Name] = true
+	}
+	for _, name := range e.ParameterNames() {
+		if !known[name] {
+			errs = append(errs, fmt.Errorf("unknown input parameter %q (the component's inputs are in component.yaml)", name))
+		}
+	}
+	str := func(name, def string) string {
+		v, err := e.String(name, def)
+		errs = append(errs, err)
+		if v == "" {
+			return def
+		}
+		return v
+	}
+	integer := func(name string, def int64) int64 {
+		v, err := e.Int(name, def)
+		errs = append(errs, err)
+		return v
+	}
+	j := &Job{
+		Identity:  Identity{RunID: str("run_id", ""), TaskName: str("task_name", "")},
+		Namespace: str("namespace", d.Namespace),
+		Image:     str("image", d.Image),
+		Workers:   int32(integer("workers", 1)),
+		Data:      Data{Train: str("train_data", ""), Eval: str("eval_data", ""), Dataset: str("dataset", "")},
+		Resources: Resources{CPU: str("cpu", "1"), Memory: str("memory", "1Gi"), GPUs: integer("gpus", 0)},
+		Claim:     str("pvc_name", ""),
+		MountPath: str("pvc_mount_path", "/mnt/pvc"),
+		ModelName: str("model_name", ""), ModelVersion: str("model_version", "v1"),
+		Port: int32(integer("master_port", 9999)),
+		Gang: Gang{
+			MinAvailable:    int32(integer("min_available", 0)),
+			Queue:           str("queue", "ml-training"),
+			PriorityClass:   str("priority_class", ""),
+			ScheduleTimeout: time.Duration(integer("schedule_timeout_seconds", 600)) * time.Second,
+		},
+		CleanPodPolicy: str("clean_pod_policy", "Running"),
+		ServiceAccount: str("service_account", ""),
+	}
+	if v := integer("backoff_limit", -1); v >= 0 {
+		n := int32(v)
+		j.BackoffLimit = &n
+	}
+	if v := integer("active_deadline_seconds", 0); v > 0 {
+		j.ActiveDeadlineSeconds = &v
+	}
+	if v := integer("ttl_seconds_after_finished", -1); v >= 0 {
+		n := int32(v)
+		j.TTLSecondsAfterFinished = &n
+	}
+	for _, f := range trainerFlags {
+		if v := str(f.input, ""); v != "" {
+			j.TrainerFlags = append(j.TrainerFlags, f.flag, v)
+		}
+	}
+	params, err := e.Struct("xgb_params")
+	errs = append(errs, err)
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		j.TrainerFlags = append(j.TrainerFlags, "--param", k+"="+params[k])
+	}
+	local := str("pvc_local_path", j.MountPath)
+	if err := errors.Join(errs...); err != nil {
+		return nil, "", err
+	}
+	if j.Namespace == "" {
+		return nil, "", errors.New("namespace: no input value and the step's own namespace is unknown")
+	}
+	if j.Image == "" {
+		return nil, "", errors.New("image: no trainer image given")
+	}
+	if j.Port <= 0 || j.Port > 65535 {
+		return nil, "", fmt.Errorf("master_port = %d, want 1-65535", j.Port)
+	}
+	j.Name = JobName(j.Identity)
+	if err := j.Validate(); err != nil {
+		return nil, "", err
+	}
+	return j, local, nil
+}
+
+// ModelURI is the model folder as KServe's storageUri: pvc://<claim>/models/<model>/<version>.
+func (j *Job) ModelURI() string { return "pvc://" + j.Claim + "/" + j.ModelPath() }
+
+// WriteOutputs records a finished job's outputs: the Model artifact (its metadata from the folder's
+// metadata.json), the final metrics, model_uri and job_name. localClaim is where this process sees
+// the claim.
+func WriteOutputs(e *kfp.Executor, j *Job, localClaim string) error {
+	dir := filepath.Join(localClaim, filepath.FromSlash(j.ModelPath()))
+	md, err := modeldir.ReadMetadata(dir)
+	if err != nil {
+		return fmt.Errorf("job %s succeeded but its model folder %s has no readable metadata (is the claim %s mounted at %s?): %w", j.Name, dir, j.Claim, localClaim, err)
+	}
+	uri := j.ModelURI()
+	final := map[string]any{}
+	for name, values := range md.Metrics {
+		if len(values) > 0 {
+			final[name] = values[len(values)-1]
+		}
+	}
+	modelMeta := map[string]any{
+		"framework":       "xgboost",
+		"model_file":      md.ModelFile,
+		"model_sha256":    md.ModelSHA256,
+		"objective":       md.Objective,
+		"num_features":    md.NumFeatures,
+		"rounds":          md.Rounds,
+		"best_iteration":  md.BestIteration,
+		"xgboost_version": md.XGBoostVersion,
+		"world_size":      md.WorldSize,
+		"job_name":        j.Name,
+	}
+	if len(md.Classes) > 0 {
+		classes := make([]any, len(md.Classes))
+		for i, c := range md.Classes {
+			classes[i] = c
+		}
+		modelMeta["classes"] = classes
+	}
+	if err := e.SetArtifact(OutputModel, uri, modelMeta); err != nil {
+		return err
+	}
+	if err := e.SetArtifact(OutputMetrics, "", final); err != nil {
+		return err
+	}
+	if err := writeLearningCurve(e, md, uri); err != nil {
+		return err
+	}
+	if err := e.SetParameter(OutputModelURI, uri); err != nil {
+		return err
+	}
+	if err := e.SetParameter(OutputJobName, j.Name); err != nil {
+		return err
+	}
+	return e.WriteOutput()
+}
+
+// writeLearningCurve writes the learning_curve page to its artifact's path (KFP uploads it and
+// the UI shows it).
+func writeLearningCurve(e *kfp.Executor, md *modeldir.Metadata, uri string) error {
+	if err := e.SetArtifact(OutputLearningCurve, "", map[string]any{"rounds": md.Rounds}); err != nil {
+		return err
+	}
+	p, err := e.OutputArtifactPath(OutputLearningCurve)
+	if err != nil {
+		return err
+	}
+	page := report.LearningCurve("Learning curve of "+uri, md.Metrics,
+		[2]string{"objective", md.Objective}, [2]string{"rounds", strconv.Itoa(md.Rounds)},
+		[2]string{"best iteration", strconv.Itoa(md.BestIteration)}, [2]string{"workers (world size)", strconv.Itoa(md.WorldSize)})
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("write artifact %s: %w", OutputLearningCurve, err)
+	}
+	if err := os.WriteFile(p, page, 0o644); err != nil {
+		return fmt.Errorf("write artifact %s: %w", OutputLearningCurve, err)
+	}
+	return nil
+}
+
+// Inputs are the component's input parameters, in the order component.yaml documents them.
+var Inputs = []kfp.Input{
+	{Name: "run_id", Type: kfp.String, Description: "the run's UUID: the pipeline passes {{$.pipeline_job_uuid}}"},
+	{Name: "task_name", Type: kfp.String, Description: "the task's name: the pipeline passes {{$.pipeline_task_name}}"},
+	{Name: "model_name", Type: kfp.String, Description: "the model goes to models/<model_name>/<model_version> on the claim"},
+	{Name: "model_version", Type: kfp.String, Default: "v1"},
+	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding data and models"},
+	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where the trainer pods mount the claim"},
+	{Name: "pvc_local_path", Type: kfp.String, Default: "", Description: "where this step sees the claim (its pvcMount); default pvc_mount_path"},
+	{Name: "train_data", Type: kfp.String, Default: "", Description: "training data: a path on the claim, e.g. datasets/iris/train.csv"},
+	{Name: "eval_data", Type: kfp.String, Default: "", Description: "evaluation data: a path on the claim"},
+	{Name: "dataset", Type: kfp.String, Default: "", Description: "a built-in data set (iris) instead of train_data"},
+	{Name: "label", Type: kfp.String, Default: "", Description: "label column"},
+	{Name: "features", Type: kfp.String, Default: "", Description: "feature columns (a,b,c); default all but the label"},
+	{Name: "format", Type: kfp.String, Default: "", Description: "csv or libsvm; default from the extension"},
+	{Name: "eval_fraction", Type: kfp.String, Default: "", Description: "without eval_data, the fraction of rows held out for evaluation"},
+	{Name: "objective", Type: kfp.String, Default: "reg:squarederror"},
+	{Name: "num_round", Type: kfp.Integer, Default: 100},
+	{Name: "max_depth", Type: kfp.String, Default: "", Description: "empty: XGBoost's default"},
+	{Name: "eta", Type: kfp.String, Default: "", Description: "empty: XGBoost's default"},
+	{Name: "subsample", Type: kfp.String, Default: "", Description: "empty: XGBoost's default"},
+	{Name: "colsample_bytree", Type: kfp.String, Default: "", Description: "empty: XGBoost's default"},
+	{Name: "min_child_weight", Type: kfp.String, Default: "", Description: "empty: XGBoost's default"},
+	{Name: "lambda", Type: kfp.String, Default: "", Description: "empty: XGBoost's default"},
+	{Name: "alpha", Type: kfp.String, Default: "", Description: "empty: XGBoost's default"},
+	{Name: "tree_method", Type: kfp.String, Default: "hist"},
+	{Name: "nthread", Type: kfp.Integer, Default: 0, Description: "threads per replica; 0 all cores"},
+	{Name: "seed", Type: kfp.Integer, Default: 0},
+	{Name: "num_class", Type: kfp.String, Default: "", Description: "classes for multi:*; default from the labels"},
+	{Name: "eval_metric", Type: kfp.String, Default: "", Description: "a,b; default the objective's"},
+	{Name: "early_stopping_rounds", Type: kfp.Integer, Default: 0, Description: "0 off"},
+	{Name: "model_format", Type: kfp.String, Default: "json", Description: "json or ubj"},
+	{Name: "log_every", Type: kfp.Integer, Default: 1, Description: "log metrics every K rounds"},
+	{Name: "xgb_params", Type: kfp.Struct, Default: map[string]any{}, Description: "any other XGBoost parameter, as {key: value}"},
+	{Name: "namespace", Type: kfp.String, Default: "", Description: "where the job runs; default this step's namespace"},
+	{Name: "image", Type: kfp.String, Default: "", Description: "trainer image; default this component's image"},
+	{Name: "service_account", Type: kfp.String, Default: "", Description: "service account of the trainer pods"},
+	{Name: "workers", Type: kfp.Integer, Default: 1, Description: "Workers besides the Master"},
+	{Name: "cpu", Type: kfp.String, Default: "1", Description: "CPU per replica (requests = limits)"},
+	{Name: "memory", Type: kfp.String, Default: "1Gi", Description: "memory per replica"},
+	{Name: "gpus", Type: kfp.Integer, Default: 0, Description: "nvidia.com/gpu per replica"},
+	{Name: "master_port", Type: kfp.Integer, Default: 9999, Description: "the Master's port (MASTER_PORT)"},
+	{Name: "min_available", Type: kfp.Integer, Default: 0, Description: "replicas the gang needs placed together; 0 all"},
+	{Name: "queue", Type: kfp.String, Default: "ml-training", Description: "Volcano queue"},
+	{Name: "priority_class", Type: kfp.String, Default: "gangboost-training", Description: "priority class of the PodGroup and the pods"},
+	{Name: "schedule_timeout_seconds", Type: kfp.Integer, Default: 600, Description: "how long the gang may wait to be placed before the job is deleted and the step fails; 0 forever"},
+	{Name: "clean_pod_policy", Type: kfp.String, Default: "Running", Description: "All, Running or None"},
+	{Name: "backoff_limit", Type: kfp.Integer, Default: 0},
+	{Name: "active_deadline_seconds", Type: kfp.Integer, Default: 0, Description: "0 none"},
+	{Name: "ttl_seconds_after_finished", Type: kfp.Integer, Default: -1, Description: "-1 keep the finished job"},
+}
+
+// Component is the launch-xgboostjob component run from image; component.yaml is generated from it.
+func Component(image string) *kfp.Component {
+	return &kfp.Component{
+		Name:        "launch-xgboostjob",
+		Description: "Trains an XGBoost model as a gang-scheduled XGBoostJob (Training Operator v1 + Volcano) and outputs it as a Model artifact and model_uri.",
+		Image:       image,
+		Inputs:      Inputs,
+		Outputs: []kfp.Output{
+			{Name: OutputModel, Artifact: "system.Model"},
+			{Name: OutputMetrics, Artifact: "system.Metrics"},
+			{Name: OutputLearningCurve, Artifact: "system.HTML", Description: "the metrics per round as line charts"},
+			{Name: OutputModelURI, Type: kfp.String},
+			{Name: OutputJobName, Type: kfp.String},
+		},
+	}
+}

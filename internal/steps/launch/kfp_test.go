@@ -1,0 +1,124 @@
+package launch
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gangboost/gangboost/internal/contract/modeldir"
+	"github.com/gangboost/gangboost/internal/kfp"
+)
+
+func executor(t *testing.T, params map[string]any, dir string) *kfp.Executor {
+	t.Helper()
+	in := map[string]any{
+		"inputs": map[string]any{"parameterValues": params},
+		"outputs": map[string]any{
+			"parameters": map[string]any{
+				OutputModelURI: map[string]any{"outputFile": filepath.Join(dir, "model_uri")},
+				OutputJobName:  map[string]any{"outputFile": filepath.Join(dir, "job_name")},
+			},
+			"artifacts": map[string]any{
+				OutputModel:         map[string]any{"artifacts": []any{map[string]any{"uri": "minio://b/model"}}},
+				OutputMetrics:       map[string]any{"artifacts": []any{map[string]any{"uri": "minio://b/metrics"}}},
+				OutputLearningCurve: map[string]any{"artifacts": []any{map[string]any{"uri": "file://" + filepath.Join(dir, "learning_curve")}}},
+			},
+			"outputFile": filepath.Join(dir, "executor_output.json"),
+		},
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kfp.ParseExecutorInput(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestJobFromExecutor(t *testing.T) {
+	base := func() map[string]any {
+		return map[string]any{"run_id": "r1", "task_name": "train", "model_name": "iris", "pvc_name": "models",
+			"train_data": "datasets/iris/train.csv", "objective": "multi:softprob", "num_round": 20, "eta": "",
+			"xgb_params": map[string]any{"max_bin": 64, "grow_policy": "lossguide"}, "workers": 2, "gpus": 1,
+			"ttl_seconds_after_finished": -1, "backoff_limit": 0}
+	}
+	j, local, err := JobFromExecutor(executor(t, base(), t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Name != JobName(Identity{"r1", "train"}) || j.Namespace != "ml" || j.Workers != 2 || j.Resources.GPUs != 1 || local != "/mnt/pvc" {
+		t.Errorf("job = %+v, local %s", j, local)
+	}
+	if j.TTLSecondsAfterFinished != nil || j.BackoffLimit == nil || *j.BackoffLimit != 0 {
+		t.Errorf("run policy: ttl %v backoff %v", j.TTLSecondsAfterFinished, j.BackoffLimit)
+	}
+	got := strings.Join(j.TrainerArgs("/mnt/pvc"), " ")
+	want := "--train /mnt/pvc/datasets/iris/train.csv --objective multi:softprob --num-round 20 --param grow_policy=lossguide --param max_bin=64 --model-dir /mnt/pvc/models/iris/v1"
+	if got != want {
+		t.Errorf("trainer args = %q\nwant %q", got, want)
+	}
+
+	for _, tc := range []struct {
+		name string
+		set  map[string]any
+		want string
+	}{
+		{"unknown input", map[string]any{"num_rounds": 3}, `unknown input parameter "num_rounds"`},
+		{"not an integer", map[string]any{"workers": 1.5}, `"workers": want an integer`},
+		{"no run id", map[string]any{"run_id": ""}, "pipeline_job_uuid"},
+		{"bad port", map[string]any{"master_port": 70000}, "master_port"},
+	} {
+		p := base()
+		for k, v := range tc.set {
+			p[k] = v
+		}
+		_, _, err := JobFromExecutor(executor(t, p, t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestWriteOutputs(t *testing.T) {
+	claim, out := t.TempDir(), t.TempDir()
+	e := executor(t, map[string]any{}, out)
+	j := &Job{Name: "train-abc", Claim: "models", ModelName: "iris", ModelVersion: "v1"}
+	if err := WriteOutputs(e, j, claim); err == nil || !strings.Contains(err.Error(), "metadata") {
+		t.Errorf("WriteOutputs without a model folder: %v", err)
+	}
+	dir := filepath.Join(claim, "models", "iris", "v1")
+	md := &modeldir.Metadata{Objective: "multi:softprob", Rounds: 3, Classes: []string{"a", "b", "c"}, WorldSize: 2,
+		Metrics: map[string][]float64{"eval-mlogloss": {0.9, 0.5, 0.3}, "train-mlogloss": {0.8, 0.4, 0.2}}}
+	if err := modeldir.Publish(dir, modeldir.ModelFileName(modeldir.FormatJSON), []byte(`{"learner":{}}`), md); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteOutputs(e, j, claim); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "executor_output.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := kfp.ParseExecutorOutput(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uri := o.GetArtifacts()[OutputModel].GetArtifacts()[0].GetUri(); uri != "pvc://models/models/iris/v1" {
+		t.Errorf("model uri = %s", uri)
+	}
+	m := o.GetArtifacts()[OutputMetrics].GetArtifacts()[0].GetMetadata().GetFields()
+	if m["eval-mlogloss"].GetNumberValue() != 0.3 || m["train-mlogloss"].GetNumberValue() != 0.2 {
+		t.Errorf("metrics = %v, want the final values", m)
+	}
+	page, err := os.ReadFile(filepath.Join(out, "learning_curve"))
+	if err != nil || strings.Count(string(page), "<svg") != 1 || strings.Count(string(page), "<polyline") != 2 {
+		t.Errorf("learning_curve: %v\n%s", err, page)
+	}
+	if o.GetParameterValues()[OutputJobName].GetStringValue() != "train-abc" {
+		t.Errorf("job_name = %v", o.GetParameterValues()[OutputJobName])
+	}
+}

@@ -1,0 +1,128 @@
+// Package kube is the launcher's Kubernetes backend: it runs a launch.Job as a Kubeflow Training
+// Operator v1 XGBoostJob gang-scheduled by Volcano, adopts the job an earlier attempt of the same
+// step created, and follows the job, its PodGroup and its pods through informers.
+package kube
+
+import (
+	"fmt"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gangboost/gangboost/internal/steps/launch"
+)
+
+// Labels and annotations the backend puts on its jobs.
+const (
+	// RunIDAnnotation and TaskNameAnnotation name the step that created a job: a job is adopted
+	// only when both match.
+	RunIDAnnotation    = "gangboost.dev/run-id"
+	TaskNameAnnotation = "gangboost.dev/task-name"
+	ManagedByLabel     = "app.kubernetes.io/managed-by"
+	ManagedBy          = "gangboost-launch-xgboostjob"
+	// JobNameLabel is the label the Training Operator puts on a job's pods.
+	JobNameLabel = "training.kubeflow.org/job-name"
+	// GPUResource is the extended resource of NVIDIA's device plugin.
+	GPUResource corev1.ResourceName = "nvidia.com/gpu"
+	// TrainerCommand is the trainer's executable in the image.
+	TrainerCommand = "gangboost-train"
+	volumeName     = "model-store"
+)
+
+// XGBoostJob builds the kubeflow.org/v1 XGBoostJob of a job: a Master and j.Workers Workers running
+// gangboost-train with the claim mounted, gang-scheduled by runPolicy.schedulingPolicy.
+func XGBoostJob(j *launch.Job) (*kubeflowv1.XGBoostJob, error) {
+	res := corev1.ResourceList{}
+	if j.Resources.CPU != "" {
+		q, err := resource.ParseQuantity(j.Resources.CPU)
+		if err != nil {
+			return nil, fmt.Errorf("cpu %q: %w", j.Resources.CPU, err)
+		}
+		res[corev1.ResourceCPU] = q
+	}
+	if j.Resources.Memory != "" {
+		q, err := resource.ParseQuantity(j.Resources.Memory)
+		if err != nil {
+			return nil, fmt.Errorf("memory %q: %w", j.Resources.Memory, err)
+		}
+		res[corev1.ResourceMemory] = q
+	}
+	if j.Resources.GPUs < 0 {
+		return nil, fmt.Errorf("gpus = %d, want >= 0", j.Resources.GPUs)
+	}
+	if j.Resources.GPUs > 0 {
+		res[GPUResource] = *resource.NewQuantity(j.Resources.GPUs, resource.DecimalSI)
+	}
+	labels := map[string]string{ManagedByLabel: ManagedBy}
+	template := func() corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{
+				ServiceAccountName: j.ServiceAccount,
+				PriorityClassName:  j.Gang.PriorityClass,
+				Containers: []corev1.Container{{
+					// The operator finds the container by this name (and the port by its name).
+					Name:    kubeflowv1.XGBoostJobDefaultContainerName,
+					Image:   j.Image,
+					Command: []string{TrainerCommand},
+					Args:    j.TrainerArgs(j.MountPath),
+					Ports: []corev1.ContainerPort{{
+						Name: kubeflowv1.XGBoostJobDefaultPortName, ContainerPort: j.Port, Protocol: corev1.ProtocolTCP,
+					}},
+					Resources:    corev1.ResourceRequirements{Requests: res.DeepCopy(), Limits: res.DeepCopy()},
+					VolumeMounts: []corev1.VolumeMount{{Name: volumeName, MountPath: j.MountPath}},
+					// A failing rank's last lines become the container's termination
+					// message, which the launcher prints even when logs are gone.
+					TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				}},
+				Volumes: []corev1.Volume{{Name: volumeName, VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: j.Claim},
+				}}},
+			},
+		}
+	}
+	one := int32(1)
+	specs := map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec{
+		// A rank that dies takes the collective with it: restarting one pod cannot rejoin it.
+		kubeflowv1.XGBoostJobReplicaTypeMaster: {Replicas: &one, RestartPolicy: kubeflowv1.RestartPolicyNever, Template: template()},
+	}
+	if j.Workers > 0 {
+		w := j.Workers
+		specs[kubeflowv1.XGBoostJobReplicaTypeWorker] = &kubeflowv1.ReplicaSpec{Replicas: &w, RestartPolicy: kubeflowv1.RestartPolicyNever, Template: template()}
+	}
+	minAvailable := j.MinAvailable()
+	sp := &kubeflowv1.SchedulingPolicy{
+		MinAvailable:  &minAvailable,
+		Queue:         j.Gang.Queue,
+		PriorityClass: j.Gang.PriorityClass,
+	}
+	if j.Gang.ScheduleTimeout > 0 {
+		s := int32(j.Gang.ScheduleTimeout.Seconds())
+		sp.ScheduleTimeoutSeconds = &s
+	}
+	rp := kubeflowv1.RunPolicy{
+		SchedulingPolicy:        sp,
+		BackoffLimit:            j.BackoffLimit,
+		ActiveDeadlineSeconds:   j.ActiveDeadlineSeconds,
+		TTLSecondsAfterFinished: j.TTLSecondsAfterFinished,
+	}
+	if j.CleanPodPolicy != "" {
+		p := kubeflowv1.CleanPodPolicy(j.CleanPodPolicy)
+		rp.CleanPodPolicy = &p
+	}
+	return &kubeflowv1.XGBoostJob{
+		TypeMeta: metav1.TypeMeta{APIVersion: kubeflowv1.SchemeGroupVersion.String(), Kind: kubeflowv1.XGBoostJobKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      j.Name,
+			Namespace: j.Namespace,
+			Labels:    labels,
+			Annotations: map[string]string{
+				RunIDAnnotation:    j.Identity.RunID,
+				TaskNameAnnotation: j.Identity.TaskName,
+			},
+		},
+		Spec: kubeflowv1.XGBoostJobSpec{RunPolicy: rp, XGBReplicaSpecs: specs},
+	}, nil
+}

@@ -1,0 +1,168 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/gangboost/gangboost/internal/steps/launch"
+)
+
+func TestXGBoostJob(t *testing.T) {
+	deadline := int64(3600)
+	backoff := int32(0)
+	id := launch.Identity{RunID: "4b0c5a34-2f0e-4c55-9a39-0d8a2c1b7e11", TaskName: "launch-xgboostjob"}
+	j := &launch.Job{
+		Name: launch.JobName(id), Namespace: "ml", Identity: id, Image: "gangboost:0.1.0", Workers: 2,
+		Data: launch.Data{Train: "datasets/iris/train.csv"}, TrainerFlags: []string{"--num-round", "20"},
+		Resources: launch.Resources{CPU: "2", Memory: "4Gi", GPUs: 1},
+		Claim:     "gangboost-models", MountPath: "/mnt/pvc", ModelName: "iris", ModelVersion: "v1", Port: 9999,
+		Gang:           launch.Gang{Queue: "ml-training", PriorityClass: "gangboost-training", ScheduleTimeout: 10 * time.Minute},
+		CleanPodPolicy: "Running", BackoffLimit: &backoff, ActiveDeadlineSeconds: &deadline,
+	}
+	xj, err := XGBoostJob(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if xj.Annotations[RunIDAnnotation] != id.RunID || xj.Annotations[TaskNameAnnotation] != id.TaskName {
+		t.Errorf("annotations = %v", xj.Annotations)
+	}
+	sp := xj.Spec.RunPolicy.SchedulingPolicy
+	if *sp.MinAvailable != 3 || sp.Queue != "ml-training" || sp.PriorityClass != "gangboost-training" || *sp.ScheduleTimeoutSeconds != 600 {
+		t.Errorf("schedulingPolicy = %+v", sp)
+	}
+	rp := xj.Spec.RunPolicy
+	if *rp.CleanPodPolicy != kubeflowv1.CleanPodPolicyRunning || *rp.BackoffLimit != 0 || *rp.ActiveDeadlineSeconds != 3600 || rp.TTLSecondsAfterFinished != nil {
+		t.Errorf("runPolicy = %+v", rp)
+	}
+	master, worker := xj.Spec.XGBReplicaSpecs[kubeflowv1.XGBoostJobReplicaTypeMaster], xj.Spec.XGBReplicaSpecs[kubeflowv1.XGBoostJobReplicaTypeWorker]
+	if *master.Replicas != 1 || *worker.Replicas != 2 {
+		t.Fatalf("replicas: master %d, worker %d", *master.Replicas, *worker.Replicas)
+	}
+	c := worker.Template.Spec.Containers[0]
+	if c.Name != "xgboost" || c.Ports[0].Name != "xgboostjob-port" || c.Ports[0].ContainerPort != 9999 {
+		t.Errorf("container %s, port %+v", c.Name, c.Ports)
+	}
+	if got := strings.Join(append(c.Command, c.Args...), " "); got != "gangboost-train --train /mnt/pvc/datasets/iris/train.csv --num-round 20 --model-dir /mnt/pvc/models/iris/v1" {
+		t.Errorf("command = %q", got)
+	}
+	if g := c.Resources.Limits[GPUResource]; g.Value() != 1 {
+		t.Errorf("gpu limit = %v", g)
+	}
+	if cpu := c.Resources.Requests[corev1.ResourceCPU]; cpu.String() != "2" {
+		t.Errorf("cpu request = %v", cpu)
+	}
+	if v := worker.Template.Spec.Volumes[0]; v.PersistentVolumeClaim.ClaimName != "gangboost-models" || c.VolumeMounts[0].MountPath != "/mnt/pvc" {
+		t.Errorf("volume %+v mount %+v", v, c.VolumeMounts)
+	}
+	if worker.Template.Spec.PriorityClassName != "gangboost-training" {
+		t.Errorf("pod priority class = %q", worker.Template.Spec.PriorityClassName)
+	}
+
+	j.Resources.Memory = "lots"
+	if _, err := XGBoostJob(j); err == nil || !strings.Contains(err.Error(), "memory") {
+		t.Errorf("bad memory: %v", err)
+	}
+}
+
+func TestWaitReason(t *testing.T) {
+	nodes := "0/2 nodes are unavailable: 2 Insufficient nvidia.com/gpu"
+	gang := "1/1 tasks in gang unschedulable: pod group is not ready, 1 Pending, 1 minAvailable; Pending: 1 Unschedulable. Origin reason is x-master-0: " + nodes + "."
+	quota := corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: "PodGroup"}, Reason: "Unschedulable", Message: "queue resource quota insufficient"}
+	pg := func(phase schedulingv1beta1.PodGroupPhase, msgs ...string) *schedulingv1beta1.PodGroup {
+		p := &schedulingv1beta1.PodGroup{Status: schedulingv1beta1.PodGroupStatus{Phase: phase}}
+		for i, m := range msgs {
+			p.Status.Conditions = append(p.Status.Conditions, schedulingv1beta1.PodGroupCondition{
+				Type: schedulingv1beta1.PodGroupUnschedulableType, Status: corev1.ConditionTrue, Message: m,
+				LastTransitionTime: metav1.NewTime(time.Unix(int64(100+i), 0))})
+		}
+		return p
+	}
+	tests := []struct {
+		name   string
+		pg     *schedulingv1beta1.PodGroup
+		events []corev1.Event
+		pods   int
+		podWhy []string
+		want   string
+	}{
+		{"pods only", nil, nil, 1, []string{nodes}, nodes},
+		{"newest condition, pod message not repeated", pg(schedulingv1beta1.PodGroupInqueue, "1/0 tasks in gang unschedulable", gang), nil, 1, []string{nodes}, strings.TrimSuffix(gang, ".")},
+		{"queue quota event", pg(schedulingv1beta1.PodGroupPending), []corev1.Event{quota}, 0, nil, "queue resource quota insufficient"},
+		{"queue quota event with the gang's needs", func() *schedulingv1beta1.PodGroup {
+			p := pg(schedulingv1beta1.PodGroupPending)
+			p.Spec = schedulingv1beta1.PodGroupSpec{MinMember: 3, Queue: "ml-training", MinResources: &corev1.ResourceList{
+				GPUResource: resource.MustParse("3"), corev1.ResourceCPU: resource.MustParse("3")}}
+			return p
+		}(), []corev1.Event{quota}, 0, nil, "queue resource quota insufficient (the gang of 3 needs cpu 3, nvidia.com/gpu 3 in queue ml-training)"},
+		{"admitted, pods not created yet", pg(schedulingv1beta1.PodGroupInqueue, "2/0 tasks in gang unschedulable"), nil, 0, nil, ""},
+		{"event from before the pods", pg(schedulingv1beta1.PodGroupInqueue), []corev1.Event{{InvolvedObject: corev1.ObjectReference{Kind: "PodGroup"}, Reason: "Unschedulable", Message: "0/0 tasks in gang unschedulable: pod group is not ready, 1 minAvailable"}}, 1, nil, ""},
+		{"condition from before the pods", pg(schedulingv1beta1.PodGroupInqueue, "2/0 tasks in gang unschedulable: pod group is not ready, 2 minAvailable"), nil, 2, nil, ""},
+	}
+	for _, tc := range tests {
+		got := waitReason(tc.pg, tc.pg != nil, tc.events, tc.pods, tc.podWhy)
+		if got != tc.want {
+			t.Errorf("%s: waitReason = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestQueueRoom(t *testing.T) {
+	q := &schedulingv1beta1.Queue{
+		ObjectMeta: metav1.ObjectMeta{Name: "ml-training"},
+		Spec: schedulingv1beta1.QueueSpec{Capability: corev1.ResourceList{
+			GPUResource: resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("4")}},
+		Status: schedulingv1beta1.QueueStatus{State: schedulingv1beta1.QueueStateOpen, Allocated: corev1.ResourceList{
+			GPUResource: resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("3500m")}},
+	}
+	need := corev1.ResourceList{GPUResource: resource.MustParse("3"), corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("3Gi")}
+	cluster := corev1.ResourceList{GPUResource: resource.MustParse("2"), corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi")}
+	want := "queue ml-training has cpu 500m free (capability 4, cluster 16, allocated 3500m), " +
+		"memory 64Gi free (capability none, cluster 64Gi, allocated 0), " +
+		"nvidia.com/gpu 1 free (capability 8, cluster 2, allocated 1)"
+	if got := queueRoom(q, need, cluster); got != want {
+		t.Errorf("queueRoom =\n%q, want\n%q", got, want)
+	}
+	q.Status.State = schedulingv1beta1.QueueStateClosed
+	q.Status.Allocated[GPUResource] = resource.MustParse("5")
+	if got := queueRoom(q, corev1.ResourceList{GPUResource: resource.MustParse("1")}, cluster); got != "queue ml-training (Closed) has nvidia.com/gpu 0 free (capability 8, cluster 2, allocated 5)" {
+		t.Errorf("closed, over-allocated queue: %q", got)
+	}
+}
+
+// TestQueueRoomUnreadable: without the queue reader ClusterRole the first wait reason says the
+// room is unknown and why, and the queue is not asked again.
+func TestQueueRoomUnreadable(t *testing.T) {
+	s, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gets := 0
+	c := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			gets++
+			return apierrors.NewForbidden(schema.GroupResource{Group: "scheduling.volcano.sh", Resource: "queues"}, key.Name, errors.New("no RBAC"))
+		},
+	}).Build()
+	w := &watcher{b: &Backend{client: c}}
+	pg := &schedulingv1beta1.PodGroup{Spec: schedulingv1beta1.PodGroupSpec{Queue: "ml-training", MinResources: &corev1.ResourceList{GPUResource: resource.MustParse("1")}}}
+	if got := w.queueRoom(context.Background(), pg); !strings.Contains(got, "queue ml-training's room unknown") || !strings.Contains(got, "forbidden") {
+		t.Errorf("first reason part %q", got)
+	}
+	if got := w.queueRoom(context.Background(), pg); got != "" || gets != 1 {
+		t.Errorf("second call %q after %d reads, want nothing and one read", got, gets)
+	}
+}

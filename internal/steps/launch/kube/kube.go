@@ -1,0 +1,489 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/gangboost/gangboost/internal/kube/kubecfg"
+	"github.com/gangboost/gangboost/internal/kube/kubewatch"
+	"github.com/gangboost/gangboost/internal/steps/launch"
+)
+
+// Backend runs jobs as XGBoostJobs on a cluster.
+type Backend struct {
+	config *rest.Config
+	scheme *runtime.Scheme
+	client client.Client
+	kube   kubernetes.Interface
+	// LogTailLines of a failing pod's log are printed (when the log can be read).
+	LogTailLines int64
+}
+
+var _ launch.Backend = (*Backend)(nil)
+
+// Scheme knows the types the backend reads and writes.
+func Scheme() (*runtime.Scheme, error) {
+	return kubecfg.Scheme(kubeflowv1.AddToScheme, schedulingv1beta1.AddToScheme)
+}
+
+// New returns a backend talking to the cluster of cfg.
+func New(cfg *rest.Config) (*Backend, error) {
+	s, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := kubecfg.Client(cfg, s)
+	if err != nil {
+		return nil, err
+	}
+	k, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return &Backend{config: cfg, scheme: s, client: c, kube: k, LogTailLines: 20}, nil
+}
+
+// Start creates the job's XGBoostJob, or adopts the one an earlier attempt of the same step (same
+// run and task annotations) created. A job of that name created by anything else is refused.
+func (b *Backend) Start(ctx context.Context, j *launch.Job) (launch.Started, error) {
+	xj, err := XGBoostJob(j)
+	if err != nil {
+		return launch.Started{}, fmt.Errorf("build XGBoostJob %s: %w", j.Name, err)
+	}
+	// creationTimestamp has whole seconds: a new job's deadline counts from the local clock.
+	before := time.Now()
+	err = b.client.Create(ctx, xj)
+	if err == nil {
+		return launch.Started{Created: before}, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return launch.Started{}, fmt.Errorf("create XGBoostJob %s/%s: %w", j.Namespace, j.Name, err)
+	}
+	var cur kubeflowv1.XGBoostJob
+	if err := b.client.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name}, &cur); err != nil {
+		return launch.Started{}, fmt.Errorf("XGBoostJob %s/%s exists but cannot be read to adopt it: %w", j.Namespace, j.Name, err)
+	}
+	run, task := cur.Annotations[RunIDAnnotation], cur.Annotations[TaskNameAnnotation]
+	if run != j.Identity.RunID || task != j.Identity.TaskName {
+		return launch.Started{}, fmt.Errorf("XGBoostJob %s/%s exists but was not created by %s (its %s is %q, %s %q): refusing to adopt it; delete it or rename the task",
+			j.Namespace, j.Name, j.Identity, RunIDAnnotation, run, TaskNameAnnotation, task)
+	}
+	if cur.DeletionTimestamp != nil {
+		return launch.Started{}, fmt.Errorf("XGBoostJob %s/%s of %s is being deleted: retry the step once it is gone", j.Namespace, j.Name, j.Identity)
+	}
+	return launch.Started{Adopted: true, Created: cur.CreationTimestamp.Time}, nil
+}
+
+// Delete deletes the job; the garbage collector removes its pods and PodGroup.
+func (b *Backend) Delete(ctx context.Context, j *launch.Job) error {
+	xj := &kubeflowv1.XGBoostJob{ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: j.Name}}
+	err := b.client.Delete(ctx, xj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete XGBoostJob %s/%s: %w", j.Namespace, j.Name, err)
+	}
+	return nil
+}
+
+// Watch follows the job through informers on the job, its PodGroup (the operator names it after
+// the job), its pods and the events about the job and the PodGroup, until the job succeeds or fails.
+func (b *Backend) Watch(ctx context.Context, j *launch.Job, progress func(launch.Progress)) error {
+	byName := fields.OneTermEqualSelector("metadata.name", j.Name)
+	var w *watcher
+	return kubewatch.Follow(ctx, b.config, b.scheme, kubewatch.Informers{
+		Namespace: j.Namespace,
+		ByObject: map[client.Object]cache.ByObject{
+			&kubeflowv1.XGBoostJob{}:      {Field: byName},
+			&schedulingv1beta1.PodGroup{}: {Field: byName},
+			&corev1.Pod{}:                 {Label: labels.SelectorFromSet(labels.Set{JobNameLabel: j.Name})},
+			&corev1.Event{}:               {Field: fields.OneTermEqualSelector("involvedObject.name", j.Name)},
+		},
+		What:  fmt.Sprintf("XGBoostJob %s/%s", j.Namespace, j.Name),
+		Needs: "xgboostjobs, podgroups, pods and events",
+	}, func(ctx context.Context, r client.Reader) (bool, error) {
+		if w == nil {
+			w = &watcher{b: b, j: j, r: r, progress: progress, failures: map[string]string{}}
+		}
+		return w.observe(ctx)
+	})
+}
+
+// watcher turns what the informers hold into progress lines, once per change.
+type watcher struct {
+	b        *Backend
+	j        *launch.Job
+	r        client.Reader
+	progress func(launch.Progress)
+
+	seenJob              bool
+	lastPhase, lastBound string
+	lastWaiting          string
+	conditions           []string // job conditions printed, in order
+	started              bool
+	// failures of pods seen failing, by pod name, kept in case the pods are cleaned up.
+	failures map[string]string
+	// queueUnreadable is set once the queue or the nodes could not be read (the service
+	// account lacks the ClusterRole): wait reasons go on without the queue's room.
+	queueUnreadable bool
+}
+
+// queueRoom says how much of what the gang needs its queue can still get, read when a wait
+// reason changes: Volcano admits a gang only when its minResources fit the queue's capability
+// (capped by what the cluster's nodes have) less what the queue's running pods hold. Both are
+// cluster-scoped reads (the ClusterRole in manifests/rbac/launch-xgboostjob.yaml); without
+// them the reason says so once and then goes without.
+func (w *watcher) queueRoom(ctx context.Context, pg *schedulingv1beta1.PodGroup) string {
+	if w.queueUnreadable || pg.Spec.Queue == "" || pg.Spec.MinResources == nil {
+		return ""
+	}
+	var q schedulingv1beta1.Queue
+	err := w.b.client.Get(ctx, client.ObjectKey{Name: pg.Spec.Queue}, &q)
+	var nodes corev1.NodeList
+	if err == nil {
+		err = w.b.client.List(ctx, &nodes)
+	}
+	if err != nil {
+		w.queueUnreadable = true
+		return fmt.Sprintf("queue %s's room unknown: %v", pg.Spec.Queue, err)
+	}
+	allocatable := corev1.ResourceList{}
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable {
+			continue
+		}
+		for name, v := range n.Status.Allocatable {
+			sum := allocatable[name]
+			sum.Add(v)
+			allocatable[name] = sum
+		}
+	}
+	return queueRoom(&q, *pg.Spec.MinResources, allocatable)
+}
+
+// queueRoom is, for each resource the gang needs: the queue's room (its capability, or the
+// cluster's allocatable when that is less or the queue sets no cap, less the queue's allocated),
+// e.g. "queue ml-training (Open) has nvidia.com/gpu 2 free (capability 8, cluster 2, allocated 0)".
+func queueRoom(q *schedulingv1beta1.Queue, need, cluster corev1.ResourceList) string {
+	names := make([]string, 0, len(need))
+	for n := range need {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, n := range names {
+		name := corev1.ResourceName(n)
+		limit, capped := q.Spec.Capability[name]
+		total, known := cluster[name]
+		if !known {
+			total = resource.Quantity{}
+		}
+		room := total.DeepCopy()
+		if capped && limit.Cmp(total) < 0 {
+			room = limit.DeepCopy()
+		}
+		allocated := q.Status.Allocated[name]
+		room.Sub(allocated)
+		if room.Sign() < 0 {
+			room = resource.Quantity{}
+		}
+		capText := "none"
+		if capped {
+			capText = limit.String()
+		}
+		parts = append(parts, fmt.Sprintf("%s %s free (capability %s, cluster %s, allocated %s)", n, room.String(), capText, total.String(), allocated.String()))
+	}
+	state := ""
+	if q.Status.State != "" && q.Status.State != schedulingv1beta1.QueueStateOpen {
+		state = " (" + string(q.Status.State) + ")"
+	}
+	return fmt.Sprintf("queue %s%s has %s", q.Name, state, strings.Join(parts, ", "))
+}
+
+func (w *watcher) emit(p launch.Progress) { w.progress(p) }
+
+// observe reads the cache; done is set when the job has ended (err nil: succeeded).
+func (w *watcher) observe(ctx context.Context) (done bool, err error) {
+	ns, name := w.j.Namespace, w.j.Name
+	var xj kubeflowv1.XGBoostJob
+	switch err := w.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &xj); {
+	case apierrors.IsNotFound(err):
+		if w.seenJob {
+			return true, fmt.Errorf("XGBoostJob %s/%s was deleted while the step waited for it", ns, name)
+		}
+		return false, nil
+	case err != nil:
+		return false, nil
+	}
+	w.seenJob = true
+
+	var pg schedulingv1beta1.PodGroup
+	havePG := w.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &pg) == nil
+	var pods corev1.PodList
+	_ = w.r.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{JobNameLabel: name})
+	var events corev1.EventList
+	_ = w.r.List(ctx, &events, client.InNamespace(ns))
+
+	if havePG && string(pg.Status.Phase) != w.lastPhase {
+		w.lastPhase = string(pg.Status.Phase)
+		w.emit(launch.Progress{Line: fmt.Sprintf("PodGroup %s: phase %s (minMember %d, queue %s)", name, orNone(w.lastPhase), pg.Spec.MinMember, pg.Spec.Queue)})
+	}
+	bound := 0
+	var podWhy []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName != "" {
+			bound++
+		} else if msg := unschedulable(p); msg != "" {
+			podWhy = appendUnique(podWhy, msg)
+		}
+		if p.Status.Phase == corev1.PodFailed || failedContainer(p) != "" {
+			if _, ok := w.failures[p.Name]; !ok {
+				w.failures[p.Name] = w.describeFailure(ctx, p)
+			}
+		}
+	}
+	total := int(w.j.Replicas())
+	if b := fmt.Sprintf("pods bound %d/%d", bound, total); b != w.lastBound {
+		w.lastBound = b
+		w.emit(launch.Progress{Line: b})
+	}
+	for _, c := range xj.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		line := fmt.Sprintf("job %s: %s: %s", string(c.Type), c.Reason, c.Message)
+		if !contains(w.conditions, line) {
+			w.conditions = append(w.conditions, line)
+			w.emit(launch.Progress{Line: line})
+		}
+	}
+
+	minMember := int(w.j.MinAvailable())
+	if havePG && pg.Spec.MinMember > 0 {
+		minMember = int(pg.Spec.MinMember)
+	}
+	if !w.started && ((bound >= minMember && bound > 0) || hasCondition(&xj, kubeflowv1.JobRunning) || hasCondition(&xj, kubeflowv1.JobSucceeded)) {
+		w.started = true
+		w.lastWaiting = ""
+		w.emit(launch.Progress{Line: fmt.Sprintf("gang placed: %d/%d pods bound", bound, total), GangStarted: true})
+	}
+	if !w.started {
+		why := waitReason(&pg, havePG, events.Items, len(pods.Items), podWhy)
+		if why != "" && why != w.lastWaiting {
+			w.lastWaiting = why
+			if havePG {
+				if q := w.queueRoom(ctx, &pg); q != "" {
+					why += "; " + q
+				}
+			}
+			w.emit(launch.Progress{Line: "gang waiting: " + why, Waiting: why})
+		}
+	}
+
+	switch {
+	case hasCondition(&xj, kubeflowv1.JobSucceeded):
+		return true, nil
+	case hasCondition(&xj, kubeflowv1.JobFailed):
+		c := condition(&xj, kubeflowv1.JobFailed)
+		fe := &launch.FailedError{Job: ns + "/" + name, Reason: c.Reason + ": " + c.Message}
+		names := make([]string, 0, len(w.failures))
+		for n := range w.failures {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fe.Pods = append(fe.Pods, w.failures[n])
+		}
+		return true, fe
+	}
+	return false, nil
+}
+
+// waitReason says why a gang waits: the PodGroup's newest Unschedulable condition (Volcano's gang
+// plugin, e.g. "1/1 tasks in gang unschedulable: ... 0/2 nodes are unavailable: 2 Insufficient
+// nvidia.com/gpu."), else its newest Unschedulable event (e.g. enqueue's "queue resource quota
+// insufficient"), and the pods' scheduling messages it does not already hold. A condition written
+// before the operator created the pods counts none ("2/0 tasks in gang unschedulable: pod group is
+// not ready") and says nothing of the resources: it is skipped, and while the PodGroup is admitted
+// (Inqueue) but has no pods yet there is no reason to give.
+func waitReason(pg *schedulingv1beta1.PodGroup, havePG bool, events []corev1.Event, pods int, podWhy []string) string {
+	if havePG && pg.Status.Phase == schedulingv1beta1.PodGroupInqueue && pods == 0 {
+		return ""
+	}
+	var parts []string
+	if havePG {
+		// Volcano may keep several Unschedulable conditions; the newest is the current one.
+		var newest *schedulingv1beta1.PodGroupCondition
+		for i := range pg.Status.Conditions {
+			c := &pg.Status.Conditions[i]
+			if c.Type == schedulingv1beta1.PodGroupUnschedulableType && c.Status == corev1.ConditionTrue && c.Message != "" && !noTasks.MatchString(c.Message) &&
+				(newest == nil || !c.LastTransitionTime.Before(&newest.LastTransitionTime)) {
+				newest = c
+			}
+		}
+		if newest != nil {
+			parts = append(parts, strings.TrimSuffix(newest.Message, "."))
+		}
+	}
+	if len(parts) == 0 {
+		var newest *corev1.Event
+		for i := range events {
+			ev := &events[i]
+			if ev.InvolvedObject.Kind != "PodGroup" || ev.Reason != string(schedulingv1beta1.PodGroupUnschedulableType) || noTasks.MatchString(ev.Message) {
+				continue
+			}
+			if newest == nil || eventTime(ev).After(eventTime(newest)) {
+				newest = ev
+			}
+		}
+		if newest != nil {
+			msg := strings.TrimSuffix(newest.Message, ".")
+			// Enqueue judges the gang as a whole: say what the whole gang asks for.
+			if havePG && (pg.Status.Phase == schedulingv1beta1.PodGroupPending || pg.Status.Phase == "") && pg.Spec.MinResources != nil {
+				msg += " (the gang of " + fmt.Sprint(pg.Spec.MinMember) + " needs " + formatResources(*pg.Spec.MinResources) + " in queue " + pg.Spec.Queue + ")"
+			}
+			parts = append(parts, msg)
+		}
+	}
+	for _, why := range podWhy {
+		if !strings.Contains(strings.Join(parts, "; "), why) {
+			parts = append(parts, why)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// formatResources lists resources by name: "cpu 3, memory 3Gi, nvidia.com/gpu 3".
+func formatResources(rl corev1.ResourceList) string {
+	names := make([]string, 0, len(rl))
+	for n := range rl {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		q := rl[corev1.ResourceName(n)]
+		names[i] = n + " " + q.String()
+	}
+	return strings.Join(names, ", ")
+}
+
+// noTasks matches Volcano's gang message about a PodGroup without pods.
+var noTasks = regexp.MustCompile(`^\d+/0 tasks in gang unschedulable`)
+
+func eventTime(ev *corev1.Event) time.Time {
+	switch {
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp.Time
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	default:
+		return ev.CreationTimestamp.Time
+	}
+}
+
+// unschedulable is the scheduler's message on a pending pod (condition PodScheduled False).
+func unschedulable(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+			return strings.TrimSuffix(c.Message, ".")
+		}
+	}
+	return ""
+}
+
+// failedContainer describes a container that ended with a non-zero exit code.
+func failedContainer(p *corev1.Pod) string {
+	for _, s := range p.Status.ContainerStatuses {
+		t := s.State.Terminated
+		if t == nil {
+			t = s.LastTerminationState.Terminated
+		}
+		if t != nil && t.ExitCode != 0 {
+			msg := fmt.Sprintf("container %s exited %d (%s)", s.Name, t.ExitCode, orNone(t.Reason))
+			if t.Message != "" {
+				msg += ": " + strings.TrimSpace(t.Message)
+			}
+			return msg
+		}
+	}
+	return ""
+}
+
+// describeFailure is a failing pod's reason, exit code and message, and its log tail if the log
+// can be read.
+func (w *watcher) describeFailure(ctx context.Context, p *corev1.Pod) string {
+	var parts []string
+	if p.Status.Reason != "" || p.Status.Message != "" {
+		parts = append(parts, strings.TrimSpace(p.Status.Reason+" "+p.Status.Message))
+	}
+	if c := failedContainer(p); c != "" {
+		parts = append(parts, c)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "phase "+string(p.Status.Phase))
+	}
+	msg := fmt.Sprintf("pod %s on %s: %s", p.Name, orNone(p.Spec.NodeName), strings.Join(parts, "; "))
+	logCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	tail := w.b.LogTailLines
+	b, err := w.b.kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: kubeflowv1.XGBoostJobDefaultContainerName, TailLines: &tail}).DoRaw(logCtx)
+	if err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		msg += "\nlog tail:\n" + strings.TrimRight(string(b), "\n")
+	}
+	return msg
+}
+
+func hasCondition(xj *kubeflowv1.XGBoostJob, t kubeflowv1.JobConditionType) bool {
+	return condition(xj, t) != nil
+}
+
+func condition(xj *kubeflowv1.XGBoostJob, t kubeflowv1.JobConditionType) *kubeflowv1.JobCondition {
+	for i := range xj.Status.Conditions {
+		if c := &xj.Status.Conditions[i]; c.Type == t && c.Status == corev1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
+}
+
+func appendUnique(list []string, items ...string) []string {
+	for _, s := range items {
+		if s != "" && !contains(list, s) {
+			list = append(list, s)
+		}
+	}
+	return list
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

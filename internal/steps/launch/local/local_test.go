@@ -1,0 +1,227 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/steps/launch"
+
+	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
+)
+
+var trainer struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// trainerBinary builds gangboost-train once for the package's tests.
+func trainerBinary(t *testing.T) string {
+	t.Helper()
+	trainer.once.Do(func() {
+		dir, err := os.MkdirTemp("", "gangboost-train-")
+		if err != nil {
+			trainer.err = err
+			return
+		}
+		trainer.path = filepath.Join(dir, "gangboost-train")
+		out, err := exec.Command("go", "build", "-o", trainer.path, "github.com/gangboost/gangboost/components/xgboost-trainer").CombinedOutput()
+		if err != nil {
+			trainer.err = errors.New("go build gangboost-train: " + err.Error() + "\n" + string(out))
+		}
+	})
+	if trainer.err != nil {
+		t.Fatal(trainer.err)
+	}
+	return trainer.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if trainer.path != "" {
+		os.RemoveAll(filepath.Dir(trainer.path))
+	}
+	os.Exit(code)
+}
+
+func irisJob(name string, flags ...string) *launch.Job {
+	return &launch.Job{
+		Name: name, Namespace: "local", Identity: launch.Identity{RunID: "run-1", TaskName: "train"},
+		Workers: 1, Data: launch.Data{Dataset: "iris"},
+		TrainerFlags: append([]string{"--num-round", "5"}, flags...),
+		Claim:        "local", ModelName: "iris", ModelVersion: "v1",
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the launcher's and the replicas' concurrent writes.
+type syncBuffer = syncbuf.Buffer
+
+func TestIrisGangTrains(t *testing.T) {
+	root := t.TempDir()
+	b := &Backend{Trainer: trainerBinary(t), Root: root}
+	job := irisJob("iris-ok")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	st, err := b.Start(ctx, job)
+	if err != nil || st.Adopted {
+		t.Fatalf("Start = %+v, %v", st, err)
+	}
+	// A retry of the step in this process gets the same gang back.
+	again, err := b.Start(ctx, job)
+	if err != nil || !again.Adopted || !again.Created.Equal(st.Created) {
+		t.Fatalf("second Start = %+v, %v; want the running job adopted", again, err)
+	}
+	other := irisJob("iris-ok")
+	other.Identity.RunID = "run-2"
+	if _, err := b.Start(ctx, other); err == nil || !strings.Contains(err.Error(), "refusing to adopt") {
+		t.Fatalf("Start of another step's job = %v, want a refusal", err)
+	}
+
+	var (
+		mu      sync.Mutex
+		started bool
+		lines   []string
+	)
+	err = b.Watch(ctx, job, func(p launch.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		started = started || p.GangStarted
+		if p.Line != "" {
+			lines = append(lines, p.Line)
+		}
+	})
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	if !started {
+		t.Errorf("no progress said the gang started; lines:\n%s", strings.Join(lines, "\n"))
+	}
+	rounds := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "master-0: ") && strings.Contains(l, "msg=round") {
+			rounds++
+		}
+	}
+	if rounds == 0 {
+		t.Errorf("no round lines in progress:\n%s", strings.Join(lines, "\n"))
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "models", "iris", "v1"))
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("model folder models/iris/v1: %v entries, %v", len(entries), err)
+	}
+	if err := b.Delete(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Watch(ctx, job, func(launch.Progress) {}); err == nil {
+		t.Error("Watch after Delete succeeded; want the job gone")
+	}
+}
+
+// The launcher drives the backend end to end, as the launch component does.
+func TestLauncherRunsLocalGang(t *testing.T) {
+	root := t.TempDir()
+	log := &syncBuffer{}
+	l := &launch.Launcher{Backend: &Backend{Trainer: trainerBinary(t), Root: root}, Log: log}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := l.Run(ctx, irisJob("iris-launcher"))
+	if err != nil {
+		t.Fatalf("Run: %v\nlog:\n%s", err, log)
+	}
+	if res.Adopted {
+		t.Error("a new job was reported adopted")
+	}
+	if _, err := os.Stat(filepath.Join(root, "models", "iris", "v1")); err != nil {
+		t.Fatalf("model folder: %v\nlog:\n%s", err, log)
+	}
+}
+
+func TestBadTrainerFlagFailsNamingTheRank(t *testing.T) {
+	root := t.TempDir()
+	replicaLog := &syncBuffer{}
+	b := &Backend{Trainer: trainerBinary(t), Root: root, Log: replicaLog}
+	job := irisJob("iris-bad", "--no-such-flag")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := b.Start(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	err := b.Watch(ctx, job, func(launch.Progress) {})
+	var fe *launch.FailedError
+	if !errors.As(err, &fe) {
+		t.Fatalf("Watch = %v, want a *launch.FailedError", err)
+	}
+	if fe.Job != "iris-bad" || !strings.Contains(fe.Reason, "(rank ") || !strings.Contains(fe.Reason, "exited with code 2") {
+		t.Errorf("FailedError %+v: want the failing replica, its rank and exit code 2", fe)
+	}
+	if len(fe.Pods) != 1 || !strings.Contains(fe.Pods[0], "no-such-flag") {
+		t.Errorf("FailedError.Pods = %q, want the failing replica's log tail naming the flag", fe.Pods)
+	}
+	if !strings.Contains(replicaLog.String(), "[master-0] ") {
+		t.Errorf("replica log lines missing from Backend.Log:\n%s", replicaLog)
+	}
+	if err := b.Delete(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStartChecksTrainerAndRoot(t *testing.T) {
+	ctx := context.Background()
+	if _, err := (&Backend{Trainer: filepath.Join(t.TempDir(), "missing"), Root: t.TempDir()}).Start(ctx, irisJob("x")); err == nil || !strings.Contains(err.Error(), "trainer") {
+		t.Errorf("missing trainer: %v", err)
+	}
+	if _, err := (&Backend{Trainer: "true", Root: filepath.Join(t.TempDir(), "nope")}).Start(ctx, irisJob("x")); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("missing root: %v", err)
+	}
+	if err := (&Backend{}).Watch(ctx, irisJob("x"), func(launch.Progress) {}); err == nil || !strings.Contains(err.Error(), "not running in this process") {
+		t.Errorf("Watch of an unknown job: %v", err)
+	}
+}
+
+func TestDeleteStopsTheGang(t *testing.T) {
+	root := t.TempDir()
+	b := &Backend{Trainer: trainerBinary(t), Root: root, TerminationGracePeriod: 2 * time.Second}
+	job := irisJob("iris-delete")
+	job.TrainerFlags = []string{"--num-round", "10000000"}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := b.Start(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	rounds := make(chan struct{}, 1)
+	watched := make(chan error, 1)
+	go func() {
+		watched <- b.Watch(ctx, job, func(p launch.Progress) {
+			if strings.Contains(p.Line, "msg=round") {
+				select {
+				case rounds <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}()
+	select {
+	case <-rounds:
+	case err := <-watched:
+		t.Fatalf("the job ended before it was deleted: %v", err)
+	}
+	start := time.Now()
+	if err := b.Delete(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Delete took %s", d)
+	}
+	var fe *launch.FailedError
+	if err := <-watched; !errors.As(err, &fe) || !strings.Contains(fe.Reason, "deleted while running") {
+		t.Errorf("Watch of the deleted job = %v, want a *launch.FailedError saying it was deleted", err)
+	}
+}

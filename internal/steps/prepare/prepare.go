@@ -1,0 +1,222 @@
+// Package prepare turns a data set (the built-in Iris, or a CSV on the claim, on disk or behind an
+// http(s) URL) into what the trainer and the evaluation read: datasets/<name>/train.csv, test.csv
+// and schema.json on the claim, split the same way for the same seed on every machine.
+package prepare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gangboost/gangboost/internal/training/dataset"
+)
+
+// Files in a data set's folder.
+const (
+	TrainFile  = "train.csv"
+	TestFile   = "test.csv"
+	SchemaFile = "schema.json"
+)
+
+// maxIntegerClasses bounds the distinct values of an integer label column that is split as class
+// labels. Beyond it the column is a count or a price (a regression target): stratifying by each
+// value would leave most values with a single row, and such a row never lands in the test set.
+const maxIntegerClasses = 100
+
+// Options say what to prepare.
+type Options struct {
+	// Dataset is "iris" for the built-in Iris, else a CSV: a path on the claim, an absolute path,
+	// or an http(s) URL.
+	Dataset string
+	// Name is the data set's folder under datasets/ on the claim.
+	Name string
+	// Label is the CSV's label column (required for a CSV; Iris: empty or "species").
+	Label        string
+	TestFraction float64
+	Seed         int64
+	// Claim is where this process sees the claim (pvc_mount_path).
+	Claim string
+	// Fetch reads an http(s) URL; nil uses http.DefaultClient.
+	Fetch Fetcher
+	Log   io.Writer
+}
+
+// Result is what Run wrote.
+type Result struct {
+	// TrainPath and TestPath are claim-relative, as the trainer and evaluate take them.
+	TrainPath, TestPath, SchemaPath string
+	Schema                          *Schema
+}
+
+// Run reads the data set, splits it and publishes the folder datasets/<name> on the claim.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if err := checkName(o.Name); err != nil {
+		return nil, err
+	}
+	if !(o.TestFraction > 0 && o.TestFraction < 1) {
+		return nil, fmt.Errorf("test_fraction = %v: want a fraction strictly between 0 and 1 (e.g. 0.2)", o.TestFraction)
+	}
+	if o.Claim == "" {
+		return nil, errors.New("no claim folder (pvc_mount_path) given")
+	}
+	logf := func(format string, args ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, format+"\n", args...)
+		}
+	}
+	m, source, err := load(ctx, o, logf)
+	if err != nil {
+		return nil, err
+	}
+	labelType := labelTypeOf(m)
+	stratified := m.Classes != nil
+	split := m
+	if labelType == LabelInteger {
+		if classed, ok := integerClasses(m); ok {
+			split, stratified = classed, true
+		}
+	}
+	train, test := dataset.SplitTrainTest(split, o.TestFraction, o.Seed)
+	if train.Rows == 0 || test.Rows == 0 {
+		return nil, &dataset.DataError{File: source, Msg: fmt.Sprintf(
+			"%d data rows with test_fraction %v give %d training and %d test rows; the split needs at least one of each: give more rows or change test_fraction",
+			m.Rows, o.TestFraction, train.Rows, test.Rows)}
+	}
+	schema := newSchema(m, train, test, split.Classes, labelType, stratified)
+	schema.Source, schema.TestFraction, schema.Seed = source, o.TestFraction, o.Seed
+
+	dir := filepath.Join(o.Claim, "datasets", o.Name)
+	if err := publish(dir, train, test, schema); err != nil {
+		return nil, err
+	}
+	rel := path.Join("datasets", o.Name)
+	res := &Result{TrainPath: path.Join(rel, TrainFile), TestPath: path.Join(rel, TestFile),
+		SchemaPath: path.Join(rel, SchemaFile), Schema: schema}
+	logf("wrote %s (%d rows) and %s (%d rows) to the claim at %s; label %q%s",
+		res.TrainPath, train.Rows, res.TestPath, test.Rows, o.Claim, schema.Label, classNote(schema))
+	return res, nil
+}
+
+func classNote(s *Schema) string {
+	if !s.Stratified {
+		return ", random split"
+	}
+	return fmt.Sprintf(", %d classes, stratified split", len(s.Classes))
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// checkName keeps the data set's folder one plain name under datasets/.
+func checkName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("name %q: want a folder name of letters, digits, '.', '_' or '-' (at most 63, not starting with '.'), e.g. iris", name)
+	}
+	return nil
+}
+
+// load reads the data set o names; source is how messages and schema.json name it.
+func load(ctx context.Context, o Options, logf func(string, ...any)) (m *dataset.Matrix, source string, err error) {
+	if strings.EqualFold(o.Dataset, "iris") {
+		if o.Label != "" && o.Label != "species" {
+			return nil, "", fmt.Errorf("built-in data set iris: label %q: its label column is \"species\"", o.Label)
+		}
+		m, err := dataset.Load(dataset.Spec{Builtin: "iris"}, dataset.Shard{})
+		return m, "builtin:iris", err
+	}
+	if o.Dataset == "" {
+		return nil, "", errors.New(`dataset: empty; give "iris" or a CSV (a path on the claim, an absolute path or an http(s) URL)`)
+	}
+	if o.Label == "" {
+		return nil, "", fmt.Errorf("dataset %s: no label column given (label is required for a CSV)", o.Dataset)
+	}
+	local, source := "", o.Dataset
+	switch {
+	case strings.HasPrefix(o.Dataset, "http://") || strings.HasPrefix(o.Dataset, "https://"):
+		f := o.Fetch
+		if f == nil {
+			f = HTTPFetcher{}
+		}
+		tmp, cleanup, err := download(ctx, f, o.Dataset)
+		if err != nil {
+			return nil, "", err
+		}
+		defer cleanup()
+		logf("downloaded %s", o.Dataset)
+		local = tmp
+	case filepath.IsAbs(o.Dataset):
+		local = o.Dataset
+	default:
+		rel := filepath.Clean(filepath.FromSlash(o.Dataset))
+		if rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return nil, "", fmt.Errorf("dataset %q: a path on the claim may not leave the claim", o.Dataset)
+		}
+		local = filepath.Join(o.Claim, rel)
+		source = o.Dataset
+	}
+	m, err = dataset.Load(dataset.Spec{Path: local, Format: "csv", Label: o.Label}, dataset.Shard{})
+	if err != nil {
+		// Name the file as the user gave it (a URL, or the claim path), not a temporary copy.
+		var de *dataset.DataError
+		if errors.As(err, &de) {
+			de.File = source
+		}
+		return nil, "", err
+	}
+	return m, source, nil
+}
+
+// Label types schema.json records.
+const (
+	LabelString  = "string"
+	LabelInteger = "integer"
+	LabelFloat   = "float"
+)
+
+func labelTypeOf(m *dataset.Matrix) string {
+	if m.Classes != nil {
+		return LabelString
+	}
+	for _, l := range m.Labels {
+		if float64(l) != math.Trunc(float64(l)) {
+			return LabelFloat
+		}
+	}
+	return LabelInteger
+}
+
+// integerClasses views integer labels as classes (sorted by value) so the split can stratify by
+// them; the class names are the values as the CSV writes them, so the files read back as numbers.
+func integerClasses(m *dataset.Matrix) (*dataset.Matrix, bool) {
+	var values []float32
+	seen := map[float32]bool{}
+	for _, l := range m.Labels {
+		if !seen[l] {
+			if len(values) == maxIntegerClasses {
+				return nil, false
+			}
+			seen[l] = true
+			values = append(values, l)
+		}
+	}
+	slices.Sort(values)
+	index := make(map[float32]float32, len(values))
+	c := *m
+	c.Classes = make([]string, len(values))
+	for i, v := range values {
+		index[v] = float32(i)
+		c.Classes[i] = strconv.FormatFloat(float64(v), 'g', -1, 32)
+	}
+	c.Labels = make([]float32, len(m.Labels))
+	for i, l := range m.Labels {
+		c.Labels[i] = index[l]
+	}
+	return &c, true
+}

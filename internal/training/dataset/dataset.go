@@ -1,0 +1,237 @@
+// Package dataset loads training data (CSV, LibSVM or the built-in Iris set) as a dense float32
+// matrix holding one rank's shard of the rows, after validating the whole input so that bad data
+// fails on every rank of a gang with the same message.
+package dataset
+
+import (
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gangboost/gangboost/internal/plumbing/sysmem"
+)
+
+// Shard says which rows a rank keeps: data row i (0-based, header excluded) belongs to rank
+// i % World. The zero value (World 0) means a single rank that keeps every row.
+type Shard struct{ Rank, World int }
+
+func (s Shard) normalize() (Shard, error) {
+	if s.World <= 0 && s.Rank == 0 {
+		return Shard{Rank: 0, World: 1}, nil
+	}
+	if s.World <= 0 || s.Rank < 0 || s.Rank >= s.World {
+		return s, fmt.Errorf("shard: rank %d of world size %d: want 0 <= rank < world size", s.Rank, s.World)
+	}
+	return s, nil
+}
+
+func (s Shard) owns(row int) bool { return row%s.World == s.Rank }
+
+// Matrix is one rank's rows of a data set. Everything but Rows, Data and Labels is computed over
+// the whole input and is therefore equal on every rank.
+type Matrix struct {
+	Rows, Cols   int
+	Data         []float32 // row-major Rows x Cols, NaN = missing
+	Labels       []float32
+	FeatureNames []string
+	LabelName    string
+	// Classes holds the sorted distinct values of a label column that holds strings (e.g. the
+	// iris species); Labels are then indices into Classes. Nil for numeric labels.
+	Classes []string
+	// TotalRows is the number of data rows in the whole input (all ranks together).
+	TotalRows int
+	// LabelMin and LabelMax bound the labels of the whole input (class indices for string labels),
+	// so every rank can derive the same class count or check a label range without talking to
+	// the others.
+	LabelMin, LabelMax float32
+}
+
+// Row returns row i's feature values (a view into Data).
+func (m *Matrix) Row(i int) []float32 { return m.Data[i*m.Cols : (i+1)*m.Cols] }
+
+// Spec names a data set. Exactly one of Path and Builtin is set.
+type Spec struct {
+	Path string
+	// Format is "csv" or "libsvm"; empty means by the file extension (.csv, .libsvm, .svm; an
+	// extra .gz means gzip-compressed).
+	Format string
+	// Builtin names a data set compiled into the binary: "iris".
+	Builtin string
+	// Label is the label column of a CSV file (required for CSV; for iris empty or "species").
+	Label string
+	// Features are the CSV feature columns in this order; nil means every column but the label.
+	Features []string
+	// Classes, when set, fixes the class list of a string label column instead of deriving it
+	// from this file: an evaluation file must use the training data's class indices even when it
+	// lacks some class. A label outside Classes is an error.
+	Classes []string
+	// NumFeatures, when > 0, fixes Cols of a LibSVM file (e.g. to the training data's), instead
+	// of max feature index + 1 of this file; a larger index is an error.
+	NumFeatures int
+	// Limits bound the memory loading may take.
+	Limits Limits
+}
+
+// DefaultMaxLineBytes bounds one line of input when Limits.MaxLineBytes is 0: far above any
+// real CSV or LibSVM line, far below what a file without line breaks (/dev/zero, a binary file
+// named .csv) would otherwise make the reader assemble.
+const DefaultMaxLineBytes = 16 << 20
+
+// Limits bound the memory a load takes. They are checked as the input is read, before the memory
+// is allocated, so input that would exhaust the machine fails with a message instead of the
+// kernel's OOM killer or Go's fatal "out of memory".
+type Limits struct {
+	// MaxLineBytes bounds one line (one CSV record, including a quoted field's line breaks);
+	// 0 means DefaultMaxLineBytes.
+	MaxLineBytes int
+	// MaxMatrixBytes bounds the dense matrix of this rank's rows, rows x features x 4 bytes;
+	// 0 means no bound. A LibSVM file is dense once loaded: one stray large feature index makes
+	// every row that wide.
+	MaxMatrixBytes int64
+}
+
+func (l Limits) maxLine() int {
+	if l.MaxLineBytes <= 0 {
+		return DefaultMaxLineBytes
+	}
+	return l.MaxLineBytes
+}
+
+// matrixFits reports whether rows x cols float32 values stay within the bound.
+func (l Limits) matrixFits(rows, cols int) bool {
+	return l.MaxMatrixBytes <= 0 || int64(rows)*int64(cols)*4 <= l.MaxMatrixBytes
+}
+
+// errLineTooLong is a line longer than Limits.MaxLineBytes; the loaders turn it into a DataError
+// with the line number.
+var errLineTooLong = errors.New("line too long")
+
+func lineTooLongError(file string, line, max int) *DataError {
+	return &DataError{File: file, Line: line, Msg: fmt.Sprintf(
+		"the line is longer than %d bytes (--max-line-bytes): the file is not line-oriented CSV or LibSVM text, or, if its lines really are this long, raise --max-line-bytes",
+		max)}
+}
+
+func matrixTooLargeError(file string, s Shard, rows, cols int, l Limits, why string) *DataError {
+	need := uint64(rows) * uint64(cols) * 4
+	return &DataError{File: file, Msg: fmt.Sprintf(
+		"rank %d's rows need a dense matrix of at least %d rows x %d features x 4 bytes = %s, more than --max-matrix-bytes %s%s; "+
+			"train on more ranks (each keeps 1/world of the rows), use fewer features, or raise --max-matrix-bytes if the memory is there",
+		s.Rank, rows, cols, sysmem.FormatBytes(need), sysmem.FormatBytes(uint64(l.MaxMatrixBytes)), why)}
+}
+
+// Load reads the data set spec names and keeps shard s's rows.
+func Load(spec Spec, s Shard) (*Matrix, error) {
+	switch {
+	case spec.Builtin != "" && spec.Path != "":
+		return nil, fmt.Errorf("data set: give a path (%q) or a built-in data set (%q), not both", spec.Path, spec.Builtin)
+	case spec.Builtin != "":
+		if !strings.EqualFold(spec.Builtin, "iris") {
+			return nil, fmt.Errorf("built-in data set %q: unknown (have: iris)", spec.Builtin)
+		}
+		if spec.Label != "" && spec.Label != irisLabel {
+			return nil, fmt.Errorf("built-in data set iris: label %q: the label column is %q", spec.Label, irisLabel)
+		}
+		return loadCSVReader(strings.NewReader(irisCSV), "iris.csv", csvOptions{label: irisLabel, features: spec.Features, classes: spec.Classes, limits: spec.Limits}, s)
+	case spec.Path == "":
+		return nil, fmt.Errorf("data set: no path and no built-in data set given")
+	}
+	format := strings.ToLower(spec.Format)
+	if format == "" {
+		var err error
+		if format, err = sniffFormat(spec.Path); err != nil {
+			return nil, err
+		}
+	}
+	switch format {
+	case "csv":
+		if spec.Label == "" {
+			return nil, &DataError{File: spec.Path, Msg: "no label column given (CSV needs the label column's name)"}
+		}
+		return loadCSVFile(spec.Path, csvOptions{label: spec.Label, features: spec.Features, classes: spec.Classes, limits: spec.Limits}, s)
+	case "libsvm":
+		if len(spec.Features) > 0 {
+			return nil, &DataError{File: spec.Path, Msg: "feature columns cannot be chosen by name in LibSVM data"}
+		}
+		return loadLibSVMFile(spec.Path, spec.NumFeatures, spec.Limits, s)
+	default:
+		return nil, fmt.Errorf("data format %q: want csv or libsvm", spec.Format)
+	}
+}
+
+func sniffFormat(path string) (string, error) {
+	ext := strings.ToLower(filepath.Ext(strings.TrimSuffix(strings.ToLower(path), ".gz")))
+	switch ext {
+	case ".csv":
+		return "csv", nil
+	case ".libsvm", ".svm", ".svmlight":
+		return "libsvm", nil
+	}
+	return "", fmt.Errorf("%s: cannot tell the data format from the extension %q: name the format (csv or libsvm)", path, ext)
+}
+
+// openData opens path, decompressing it when its name ends in .gz.
+func openData(path string) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasSuffix(strings.ToLower(path), ".gz") {
+		return f, nil
+	}
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, &DataError{File: path, Msg: "not a gzip file: " + err.Error()}
+	}
+	return gzipFile{z, f}, nil
+}
+
+type gzipFile struct {
+	*gzip.Reader
+	f *os.File
+}
+
+func (g gzipFile) Close() error {
+	err := g.Reader.Close()
+	if ferr := g.f.Close(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// DataError is bad input data, located by file, line (1-based) and column (1-based field index).
+// Every rank reports the same DataError for the same file.
+type DataError struct {
+	File       string
+	Line       int // 0 when the problem is not on one line
+	Column     int // 0 when the problem is not in one column
+	ColumnName string
+	Msg        string
+}
+
+func (e *DataError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	b.WriteString(": ")
+	if e.Column > 0 {
+		fmt.Fprintf(&b, "column %d %q: ", e.Column, e.ColumnName)
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// emptyShardError says that the rank has nothing to train on, which libxgboost would otherwise
+// accept and silently train a degenerate model on.
+func emptyShardError(file string, s Shard, total int) error {
+	return &DataError{File: file, Msg: fmt.Sprintf(
+		"rank %d of %d gets no rows: the data has %d rows and row i goes to rank i mod %d; use at most %d ranks",
+		s.Rank, s.World, total, s.World, total)}
+}

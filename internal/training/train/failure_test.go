@@ -1,0 +1,68 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/training/gangwatch"
+)
+
+// fakeGang names a lost rank after a delay, as rank 0's gang watch does once it has read the dead
+// rank's closed connection.
+type fakeGang struct {
+	lostCh chan *gangwatch.LostError
+	dones  int
+}
+
+func (g *fakeGang) lost() <-chan *gangwatch.LostError { return g.lostCh }
+func (g *fakeGang) done(context.Context) error        { g.dones++; return nil }
+func (g *fakeGang) close()                            {}
+
+func TestFailureNamesTheLostRank(t *testing.T) {
+	watch := gangwatch.Options{Heartbeat: 50 * time.Millisecond, Timeout: 500 * time.Millisecond}
+	job := Job{Watch: watch}
+	libErr := errors.New("allreduce: [17:30:25] socket error: Connection reset by peer")
+	log := slog.New(slog.DiscardHandler)
+	cases := []struct {
+		name      string
+		err       error
+		lostAfter time.Duration // < 0: no rank is lost
+		want      string
+		wantDone  int
+	}{
+		// A survivor's collective call fails before the watch names the dead rank: the dead rank
+		// is reported, not the survivor's socket error.
+		{"loss named after the failure", libErr, 200 * time.Millisecond, "training stopped: rank 2 lost: its process exited", 0},
+		{"loss named before the failure", libErr, 0, "training stopped: rank 2 lost: its process exited", 0},
+		// No rank is lost: the failure is this rank's own.
+		{"no loss", libErr, -1, libErr.Error(), 0},
+		// A failure every rank shares ends the gang as done, with the shared message.
+		{"gang-wide check", &gangError{errors.New("the ranks disagree: x")}, -1, "the ranks disagree: x", 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g := &fakeGang{lostCh: make(chan *gangwatch.LostError, 1)}
+			if c.lostAfter >= 0 {
+				time.AfterFunc(c.lostAfter, func() {
+					g.lostCh <- &gangwatch.LostError{Rank: 2, Reason: "its process exited or its connection closed before it finished"}
+				})
+			}
+			began := time.Now()
+			err := failure(t.Context(), c.err, g, job, log)
+			took := time.Since(began)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("failure() = %v, want %q", err, c.want)
+			}
+			if c.lostAfter < 0 && !errors.As(c.err, new(*gangError)) && took < watch.NoticeWithin() {
+				t.Fatalf("gave up waiting for a lost rank after %s, want %s", took, watch.NoticeWithin())
+			}
+			if g.dones != c.wantDone {
+				t.Fatalf("said done %d times, want %d", g.dones, c.wantDone)
+			}
+		})
+	}
+}

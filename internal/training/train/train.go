@@ -1,0 +1,478 @@
+// Package train runs one rank of an XGBoost training job: it loads this rank's shard of the data,
+// joins the gang (rank 0 also hosts the rendezvous tracker), boosts round by round through
+// libxgboost's collective, and on rank 0 writes the model and its metadata once every rank has
+// finished.
+package train
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/contract/modeldir"
+	"github.com/gangboost/gangboost/internal/training/dataset"
+	"github.com/gangboost/gangboost/internal/training/gangenv"
+	"github.com/gangboost/gangboost/internal/training/gangwatch"
+	"github.com/gangboost/gangboost/internal/training/tracker"
+	"github.com/gangboost/gangboost/internal/training/xgb"
+)
+
+// Job is what one rank trains and where the model goes.
+type Job struct {
+	Params Params
+	Train  dataset.Spec
+	// Eval is the evaluation data set. Without it, EvalFraction of the training rows (if > 0)
+	// are held out for evaluation.
+	Eval         *dataset.Spec
+	EvalFraction float64
+	ModelDir     string // receives model.<format> and metadata.json (rank 0 only)
+	ModelFormat  string // "json" or "ubj"
+	LogEvery     int    // log every k rounds (1: every round)
+	// WatchPort is where rank 0 watches the gang for lost ranks; 0 means TrackerPort+1.
+	WatchPort int
+	Watch     gangwatch.Options
+	Log       *slog.Logger
+}
+
+// DefaultGangStartTimeout is how long the ranks wait for the whole gang to join when
+// Job.Watch.StartTimeout is 0.
+const DefaultGangStartTimeout = 5 * time.Minute
+
+// Validate checks the job's settings before any data is read or any rank started, naming the
+// setting and the valid values.
+func (job Job) Validate() error {
+	if err := job.Params.Validate(); err != nil {
+		return err
+	}
+	switch job.ModelFormat {
+	case "", modeldir.FormatJSON, modeldir.FormatUBJ:
+	default:
+		return fmt.Errorf("model format %q: want json or ubj", job.ModelFormat)
+	}
+	// Written as a negation so that NaN fails too.
+	if !(job.EvalFraction >= 0 && job.EvalFraction < 1) {
+		return fmt.Errorf("eval fraction %g: want 0 <= fraction < 1 (0: no evaluation split)", job.EvalFraction)
+	}
+	return nil
+}
+
+// Result is what a rank knows when training ends.
+type Result struct {
+	Rounds        int
+	BestIteration int
+	Metrics       map[string][]float64
+	ModelSHA256   string // of the serialised model; equal on every rank
+	ModelPath     string // rank 0 only
+}
+
+// Run trains this rank's part of the job. It returns when this rank is done, or as soon as
+// another rank of the gang is lost (the error names it), even while libxgboost is blocked in a
+// collective call: the caller should then exit the process.
+func Run(ctx context.Context, job Job, cl gangenv.Cluster) (*Result, error) {
+	log := job.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	trackerLog := log.With("component", "tracker")
+	log = log.With("rank", cl.Rank)
+	if err := job.Validate(); err != nil {
+		return nil, err
+	}
+	if job.ModelFormat == "" {
+		job.ModelFormat = modeldir.FormatJSON
+	}
+	if job.Watch.StartTimeout <= 0 {
+		job.Watch.StartTimeout = DefaultGangStartTimeout
+	}
+	if job.LogEvery <= 0 {
+		job.LogEvery = 1
+	}
+
+	// Every rank reads and validates the whole input before it joins the gang, so bad data makes
+	// every rank fail at once with the same message.
+	shard := dataset.Shard{Rank: cl.Rank, World: cl.WorldSize}
+	trainM, err := dataset.Load(job.Train, shard)
+	if err != nil {
+		return nil, err
+	}
+	if trainM.TotalRows < cl.WorldSize {
+		// The rank without rows fails in Load; the others must not wait for it.
+		return nil, fmt.Errorf("%s: %d data rows cannot give each of %d ranks a row; use at most %d ranks",
+			specName(job.Train), trainM.TotalRows, cl.WorldSize, trainM.TotalRows)
+	}
+	var evalM *dataset.Matrix
+	switch {
+	case job.Eval != nil:
+		spec := *job.Eval
+		// The evaluation set uses the training set's class indices and feature count.
+		spec.Classes, spec.NumFeatures = trainM.Classes, trainM.Cols
+		if evalM, err = dataset.Load(spec, shard); err != nil {
+			return nil, err
+		}
+	case job.EvalFraction > 0:
+		trainM, evalM = dataset.SplitTrainTest(trainM, job.EvalFraction, int64(job.Params.Seed))
+	}
+	if evalM != nil && evalM.Cols != trainM.Cols {
+		return nil, fmt.Errorf("evaluation data has %d feature columns, training data %d", evalM.Cols, trainM.Cols)
+	}
+	log.Info("data loaded", "train_rows", trainM.Rows, "eval_rows", rowsOf(evalM), "features", trainM.Cols,
+		"world_size", cl.WorldSize, "contract", cl.Source)
+
+	var g gang
+	if cl.Distributed() {
+		if g, err = joinGang(ctx, job, cl, log, trackerLog); err != nil {
+			return nil, err
+		}
+		defer g.close()
+	}
+
+	done := make(chan outcome, 1)
+	go func() {
+		// libxgboost keeps the communicator per OS thread: every call of this rank runs here.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		res, model, md, err := boost(job, cl, trainM, evalM, log)
+		done <- outcome{res, model, md, err}
+	}()
+
+	var lost <-chan *gangwatch.LostError // nil for a single process: never ready
+	if g != nil {
+		lost = g.lost()
+	}
+	var out outcome
+	select {
+	case out = <-done:
+	case l := <-lost:
+		return nil, fmt.Errorf("training stopped: %w", l)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if out.err != nil {
+		return nil, failure(ctx, out.err, g, job, log)
+	}
+	log.Info("training finished", "rounds", out.res.Rounds, "model_sha256", out.res.ModelSHA256)
+
+	if g != nil {
+		// Rank 0 writes the model only once every rank has finished, so the job's success means
+		// the whole gang completed.
+		wctx, cancel := context.WithTimeout(ctx, job.Watch.StartTimeout+time.Minute)
+		defer cancel()
+		if err := g.done(wctx); err != nil {
+			return nil, fmt.Errorf("waiting for the other ranks: %w", err)
+		}
+	}
+	if cl.Rank == 0 && job.ModelDir != "" {
+		if err := modeldir.Publish(job.ModelDir, out.md.ModelFile, out.model, out.md); err != nil {
+			return nil, err
+		}
+		out.res.ModelPath = filepath.Join(job.ModelDir, out.md.ModelFile)
+		log.Info("model written", "path", out.res.ModelPath, "sha256", out.md.ModelSHA256)
+	}
+	return out.res, nil
+}
+
+// failure is what Run reports when boosting failed with err.
+func failure(ctx context.Context, err error, g gang, job Job, log *slog.Logger) error {
+	if g == nil {
+		return err
+	}
+	var ge *gangError
+	if errors.As(err, &ge) {
+		// Every rank failed the same check: say done like a finished rank, so that no rank
+		// reports the others' exits as lost ranks (exit 3) instead of this error.
+		wctx, cancel := context.WithTimeout(ctx, job.Watch.StartTimeout+time.Minute)
+		_ = g.done(wctx)
+		cancel()
+		return err
+	}
+	// When a rank dies, its peers' collective calls fail at once, often before the gang watch has
+	// named it. Exiting now would close this rank's watch connection too, and rank 0 could then
+	// see this survivor go before the dead rank and name the wrong one (under load, rank 0 reads
+	// both closed connections in one go). So stay in the gang, heartbeating, until the watch names
+	// the lost rank; only when none is named in that time is the failure this rank's own.
+	if l := awaitLoss(ctx, g.lost(), job.Watch.NoticeWithin()); l != nil {
+		log.Info("libxgboost failed after another rank was lost", "err", err)
+		return fmt.Errorf("training stopped: %w", l)
+	}
+	return err
+}
+
+// awaitLoss waits up to d for the gang watch to name a lost rank; nil if none was named.
+func awaitLoss(ctx context.Context, lost <-chan *gangwatch.LostError, d time.Duration) *gangwatch.LostError {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case l := <-lost:
+		return l
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+type outcome struct {
+	res   *Result
+	model []byte
+	md    *modeldir.Metadata
+	err   error
+}
+
+func specName(s dataset.Spec) string {
+	if s.Builtin != "" {
+		return "built-in data set " + s.Builtin
+	}
+	return s.Path
+}
+
+func rowsOf(m *dataset.Matrix) int {
+	if m == nil {
+		return 0
+	}
+	return m.Rows
+}
+
+// boost runs on one locked OS thread: join the collective, build the matrices, boost, serialise.
+func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog.Logger) (*Result, []byte, *modeldir.Metadata, error) {
+	if cl.Distributed() {
+		cfg := map[string]any{
+			// Upper-case keys: libxgboost 1.7 ignores lower-case ones and each rank trains alone.
+			"DMLC_TRACKER_URI":  cl.TrackerHost,
+			"DMLC_TRACKER_PORT": cl.TrackerPort,
+			"DMLC_TASK_ID":      strconv.Itoa(cl.Rank),
+		}
+		if err := xgb.CommunicatorInit(cfg); err != nil {
+			return nil, nil, nil, err
+		}
+		defer xgb.CommunicatorFinalize()
+		if got := xgb.WorldSize(); got != cl.WorldSize {
+			return nil, nil, nil, fmt.Errorf("joined a collective of %d ranks, want %d", got, cl.WorldSize)
+		}
+	}
+
+	params := job.Params
+	if params.IsMultiClass() && params.NumClass == 0 {
+		n, err := numClasses(trainM)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		params.NumClass = n
+	}
+
+	// Before the first collective call that assumes equal shapes on every rank: ranks that differ
+	// fail here, all with the same message, instead of blocking inside libxgboost.
+	fraction := job.EvalFraction
+	if job.Eval != nil {
+		fraction = 0
+	}
+	if err := agree(xgbCollective{}, cl.Rank, max(cl.WorldSize, 1), newSchema(params, trainM, evalM),
+		trainM.Rows, rowsOf(evalM), fraction); err != nil {
+		return nil, nil, nil, err
+	}
+
+	// Every rank builds the same matrices in the same order: libxgboost synchronises column
+	// counts and sketches across ranks while building them.
+	dtrain, err := matrix(trainM)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("training data: %w", err)
+	}
+	defer dtrain.Free()
+	dms, names := []*xgb.DMatrix{dtrain}, []string{"train"}
+	if evalM != nil {
+		deval, err := matrix(evalM)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("evaluation data: %w", err)
+		}
+		defer deval.Free()
+		dms, names = append(dms, deval), append(names, "eval")
+	}
+	bst, err := xgb.NewBooster(dms...)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer bst.Free()
+	for _, kv := range params.booster() {
+		if err := bst.SetParam(kv[0], kv[1]); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+
+	metrics := map[string][]float64{}
+	stopper := earlyStopper{patience: params.EarlyStoppingRounds}
+	rounds := 0
+	start := time.Now()
+	for i := 0; i < params.NumRound; i++ {
+		if err := bst.UpdateOneIter(i, dtrain); err != nil {
+			return nil, nil, nil, err
+		}
+		rounds = i + 1
+		line, err := bst.EvalOneIter(i, dms, names)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		ms, err := parseEvalLine(line)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		attrs := []any{"round", rounds, "of", params.NumRound}
+		for _, m := range ms {
+			metrics[m.Name] = append(metrics[m.Name], m.Value)
+			attrs = append(attrs, m.Name, m.Value)
+		}
+		stop := len(ms) > 0 && stopper.observe(i, ms[len(ms)-1])
+		if rounds%max(job.LogEvery, 1) == 0 || rounds == params.NumRound || stop {
+			log.Info("round", attrs...)
+		}
+		if stop {
+			log.Info("early stopping", "best_iteration", stopper.bestRound, "best_score", stopper.best,
+				"patience", params.EarlyStoppingRounds)
+			break
+		}
+	}
+	best := rounds - 1
+	var bestScore *float64
+	if stopper.seen && params.EarlyStoppingRounds > 0 {
+		best = stopper.bestRound
+		s := stopper.best
+		bestScore = &s
+		// Recorded as XGBoost's early-stopping callback does, so clients see the same attributes.
+		if err := bst.SetAttr("best_iteration", strconv.Itoa(best)); err != nil {
+			return nil, nil, nil, err
+		}
+		if err := bst.SetAttr("best_score", strconv.FormatFloat(s, 'g', -1, 64)); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	log.Info("boosting done", "rounds", rounds, "seconds", time.Since(start).Seconds())
+
+	model, err := bst.ModelBytes(job.ModelFormat)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nfeat, err := bst.NumFeatures()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sum := sha256.Sum256(model)
+	res := &Result{Rounds: rounds, BestIteration: best, Metrics: metrics, ModelSHA256: hex.EncodeToString(sum[:])}
+	md := &modeldir.Metadata{
+		ModelFile: modeldir.ModelFileName(job.ModelFormat), Objective: params.Objective, NumFeatures: nfeat,
+		FeatureNames: trainM.FeatureNames, Label: trainM.LabelName, Classes: trainM.Classes,
+		NumClass: params.NumClass, Rounds: rounds, BestIteration: best, BestScore: bestScore,
+		Metrics: metrics, Params: params.Map(), XGBoostVersion: xgb.Version(), WorldSize: cl.WorldSize,
+		TrainRows: trainM.Rows,
+	}
+	if cl.Distributed() {
+		// Total training rows across the gang.
+		n := []float64{float64(trainM.Rows)}
+		if err := xgb.AllreduceSumFloat64(n); err != nil {
+			return nil, nil, nil, err
+		}
+		md.TrainRows = int(n[0])
+	}
+	return res, model, md, nil
+}
+
+// numClasses is the class count for multi:* objectives: the label column's distinct strings, or
+// the largest numeric label + 1 in the whole input (equal on every rank).
+func numClasses(m *dataset.Matrix) (int, error) {
+	if len(m.Classes) > 0 {
+		return len(m.Classes), nil
+	}
+	for _, l := range m.Labels {
+		if float64(l) != math.Trunc(float64(l)) || l < 0 {
+			return 0, fmt.Errorf("label %q: value %v is not a class index (want 0, 1, 2, ...)", m.LabelName, l)
+		}
+	}
+	if m.LabelMax < 1 {
+		return 0, fmt.Errorf("label %q: a multi-class objective needs at least 2 classes", m.LabelName)
+	}
+	return int(m.LabelMax) + 1, nil
+}
+
+func matrix(m *dataset.Matrix) (*xgb.DMatrix, error) {
+	d, err := xgb.NewDMatrixDense(m.Data, m.Rows, m.Cols, float32(math.NaN()))
+	if err != nil {
+		return nil, err
+	}
+	if err := d.SetFloatInfo("label", m.Labels); err != nil {
+		d.Free()
+		return nil, err
+	}
+	if err := d.SetFeatureNames(m.FeatureNames); err != nil {
+		d.Free()
+		return nil, err
+	}
+	return d, nil
+}
+
+// gang is this rank's view of the others during training.
+type gang interface {
+	lost() <-chan *gangwatch.LostError
+	done(ctx context.Context) error
+	close()
+}
+
+// joinGang starts the tracker and the gang watch on rank 0 and joins the watch on other ranks.
+func joinGang(ctx context.Context, job Job, cl gangenv.Cluster, log, trackerLog *slog.Logger) (gang, error) {
+	watchPort := job.WatchPort
+	if watchPort == 0 {
+		watchPort = cl.TrackerPort + 1
+	}
+	if cl.Rank != 0 {
+		m, err := gangwatch.Join(ctx, net.JoinHostPort(cl.TrackerHost, strconv.Itoa(watchPort)), cl.Rank, job.Watch)
+		if err != nil {
+			return nil, err
+		}
+		return memberGang{m}, nil
+	}
+	// The tracker and the gang watch wait equally long for the gang: the tracker's own default
+	// would otherwise fail a gang the user allowed more time.
+	tr, err := tracker.Start(ctx, net.JoinHostPort("", strconv.Itoa(cl.TrackerPort)), cl.WorldSize,
+		tracker.WithLogger(trackerLog), tracker.WithStartTimeout(job.Watch.StartTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("start tracker: %w", err)
+	}
+	s, err := gangwatch.Serve(net.JoinHostPort("", strconv.Itoa(watchPort)), cl.WorldSize, job.Watch)
+	if err != nil {
+		tr.Close()
+		return nil, err
+	}
+	log.Info("tracker started", "port", cl.TrackerPort, "watch_port", watchPort, "world_size", cl.WorldSize)
+	return &serverGang{s: s, tr: tr}, nil
+}
+
+type memberGang struct{ m *gangwatch.Member }
+
+func (g memberGang) lost() <-chan *gangwatch.LostError { return g.m.Lost() }
+func (g memberGang) done(ctx context.Context) error    { return g.m.Done(ctx) }
+func (g memberGang) close()                            { g.m.Close() }
+
+type serverGang struct {
+	s  *gangwatch.Server
+	tr *tracker.Tracker
+}
+
+func (g *serverGang) lost() <-chan *gangwatch.LostError { return g.s.Lost() }
+func (g *serverGang) done(ctx context.Context) error {
+	if err := g.s.Done(ctx); err != nil {
+		return err
+	}
+	// Every rank has finished training; the tracker only waits for their shutdown messages.
+	if err := g.tr.Wait(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("tracker: %w", err)
+	}
+	return nil
+}
+func (g *serverGang) close() {
+	g.s.Close()
+	g.tr.Close()
+}
