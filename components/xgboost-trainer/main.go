@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gangboost/gangboost/internal/plumbing/envflag"
 	"log/slog"
 	"math"
 	"os"
@@ -120,7 +121,7 @@ func run(args []string) int {
 		}
 		return exitUsage
 	}
-	if err := envDefaults(fs); err != nil {
+	if err := envflag.Fill(fs, envflag.Prefixed("GANGBOOST_"), os.LookupEnv); err != nil {
 		fmt.Fprintln(os.Stderr, "gangboost-train:", err)
 		return exitUsage
 	}
@@ -212,24 +213,6 @@ func defaultMaxMatrix(log *slog.Logger, ranksHere int) byteSize {
 		return 0
 	}
 	return byteSize(avail / 4 / uint64(max(ranksHere, 1)))
-}
-
-// envDefaults fills every flag not given on the command line from GANGBOOST_<FLAG>.
-func envDefaults(fs *flag.FlagSet) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		key := "GANGBOOST_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		v, ok := os.LookupEnv(key)
-		if given[f.Name] || !ok || err != nil {
-			return
-		}
-		if e := fs.Set(f.Name, v); e != nil {
-			err = fmt.Errorf("environment %s=%q: %w", key, v, e)
-		}
-	})
-	return err
 }
 
 // runLocal re-runs this command as a local gang of 1 Master + workers processes, with the

@@ -11,13 +11,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gangboost/gangboost/internal/plumbing/envflag"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -68,7 +68,7 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := envDefaults(fs); err != nil {
+	if err := envflag.Fill(fs, envflag.Upper, os.LookupEnv); err != nil {
 		return err
 	}
 	var level slog.Level
@@ -196,21 +196,4 @@ func run(args []string) error {
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// envDefaults fills every flag not given on the command line from its upper-case name.
-func envDefaults(fs *flag.FlagSet) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		v, ok := os.LookupEnv(strings.ToUpper(f.Name))
-		if given[f.Name] || !ok || err != nil {
-			return
-		}
-		if e := fs.Set(f.Name, v); e != nil {
-			err = fmt.Errorf("environment %s=%q: %w", strings.ToUpper(f.Name), v, e)
-		}
-	})
-	return err
 }
