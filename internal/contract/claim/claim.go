@@ -84,6 +84,9 @@ func CheckPath(p string) error {
 	if p == "" {
 		return errors.New("the path on the claim is empty")
 	}
+	if p == ".." || strings.HasPrefix(p, "../") {
+		return fmt.Errorf("the path %q on the claim must stay inside the claim", p)
+	}
 	if path.Clean(p) != p || path.IsAbs(p) {
 		return fmt.Errorf("the path %q on the claim must be clean and relative (no leading '/', no //, ./, ../ or trailing /)", p)
 	}
