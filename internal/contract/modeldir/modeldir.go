@@ -2,7 +2,8 @@
 // holds (one model file, model.json or model.ubj as the trainer writes it or any XGBoost model
 // file a user brings, and metadata.json), how readers find the model file, how the trainer publishes
 // one so that a reader sees the whole folder or none of it (PublishFolder, which prepare-data uses
-// for data set folders too), and how readers read its metadata.
+// for data set folders too, and which replaces only a folder of the same Kind), and how readers
+// read its metadata.
 package modeldir
 
 import (
