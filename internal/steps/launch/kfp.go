@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -106,6 +107,9 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		j.TrainerFlags = append(j.TrainerFlags, "--param", k+"="+params[k])
+	}
+	if path.IsAbs(j.MountPath) {
+		j.MountPath = path.Clean(j.MountPath) // "/mnt/pvc/" is where the volume mounts too
 	}
 	local := str("pvc_local_path", j.MountPath)
 	if err := errors.Join(errs...); err != nil {
