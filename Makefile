@@ -109,7 +109,7 @@ FUZZ_TARGETS := ./runtime/v2:FuzzDecodeJSONData ./runtime/v2:FuzzDecodeBinaryDat
 	./runtime/v2:FuzzSanitizeNonFinite ./runtime/rest:FuzzInferBody ./runtime/forest:FuzzParse \
 	./internal/training/dataset:FuzzLoadCSV ./internal/training/dataset:FuzzLoadLibSVM ./internal/training/tracker:FuzzReadHello
 FUZZ_TARGETS += ./internal/steps/evaluate:FuzzDecodeResponse
-FUZZ_TARGETS += ./internal/steps/deploy:FuzzParseModelURI
+FUZZ_TARGETS += ./internal/contract/claim:FuzzParseURI
 ## fuzz: run every fuzz target for FUZZTIME
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \

@@ -48,8 +48,8 @@ func TestLaunchGetsAValidJob(t *testing.T) {
 		j.Identity.RunID != "0b7c3f8e-6b1e-4a51-a1e4-6d2f0f1c9a10" || j.Identity.TaskName != Launch {
 		t.Errorf("job = %+v (local %s)", j, local)
 	}
-	if j.ModelURI() != "pvc://gangboost-models/models/iris/v1" {
-		t.Errorf("model URI = %s", j.ModelURI())
+	if u, err := j.ModelURI(); err != nil || u.String() != "pvc://gangboost-models/models/iris/v1" {
+		t.Errorf("model URI = %s, %v", u, err)
 	}
 	flags := map[string]string{}
 	for i := 0; i+1 < len(j.TrainerFlags); i += 2 {

@@ -152,7 +152,7 @@ func TestLocalDemoInterrupted(t *testing.T) {
 	bin := requireDemoBinaries(t)
 	work := t.TempDir()
 	var out lockedBuffer
-	cmd := demoCommand(bin, work, 1000000)
+	cmd := demoCommand(bin, work, 100000) // the most rounds a job may have: still training when interrupted
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

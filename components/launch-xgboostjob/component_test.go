@@ -55,7 +55,7 @@ func TestDefaultsMakeAJob(t *testing.T) {
 	if local != "/mnt/pvc" || j.Workers != 1 || j.Gang.Queue != "ml-training" || j.Image != image {
 		t.Errorf("job from defaults = %+v (local %s)", j, local)
 	}
-	if j.ModelURI() != "pvc://gangboost-models/models/iris/v1" {
-		t.Errorf("model URI = %s", j.ModelURI())
+	if u, err := j.ModelURI(); err != nil || u.String() != "pvc://gangboost-models/models/iris/v1" {
+		t.Errorf("model URI = %s, %v", u, err)
 	}
 }

@@ -71,10 +71,14 @@ func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string
 	if err := launch.WriteOutputs(exec, job, localClaim); err != nil {
 		return err
 	}
+	uri, err := job.ModelURI()
+	if err != nil {
+		return err
+	}
 	if res.Adopted {
-		fmt.Printf("job %s (adopted) succeeded: model %s\n", res.Job, job.ModelURI())
+		fmt.Printf("job %s (adopted) succeeded: model %s\n", res.Job, uri)
 	} else {
-		fmt.Printf("job %s succeeded: model %s\n", res.Job, job.ModelURI())
+		fmt.Printf("job %s succeeded: model %s\n", res.Job, uri)
 	}
 	return nil
 }

@@ -470,6 +470,10 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		{[]string{"--local", "-1"}, "--local -1"},
 		{[]string{"--local", "2", "--num-round", "0"}, "num_round 0"},
 		{[]string{"--param", "novalue"}, "want key=value"},
+		{[]string{"--num-round", "400000"}, "num_round 400000: want at most 100000"},
+		{[]string{"--eta", "NaN"}, "eta NaN: want more than 0"},
+		{[]string{"--lambda", "-1"}, "lambda -1: want 0 or more"},
+		{[]string{"--tree-method", "fast"}, `tree_method "fast": want one of auto, exact, approx, hist, gpu_hist`},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -485,6 +489,50 @@ func TestBadFlagsExitTwo(t *testing.T) {
 			}
 			if _, err := os.Stat(dir); !os.IsNotExist(err) {
 				t.Fatalf("a model folder appeared (stat: %v)", err)
+			}
+		})
+	}
+}
+
+// A --model-dir that holds anything but a model folder's files is refused before training: the
+// trainer replaces the folder whole, so a working folder, a model's folder of versions, models/
+// itself or a claim's parent (--model-dir /mnt/pvc/..) would lose everything else in it.
+func TestModelDirNeverDeletesOtherFiles(t *testing.T) {
+	cases := []struct {
+		name  string
+		files []string // created under the temporary folder
+		dir   string   // --model-dir, relative to it
+		want  string
+	}{
+		{"a working folder", []string{"work/bench.log", "work/results.csv"}, "work", "it holds bench.log, results.csv"},
+		{"models/ itself (model_version ..)", []string{"models/iris/v1/model.json", "models/other/v1/model.json"}, "models/iris/..", "it holds iris/, other/"},
+		{"a model's versions (model_version .)", []string{"models/iris/v1/model.json", "models/iris/v2/model.json"}, "models/iris/.", "it holds v1/, v2/"},
+		{"the claim's parent", []string{"mnt/pvc/datasets/iris/train.csv"}, "mnt/pvc/..", "it holds pvc/"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			for _, f := range c.files {
+				p := filepath.Join(root, filepath.FromSlash(f))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte("keep"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := time.Now()
+			cmd := exec.Command(trainerBin, "--dataset", "iris", "--objective", "multi:softprob", "--num-round", "2",
+				"--model-dir", filepath.Join(root, filepath.FromSlash(c.dir)))
+			out, _ := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "is not a model folder") || !strings.Contains(string(out), c.want) {
+				t.Fatalf("exit %d, want 2 refusing the folder (%q):\n%s", code, c.want, out)
+			}
+			t.Logf("refused in %s: %s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(out)))
+			for _, f := range c.files {
+				if b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f))); err != nil || string(b) != "keep" {
+					t.Errorf("%s: %q, %v", f, b, err)
+				}
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	claimlayout "github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/steps/prepare"
 	"github.com/gangboost/gangboost/test/cluster"
 )
@@ -51,14 +52,17 @@ func Dataset(t testing.TB, claim string, o prepare.Options) *prepare.Result {
 // model to models/<model>/v1 on the claim; it returns the model_uri.
 func Train(t testing.TB, claim string, res *prepare.Result, model string, flags ...string) string {
 	t.Helper()
-	rel := "models/" + model + "/v1"
+	uri, err := claimlayout.ModelURI(ClaimName, model, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	args := append([]string{"--train", filepath.Join(claim, res.TrainPath), "--eval", filepath.Join(claim, res.TestPath),
-		"--label", res.Schema.Label, "--nthread", "1", "--model-dir", filepath.Join(claim, rel)}, flags...)
+		"--label", res.Schema.Label, "--nthread", "1", "--model-dir", filepath.Join(claim, filepath.FromSlash(uri.Path))}, flags...)
 	cmd := exec.Command(Binary(t, "gangboost-train"), args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gangboost-train %v: %v\n%s", args, err, out)
 	}
-	return "pvc://" + ClaimName + "/" + rel
+	return uri.String()
 }
 
 // FreePort is a loopback port nobody listens on at the moment.

@@ -58,7 +58,7 @@ func TestNoBuildOutputsTracked(t *testing.T) {
 // TestIgnoresRootBinaries: the binaries `go build ./components/<name>` leaves at the root are
 // ignored, so `git add .` cannot track them again.
 func TestIgnoresRootBinaries(t *testing.T) {
-	for _, name := range []string{"deploy-inferenceservice", "launch-xgboostjob", "prepare-data", "evaluate", "gangboost", "gangboost-train", "gangboost-runtime", "bin/x", "dist/x"} {
+	for _, name := range []string{"deploy-inferenceservice", "launch-xgboostjob", "prepare-data", "evaluate", "gangboost", "gangboost-train", "xgboost-trainer", "gangboost-runtime", "bin/x", "dist/x"} {
 		cmd := exec.Command("git", "check-ignore", "-q", name)
 		cmd.Dir = "../.."
 		if err := cmd.Run(); err != nil {

@@ -2,7 +2,8 @@
 // holds (one model file, model.json or model.ubj as the trainer writes it or any XGBoost model
 // file a user brings, and metadata.json), how readers find the model file, how the trainer publishes
 // one so that a reader sees the whole folder or none of it (PublishFolder, which prepare-data uses
-// for data set folders too), and how readers read its metadata.
+// for data set folders too, and which replaces only a folder of the same Kind), and how readers
+// read its metadata.
 package modeldir
 
 import (
@@ -13,6 +14,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // MetadataFile is the name of the metadata file in a model folder.
@@ -88,7 +91,7 @@ func Publish(dir, modelFile string, model []byte, md *Metadata) error {
 	if err != nil {
 		return fmt.Errorf("publish model folder %s: %w", dir, err)
 	}
-	if err := PublishFolder(dir, []File{{modelFile, model}, {MetadataFile, append(js, '\n')}}); err != nil {
+	if err := PublishFolder(dir, ModelFolder, []File{{modelFile, model}, {MetadataFile, append(js, '\n')}}); err != nil {
 		return fmt.Errorf("publish model folder %s: %w", dir, err)
 	}
 	return nil
@@ -100,20 +103,86 @@ type File struct {
 	Data []byte
 }
 
-// PublishFolder makes dir hold exactly files. They are written into a temporary folder beside
-// dir (same parent, so same filesystem), synced, and the folder is renamed into place: a reader,
-// or a crash at any moment, sees the old folder or the new one whole. An existing dir (a re-run)
-// is swapped for the new one in one step (renameat2 RENAME_EXCHANGE) where the filesystem
-// supports it, and then removed. The folder is 0755: readers (the runtime, trainer pods) may run
-// as another user.
-func PublishFolder(dir string, files []File) (err error) {
-	dir = filepath.Clean(dir)
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+// Kind is what a published folder is, told by the names it may hold. PublishFolder swaps out an
+// existing folder only when it is recognisably one of its kind, so that a destination given by
+// mistake (models/ itself, a model's folder of versions, a working folder, the claim's parent) is
+// refused instead of deleted with everything in it.
+type Kind struct {
+	// Name says what the folder is in messages, e.g. "model folder".
+	Name string
+	// Holds reports whether a file of this name belongs in such a folder.
+	Holds func(name string) bool
+}
+
+// ModelFolder is a model folder as the trainer writes it: model.json or model.ubj (so a re-run in
+// the other format replaces it) and metadata.json. Anything else, even another model file a user
+// brought, is not the trainer's to delete.
+var ModelFolder = Kind{Name: "model folder", Holds: func(name string) bool {
+	return name == MetadataFile || slices.Contains(ModelFileNames, name)
+}}
+
+// maxListed bounds the names an error lists.
+const maxListed = 5
+
+// CheckReplaceable reports whether PublishFolder may publish a folder of kind at dir: dir does
+// not exist, or it is a folder (not a link to one) holding only files kind.Holds accepts, and no
+// sub-folders. Publishing deletes the previous folder, so anything else in it would be lost.
+func CheckReplaceable(dir string, kind Kind) error {
+	st, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	if st, err := os.Lstat(dir); err == nil && !st.IsDir() {
-		return errors.New("it exists and is not a folder")
+	if !st.IsDir() {
+		return fmt.Errorf("%s exists and is not a folder (%s): publishing a %s there would replace it; give a folder of its own", dir, st.Mode().Type(), kind.Name)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var foreign []string
+	for _, e := range entries {
+		if e.IsDir() || !kind.Holds(e.Name()) {
+			name := e.Name()
+			if e.IsDir() {
+				name += "/"
+			}
+			foreign = append(foreign, name)
+		}
+	}
+	if len(foreign) == 0 {
+		return nil
+	}
+	listed := foreign
+	if len(listed) > maxListed {
+		listed = append(listed[:maxListed:maxListed], fmt.Sprintf("and %d more", len(foreign)-maxListed))
+	}
+	return fmt.Errorf("%s is not a %s: it holds %s; publishing replaces the whole folder and would delete them: give a folder of its own (e.g. <claim>/models/<model>/<version>), or move them away",
+		dir, kind.Name, strings.Join(listed, ", "))
+}
+
+// PublishFolder makes dir hold exactly files, a folder of kind. They are written into a temporary
+// folder beside dir (same parent, so same filesystem), synced, and the folder is renamed into
+// place: a reader, or a crash at any moment, sees the old folder or the new one whole. An existing
+// dir (a re-run) is swapped for the new one in one step (renameat2 RENAME_EXCHANGE) where the
+// filesystem supports it, and then removed; so an existing dir must be one of kind
+// (CheckReplaceable), or nothing is written. The folder is 0755: readers (the runtime, trainer
+// pods) may run as another user.
+func PublishFolder(dir string, kind Kind, files []File) (err error) {
+	dir = filepath.Clean(dir)
+	parent := filepath.Dir(dir)
+	for _, f := range files {
+		if f.Name == "" || f.Name != filepath.Base(f.Name) || !kind.Holds(f.Name) {
+			return fmt.Errorf("file name %q: want a plain name of a %s", f.Name, kind.Name)
+		}
+	}
+	if err := CheckReplaceable(dir, kind); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
@@ -125,9 +194,6 @@ func PublishFolder(dir string, files []File) (err error) {
 		}
 	}()
 	for _, f := range files {
-		if f.Name == "" || f.Name != filepath.Base(f.Name) {
-			return fmt.Errorf("file name %q: want a plain name", f.Name)
-		}
 		if err := writeFile(filepath.Join(tmp, f.Name), f.Data); err != nil {
 			return err
 		}

@@ -186,3 +186,81 @@ func TestMetadataJSONNames(t *testing.T) {
 		t.Fatalf("metadata.json keys %v, want %v", keys, want)
 	}
 }
+
+// Publishing at a folder that is not a model folder is refused with nothing written or deleted:
+// models/ itself (model_version ".."), a model's folder of versions (model_version "."), the
+// claim's parent (a trainer pod's --model-dir /mnt/pvc/..), a working folder holding other files.
+func TestPublishRefusesWhatIsNotAModelFolder(t *testing.T) {
+	cases := []struct {
+		name  string
+		files []string // under the destination; a trailing / makes a folder
+		want  string
+	}{
+		{"models/ itself", []string{"iris/v1/model.json", "iris/v1/metadata.json", "other/v3/model.json"}, "it holds iris/, other/"},
+		{"a model's versions", []string{"v1/model.json", "v2/model.ubj"}, "it holds v1/, v2/"},
+		{"the claim's parent", []string{"pvc/datasets/iris/train.csv"}, "it holds pvc/"},
+		{"a working folder", []string{"model.json", "metadata.json", "bench.log", "notes.txt"}, "it holds bench.log, notes.txt"},
+		{"another model file", []string{"model.bst"}, "it holds model.bst"},
+		{"a hidden file", []string{"model.json", ".keep"}, "it holds .keep"},
+		{"many names", []string{"a", "b", "c", "d", "e", "f", "g"}, "a, b, c, d, e, and 2 more"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "dest")
+			for _, f := range c.files {
+				p := filepath.Join(dir, filepath.FromSlash(f))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte("keep"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := tree(t, dir)
+			err := Publish(dir, "model.json", []byte(`{"learner":{}}`), &Metadata{Objective: "reg:squarederror"})
+			if err == nil || !strings.Contains(err.Error(), "is not a model folder") || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want a refusal saying %q", err, c.want)
+			}
+			if after := tree(t, dir); !slices.Equal(before, after) {
+				t.Fatalf("the folder changed: %v, was %v", after, before)
+			}
+			if got := entries(t, parent); !slices.Equal(got, []string{"dest"}) {
+				t.Fatalf("beside the folder: %v, want nothing written", got)
+			}
+		})
+	}
+	// A link to a folder is not a folder of its own.
+	parent := t.TempDir()
+	if err := os.Symlink(t.TempDir(), filepath.Join(parent, "v1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Publish(filepath.Join(parent, "v1"), "model.json", []byte("{}"), &Metadata{}); err == nil || !strings.Contains(err.Error(), "is not a folder") {
+		t.Fatalf("publishing over a symlink: %v", err)
+	}
+}
+
+// tree lists every path under dir with its content, sorted.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if !d.IsDir() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel += "=" + string(b)
+		}
+		out = append(out, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	claimlayout "github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/kfp"
 )
 
@@ -240,7 +241,7 @@ func checkInputArtifactURI(run RunInfo, uri string) error {
 	if strings.HasPrefix(uri, strings.TrimRight(run.PipelineRoot, "/")+"/") {
 		return nil
 	}
-	if strings.HasPrefix(uri, "pvc://") || !strings.Contains(uri, "://") || strings.HasPrefix(uri, "file://") {
+	if strings.HasPrefix(uri, claimlayout.Scheme) || !strings.Contains(uri, "://") || strings.HasPrefix(uri, "file://") {
 		return fmt.Errorf("parse bucket config failed: unsupported Cloud bucket: %q (KFP's launcher downloads input artifacts from gs, s3, minio or mem only: pass a location on a claim as a string parameter)", uri)
 	}
 	return fmt.Errorf("input artifact %q is in remote storage, which the local runner does not download", uri)

@@ -34,6 +34,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	claimlayout "github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/kfp"
 )
 
@@ -466,8 +467,8 @@ func (r *runner) mountClaims(taskName string, mounts []*kubernetesplatform.PvcMo
 		if claim == "" || m.GetMountPath() == "" {
 			return nil, nil, nil, fmt.Errorf("task %s: failed to mount volume, missing mountpath or pvc name", taskName)
 		}
-		if strings.ContainsAny(claim, "/\\") || claim == "." || claim == ".." {
-			return nil, nil, nil, fmt.Errorf("task %s: claim name %q is not a valid PersistentVolumeClaim name", taskName, claim)
+		if err := claimlayout.CheckName(claim); err != nil {
+			return nil, nil, nil, fmt.Errorf("task %s: %w", taskName, err)
 		}
 		claims[m.GetMountPath()] = claim
 		dir := claimDir(r.workDir, r.opts.Claims, claim)
@@ -648,17 +649,15 @@ func (res *Result) Task(name string) *TaskResult {
 	return nil
 }
 
-// ClaimPath maps pvc://<claim>/<path> to the file in the folder standing for the claim.
+// ClaimPath maps pvc://<claim>/<path> to the file in the folder standing for the claim; false for
+// anything that is not such a URI (package claim's rules).
 func (res *Result) ClaimPath(uri string) (string, bool) {
-	rest, ok := strings.CutPrefix(uri, "pvc://")
-	if !ok {
+	u, err := claimlayout.ParseURI(uri)
+	if err != nil {
 		return "", false
 	}
-	claim, path, _ := strings.Cut(rest, "/")
-	if claim == "" || claim == "." || claim == ".." {
-		return "", false
-	}
-	return filepath.Join(claimDir(res.WorkDir, res.Claims, claim), filepath.FromSlash(path)), true
+	p, err := claimlayout.Join(claimDir(res.WorkDir, res.Claims, u.Claim), u.Path)
+	return p, err == nil
 }
 
 // claimDir is the folder standing for a claim: the one claims gives, else <workDir>/pvc/<claim>.

@@ -12,12 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"regexp"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gangboost/gangboost/internal/contract/claim"
 )
 
 // Service is one model served under a name, independent of the backend that serves it.
@@ -44,8 +45,9 @@ type Service struct {
 	RunID string
 }
 
-// LocalModelDir is the model folder as this step sees it: MountPath/ModelPath.
-func (s *Service) LocalModelDir() string { return path.Join(s.MountPath, s.ModelPath) }
+// LocalModelDir is the model folder as this step sees it: ModelPath under MountPath, never
+// outside it.
+func (s *Service) LocalModelDir() (string, error) { return claim.Join(s.MountPath, s.ModelPath) }
 
 // Endpoint is where a ready service answers: the step's outputs.
 type Endpoint struct {
@@ -141,21 +143,14 @@ var dns1035 = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
 // maxNameLength keeps "<name>-predictor" within a Service name's 63 characters.
 const maxNameLength = 63 - len("-predictor")
 
-// ParseModelURI splits pvc://<claim>/<path> into the claim and the path on it.
-func ParseModelURI(uri string) (claim, modelPath string, err error) {
-	rest, ok := strings.CutPrefix(uri, "pvc://")
-	if !ok {
-		return "", "", fmt.Errorf("model_uri %q: want pvc://<claim>/<path> (launch-xgboostjob's model_uri output)", uri)
+// ParseModelURI splits pvc://<claim>/<path> into the claim and the path on it, with the claim
+// package's rules: KServe mounts the path as the volume's subPath.
+func ParseModelURI(uri string) (claimName, modelPath string, err error) {
+	u, err := claim.ParseURI(uri)
+	if err != nil {
+		return "", "", fmt.Errorf("model_uri %w (launch-xgboostjob's model_uri output)", err)
 	}
-	claim, p, _ := strings.Cut(rest, "/")
-	if claim == "" || p == "" {
-		return "", "", fmt.Errorf("model_uri %q: want pvc://<claim>/<path>, with both a claim and a path", uri)
-	}
-	// KServe mounts the path as the volume's subPath: it must be a clean relative path.
-	if clean := path.Clean(p); clean != p || path.IsAbs(p) || clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", "", fmt.Errorf("model_uri %q: the path %q on the claim must be clean (no //, ./, ../ or trailing /) and stay inside it", uri, p)
-	}
-	return claim, p, nil
+	return u.Claim, u.Path, nil
 }
 
 // Validate checks what every backend needs.

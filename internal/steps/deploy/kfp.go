@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/kfp"
 )
 
@@ -80,10 +81,13 @@ func ServiceFromExecutor(e *kfp.Executor, defaultNamespace string) (*Service, er
 		return nil, fmt.Errorf("timeout_seconds = %d, want at most a day", timeout)
 	}
 	s.Timeout = time.Duration(timeout) * time.Second
-	if claim, p, err := ParseModelURI(s.ModelURI); err == nil {
-		s.Claim, s.ModelPath = claim, p
-		if claim != claimInput {
-			return nil, fmt.Errorf("model_uri %q is on claim %q but pvc_name is %q: the step mounts pvc_name", s.ModelURI, claim, claimInput)
+	if err := claim.CheckName(claimInput); err != nil {
+		return nil, err
+	}
+	if c, p, err := ParseModelURI(s.ModelURI); err == nil {
+		s.Claim, s.ModelPath = c, p
+		if c != claimInput {
+			return nil, fmt.Errorf("model_uri %q is on claim %q but pvc_name is %q: the step mounts pvc_name", s.ModelURI, c, claimInput)
 		}
 	}
 	if s.Namespace == "" {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/steps/prepare"
 	"github.com/gangboost/gangboost/internal/training/dataset"
@@ -105,6 +106,11 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	if o.URL == "" || o.Model == "" || o.TestPath == "" || o.Label == "" {
 		return nil, errors.New("url, model_name, test_path and label are required")
 	}
+	if o.ClaimName != "" {
+		if err := claim.CheckName(o.ClaimName); err != nil {
+			return nil, err
+		}
+	}
 	s := &Summary{URL: o.URL, Model: o.Model, TestPath: o.TestPath, Protocol: o.Protocol, Tolerance: o.Tolerance}
 	var md *modeldir.Metadata
 	if o.ModelURI != "" {
@@ -117,7 +123,10 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		}
 		s.ModelDir, s.Objective = dir, md.Objective
 	}
-	testFile := claimPath(o.Claim, o.TestPath)
+	testFile, err := claimPath(o.Claim, o.TestPath)
+	if err != nil {
+		return nil, fmt.Errorf("test_path: %w", err)
+	}
 
 	c := &Client{BaseURL: o.URL, Model: o.Model, HTTP: o.HTTP}
 	if err := c.WaitReady(ctx, o.Timeout, 5*time.Second, log); err != nil {
@@ -340,27 +349,31 @@ func kindName(classifier bool) string {
 	return "regression model"
 }
 
-// claimPath resolves a claim-relative path (an absolute one stays as it is).
-func claimPath(claim, p string) string {
+// claimPath resolves a claim-relative path under the claim folder (an absolute one stays as it
+// is); a relative path that leaves the claim is refused.
+func claimPath(root, p string) (string, error) {
 	if filepath.IsAbs(p) {
-		return p
+		return p, nil
 	}
-	return filepath.Join(claim, filepath.FromSlash(p))
+	return claim.Join(root, p)
 }
 
 // modelFolder maps model_uri to where this step sees it: pvc://<claim>/<path> is <path> on the
 // mounted claim, which must be the claim this step mounts.
-func modelFolder(uri, claim, claimName string) (string, error) {
-	rest, ok := strings.CutPrefix(uri, "pvc://")
-	if !ok {
-		return claimPath(claim, uri), nil
+func modelFolder(uri, root, claimName string) (string, error) {
+	if !strings.HasPrefix(uri, claim.Scheme) {
+		dir, err := claimPath(root, uri)
+		if err != nil {
+			return "", fmt.Errorf("model_uri: %w", err)
+		}
+		return dir, nil
 	}
-	name, p, _ := strings.Cut(rest, "/")
-	if claimName != "" && name != claimName {
-		return "", fmt.Errorf("model_uri %s is on claim %q, but this step mounts claim %q (pvc_name)", uri, name, claimName)
+	u, err := claim.ParseURI(uri)
+	if err != nil {
+		return "", fmt.Errorf("model_uri %w", err)
 	}
-	if p == "" {
-		return "", fmt.Errorf("model_uri %s names no folder on the claim", uri)
+	if claimName != "" && u.Claim != claimName {
+		return "", fmt.Errorf("model_uri %s is on claim %q, but this step mounts claim %q (pvc_name)", uri, u.Claim, claimName)
 	}
-	return claimPath(claim, p), nil
+	return claim.Join(root, u.Path)
 }

@@ -4,14 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/steps/report"
+	"github.com/gangboost/gangboost/internal/training/trainflags"
 )
 
 // The launch-xgboostjob component's outputs (components/launch-xgboostjob/component.yaml).
@@ -24,32 +27,6 @@ const (
 	// charts.
 	OutputLearningCurve = "learning_curve"
 )
-
-// trainerFlags maps component inputs to gangboost-train flags; an input without a value (or with an
-// empty one) leaves the trainer's default.
-var trainerFlags = []struct{ input, flag string }{
-	{"label", "--label"},
-	{"features", "--features"},
-	{"format", "--format"},
-	{"eval_fraction", "--eval-fraction"},
-	{"objective", "--objective"},
-	{"num_round", "--num-round"},
-	{"max_depth", "--max-depth"},
-	{"eta", "--eta"},
-	{"subsample", "--subsample"},
-	{"colsample_bytree", "--colsample-bytree"},
-	{"min_child_weight", "--min-child-weight"},
-	{"lambda", "--lambda"},
-	{"alpha", "--alpha"},
-	{"tree_method", "--tree-method"},
-	{"nthread", "--nthread"},
-	{"seed", "--seed"},
-	{"num_class", "--num-class"},
-	{"eval_metric", "--eval-metric"},
-	{"early_stopping_rounds", "--early-stopping-rounds"},
-	{"model_format", "--model-format"},
-	{"log_every", "--log-every"},
-}
 
 // Defaults are the settings a component input may leave out.
 type Defaults struct {
@@ -114,9 +91,11 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 		n := int32(v)
 		j.TTLSecondsAfterFinished = &n
 	}
-	for _, f := range trainerFlags {
-		if v := str(f.input, ""); v != "" {
-			j.TrainerFlags = append(j.TrainerFlags, f.flag, v)
+	// Each of the trainer's tunable flags is the input of the same name; an input without a value
+	// (or with an empty one) leaves the trainer's default.
+	for _, flag := range trainflags.Tunables {
+		if v := str(trainflags.InputName(flag), ""); v != "" {
+			j.TrainerFlags = append(j.TrainerFlags, "--"+flag, v)
 		}
 	}
 	params, err := e.Struct("xgb_params")
@@ -128,6 +107,9 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		j.TrainerFlags = append(j.TrainerFlags, "--param", k+"="+params[k])
+	}
+	if path.IsAbs(j.MountPath) {
+		j.MountPath = path.Clean(j.MountPath) // "/mnt/pvc/" is where the volume mounts too
 	}
 	local := str("pvc_local_path", j.MountPath)
 	if err := errors.Join(errs...); err != nil {
@@ -150,18 +132,27 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 }
 
 // ModelURI is the model folder as KServe's storageUri: pvc://<claim>/models/<model>/<version>.
-func (j *Job) ModelURI() string { return "pvc://" + j.Claim + "/" + j.ModelPath() }
+func (j *Job) ModelURI() (claim.URI, error) {
+	return claim.ModelURI(j.Claim, j.ModelName, j.ModelVersion)
+}
 
 // WriteOutputs records a finished job's outputs: the Model artifact (its metadata from the folder's
 // metadata.json), the final metrics, model_uri and job_name. localClaim is where this process sees
 // the claim.
 func WriteOutputs(e *kfp.Executor, j *Job, localClaim string) error {
-	dir := filepath.Join(localClaim, filepath.FromSlash(j.ModelPath()))
+	u, err := j.ModelURI()
+	if err != nil {
+		return err
+	}
+	dir, err := claim.Join(localClaim, u.Path)
+	if err != nil {
+		return err
+	}
 	md, err := modeldir.ReadMetadata(dir)
 	if err != nil {
 		return fmt.Errorf("job %s succeeded but its model folder %s has no readable metadata (is the claim %s mounted at %s?): %w", j.Name, dir, j.Claim, localClaim, err)
 	}
-	uri := j.ModelURI()
+	uri := u.String()
 	final := map[string]any{}
 	for name, values := range md.Metrics {
 		if len(values) > 0 {

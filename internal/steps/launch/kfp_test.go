@@ -2,6 +2,7 @@ package launch
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/training/trainflags"
 )
 
 func executor(t *testing.T, params map[string]any, dir string) *kfp.Executor {
@@ -56,7 +58,11 @@ func TestJobFromExecutor(t *testing.T) {
 	if j.TTLSecondsAfterFinished != nil || j.BackoffLimit == nil || *j.BackoffLimit != 0 {
 		t.Errorf("run policy: ttl %v backoff %v", j.TTLSecondsAfterFinished, j.BackoffLimit)
 	}
-	got := strings.Join(j.TrainerArgs("/mnt/pvc"), " ")
+	args, err := j.TrainerArgs("/mnt/pvc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(args, " ")
 	want := "--train /mnt/pvc/datasets/iris/train.csv --objective multi:softprob --num-round 20 --param grow_policy=lossguide --param max_bin=64 --model-dir /mnt/pvc/models/iris/v1"
 	if got != want {
 		t.Errorf("trainer args = %q\nwant %q", got, want)
@@ -71,6 +77,12 @@ func TestJobFromExecutor(t *testing.T) {
 		{"not an integer", map[string]any{"workers": 1.5}, `"workers": want an integer`},
 		{"no run id", map[string]any{"run_id": ""}, "pipeline_job_uuid"},
 		{"bad port", map[string]any{"master_port": 70000}, "master_port"},
+		{"model_version ..", map[string]any{"model_version": ".."}, `model_version ".."`},
+		{"model_name ..", map[string]any{"model_name": ".."}, `model_name ".."`},
+		{"claim with a newline", map[string]any{"pvc_name": "models\nx"}, "pvc_name"},
+		{"num_round beyond the bound", map[string]any{"num_round": 400000}, "num_round 400000: want at most 100000"},
+		{"eta not a number", map[string]any{"eta": "fast"}, `invalid value "fast" for flag -eta`},
+		{"bad xgb_params key", map[string]any{"xgb_params": map[string]any{"": 1}}, "needs a name"},
 	} {
 		p := base()
 		for k, v := range tc.set {
@@ -79,6 +91,30 @@ func TestJobFromExecutor(t *testing.T) {
 		_, _, err := JobFromExecutor(executor(t, p, t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// The trainer's tunable flags are the component's inputs of the same names, with the trainer's
+// defaults: the launcher passes each input to the flag gangboost-train defines.
+func TestInputsAreTheTrainerFlags(t *testing.T) {
+	inputs := map[string]kfp.Input{}
+	for _, in := range Inputs {
+		inputs[in.Name] = in
+	}
+	_, fs := trainflags.New("gangboost-train")
+	for _, flag := range trainflags.Tunables {
+		in, ok := inputs[trainflags.InputName(flag)]
+		if !ok {
+			t.Errorf("the trainer's flag --%s has no input %s", flag, trainflags.InputName(flag))
+			continue
+		}
+		def := fmt.Sprint(in.Default)
+		if in.Default == nil || def == "" {
+			continue // empty: the trainer's default
+		}
+		if want := fs.Lookup(flag).DefValue; def != want {
+			t.Errorf("input %s defaults to %q, the trainer's --%s to %q", in.Name, def, flag, want)
 		}
 	}
 }

@@ -13,9 +13,13 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gangboost/gangboost/internal/contract/claim"
+	"github.com/gangboost/gangboost/internal/training/trainflags"
 )
 
 // Identity is the pipeline step a job belongs to: KFP's run UUID ({{$.pipeline_job_uuid}}) and task
@@ -94,31 +98,49 @@ func (j *Job) MinAvailable() int32 {
 	return j.Replicas()
 }
 
-// ModelPath is the model folder relative to the claim's root: models/<name>/<version>.
-func (j *Job) ModelPath() string { return path.Join("models", j.ModelName, j.ModelVersion) }
+// ModelPath is the model folder relative to the claim's root, models/<name>/<version>, or an
+// error naming the rule a name breaks (package claim).
+func (j *Job) ModelPath() (string, error) { return claim.ModelPath(j.ModelName, j.ModelVersion) }
 
 // TrainerArgs are gangboost-train's arguments with the claim at root (where a replica sees it).
-func (j *Job) TrainerArgs(root string) []string {
+// The data paths and the model folder are joined under root only when they stay inside it.
+func (j *Job) TrainerArgs(root string) ([]string, error) {
 	var args []string
-	if j.Data.Train != "" {
-		args = append(args, "--train", onClaim(root, j.Data.Train))
-	}
-	if j.Data.Eval != "" {
-		args = append(args, "--eval", onClaim(root, j.Data.Eval))
+	for _, d := range []struct{ flag, input, path string }{{"--train", "train_data", j.Data.Train}, {"--eval", "eval_data", j.Data.Eval}} {
+		if d.path == "" {
+			continue
+		}
+		p, err := onClaim(root, d.path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.input, err)
+		}
+		args = append(args, d.flag, p)
 	}
 	if j.Data.Dataset != "" {
 		args = append(args, "--dataset", j.Data.Dataset)
 	}
 	args = append(args, j.TrainerFlags...)
-	return append(args, "--model-dir", path.Join(root, j.ModelPath()))
+	rel, err := j.ModelPath()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := claim.Join(root, rel)
+	if err != nil {
+		return nil, err
+	}
+	return append(args, "--model-dir", filepath.ToSlash(dir)), nil
 }
 
-// onClaim places a claim-relative path under root; an absolute path under root stays.
-func onClaim(root, p string) string {
-	if strings.HasPrefix(p, root+"/") {
-		return p
+// onClaim places a claim-relative path under root; an absolute path already under root stays (as
+// a claim-relative path: "/mnt/pvc/../x" does not).
+func onClaim(root, p string) (string, error) {
+	if rest, ok := strings.CutPrefix(p, root+"/"); ok {
+		p = rest
+	} else {
+		p = strings.TrimPrefix(p, "/")
 	}
-	return path.Join(root, strings.TrimPrefix(p, "/"))
+	dir, err := claim.Join(root, p)
+	return filepath.ToSlash(dir), err
 }
 
 // Validate checks what every backend needs.
@@ -139,12 +161,21 @@ func (j *Job) Validate() error {
 	if j.Data.Train == "" && j.Data.Dataset == "" {
 		errs = append(errs, errors.New("no training data: set train_data (a path on the claim) or dataset (e.g. iris)"))
 	}
-	if j.ModelName == "" || j.ModelVersion == "" || strings.Contains(j.ModelName+j.ModelVersion, "/") {
-		errs = append(errs, fmt.Errorf("model_name %q and model_version %q must be set, without '/'", j.ModelName, j.ModelVersion))
+	// The local backend runs the trainer with its own folder as the claim; the paths are checked
+	// under a stand-in root then.
+	root := j.MountPath
+	if root == "" {
+		root = "/claim"
 	}
-	if j.Claim == "" {
-		errs = append(errs, errors.New("pvc_name is empty: the model goes to a PersistentVolumeClaim"))
+	if !path.IsAbs(root) || path.Clean(root) != root || root == "/" {
+		errs = append(errs, fmt.Errorf("pvc_mount_path %q: want a clean absolute folder other than /, e.g. /mnt/pvc", j.MountPath))
+	} else if args, err := j.TrainerArgs(root); err != nil {
+		errs = append(errs, err) // names breaking the claim's rules, data paths leaving it
+	} else if err := trainflags.Check(args); err != nil {
+		// The trainer's own flag checks, before a gang is scheduled to fail them.
+		errs = append(errs, err)
 	}
+	errs = append(errs, claim.CheckName(j.Claim))
 	switch j.CleanPodPolicy {
 	case "", "All", "Running", "None":
 	default:

@@ -40,7 +40,11 @@ func TestJobName(t *testing.T) {
 func TestTrainerArgs(t *testing.T) {
 	j := &Job{Data: Data{Train: "datasets/iris/train.csv", Eval: "/mnt/pvc/datasets/iris/test.csv"},
 		TrainerFlags: []string{"--objective", "multi:softprob"}, ModelName: "iris", ModelVersion: "v2"}
-	got := strings.Join(j.TrainerArgs("/mnt/pvc"), " ")
+	args, err := j.TrainerArgs("/mnt/pvc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(args, " ")
 	want := "--train /mnt/pvc/datasets/iris/train.csv --eval /mnt/pvc/datasets/iris/test.csv --objective multi:softprob --model-dir /mnt/pvc/models/iris/v2"
 	if got != want {
 		t.Errorf("TrainerArgs = %q\nwant %q", got, want)
@@ -49,7 +53,7 @@ func TestTrainerArgs(t *testing.T) {
 
 func validJob() *Job {
 	id := Identity{"run", "task"}
-	return &Job{Name: JobName(id), Namespace: "ns", Identity: id, Data: Data{Dataset: "iris"}, Claim: "c",
+	return &Job{Name: JobName(id), Namespace: "ns", Identity: id, Data: Data{Dataset: "iris"}, Claim: "c", MountPath: "/mnt/pvc",
 		ModelName: "iris", ModelVersion: "v1", Gang: Gang{ScheduleTimeout: 300 * time.Millisecond}}
 }
 
@@ -65,6 +69,21 @@ func TestValidate(t *testing.T) {
 		{"min available", func(j *Job) { j.Gang.MinAvailable = 3 }, "min_available = 3"},
 		{"model", func(j *Job) { j.ModelName = "a/b" }, "model_name"},
 		{"clean", func(j *Job) { j.CleanPodPolicy = "Some" }, "clean_pod_policy"},
+		// Once published over models/ whole, over every version of the model, at the claim's parent.
+		{"version ..", func(j *Job) { j.ModelVersion = ".." }, `model_version ".."`},
+		{"version .", func(j *Job) { j.ModelVersion = "." }, `model_version "."`},
+		{"name and version ..", func(j *Job) { j.ModelName, j.ModelVersion = "..", ".." }, `model_name ".."`},
+		{"version with a newline", func(j *Job) { j.ModelVersion = "v1\nv2" }, "model_version"},
+		{"claim with a newline", func(j *Job) { j.Claim = "c\nINFO forged" }, "pvc_name"},
+		{"claim with bidi characters", func(j *Job) { j.Claim = "c\u202eslledom" }, "pvc_name"},
+		{"no claim", func(j *Job) { j.Claim = "" }, "pvc_name"},
+		{"train data leaving the claim", func(j *Job) { j.Data = Data{Train: "../etc/data.csv"} }, "train_data"},
+		{"eval data leaving the claim", func(j *Job) { j.Data.Eval = "/mnt/pvc/../x.csv" }, "eval_data"},
+		{"mount path not clean", func(j *Job) { j.MountPath = "/mnt/pvc/.." }, "pvc_mount_path"},
+		{"too many rounds", func(j *Job) { j.TrainerFlags = []string{"--num-round", "400000"} }, "num_round 400000: want at most 100000"},
+		{"eta out of range", func(j *Job) { j.TrainerFlags = []string{"--eta", "-0.1"} }, "eta -0.1"},
+		{"not a number", func(j *Job) { j.TrainerFlags = []string{"--max-depth", "deep"} }, `invalid value "deep" for flag -max-depth`},
+		{"unknown trainer flag", func(j *Job) { j.TrainerFlags = []string{"--num-rounds", "3"} }, "-num-rounds"},
 	}
 	for _, tc := range tests {
 		j := validJob()
@@ -83,10 +102,32 @@ type fakeBackend struct {
 	end      error // returned after progress, unless block
 	block    bool
 	deleted  int
+	started  int
 	created  time.Time
 }
 
+// A job whose names or trainer flags the trainer would refuse is refused before the backend is
+// asked to create it: no gang is scheduled only to fail.
+func TestRunRefusesBeforeStart(t *testing.T) {
+	for _, mutate := range []func(*Job){
+		func(j *Job) { j.TrainerFlags = []string{"--num-round", "400000"} },
+		func(j *Job) { j.TrainerFlags = []string{"--subsample", "2"} },
+		func(j *Job) { j.ModelVersion = ".." },
+		func(j *Job) { j.Claim = "gangboost-models\n" },
+	} {
+		j := validJob()
+		mutate(j)
+		f := &fakeBackend{created: time.Now()}
+		if _, err := (&Launcher{Backend: f}).Run(context.Background(), j); err == nil || f.started != 0 {
+			t.Errorf("Run = %v after %d Start calls, want an error and none", err, f.started)
+		}
+	}
+}
+
 func (f *fakeBackend) Start(context.Context, *Job) (Started, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.started++
 	return Started{Created: f.created}, nil
 }
 func (f *fakeBackend) Watch(ctx context.Context, _ *Job, progress func(Progress)) error {

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 
+	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/kfp"
 )
 
@@ -61,14 +63,22 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, fetch Fetcher, log io.Wri
 	if err := in.Err(); err != nil {
 		return err
 	}
+	// The claim's name goes into the outputs; a bad one must fail before the split is written.
+	if err := claim.CheckName(claimName); err != nil {
+		return err
+	}
 	res, err := Run(ctx, o)
 	if err != nil {
 		return err
 	}
-	return writeOutputs(e, res, claimName, o.Claim)
+	return writeOutputs(e, res, claimName)
 }
 
-func writeOutputs(e *kfp.Executor, res *Result, claimName, claim string) error {
+func writeOutputs(e *kfp.Executor, res *Result, claimName string) error {
+	location, err := claim.NewURI(claimName, path.Dir(res.TrainPath))
+	if err != nil {
+		return err
+	}
 	s := res.Schema
 	for name, v := range map[string]string{OutputTrainPath: res.TrainPath, OutputTestPath: res.TestPath, OutputLabel: s.Label} {
 		if err := e.SetParameter(name, v); err != nil {
@@ -88,7 +98,7 @@ func writeOutputs(e *kfp.Executor, res *Result, claimName, claim string) error {
 		"source": s.Source, "test_fraction": s.TestFraction, "seed": s.Seed, "stratified": s.Stratified,
 		"train_path": res.TrainPath, "test_path": res.TestPath,
 		// Where the files are: the artifact itself holds schema.json, which the UI can show.
-		"location": "pvc://" + claimName + "/" + filepath.ToSlash(filepath.Dir(res.TrainPath)),
+		"location": location.String(),
 	}
 	if err := e.SetArtifact(OutputDataset, "", md); err != nil {
 		return err

@@ -11,11 +11,12 @@ import (
 	"math"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/training/dataset"
 )
 
@@ -58,7 +59,8 @@ type Result struct {
 
 // Run reads the data set, splits it and publishes the folder datasets/<name> on the claim.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	if err := checkName(o.Name); err != nil {
+	rel, err := claim.DatasetPath(o.Name)
+	if err != nil {
 		return nil, err
 	}
 	if !(o.TestFraction > 0 && o.TestFraction < 1) {
@@ -92,12 +94,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	schema := newSchema(m, train, test, split.Classes, labelType, stratified)
 	schema.Source, schema.TestFraction, schema.Seed = source, o.TestFraction, o.Seed
+	if err := checkText(source, schema); err != nil {
+		return nil, err
+	}
 
-	dir := filepath.Join(o.Claim, "datasets", o.Name)
+	dir, err := claim.Join(o.Claim, rel)
+	if err != nil {
+		return nil, err
+	}
 	if err := publish(dir, train, test, schema); err != nil {
 		return nil, err
 	}
-	rel := path.Join("datasets", o.Name)
 	res := &Result{TrainPath: path.Join(rel, TrainFile), TestPath: path.Join(rel, TestFile),
 		SchemaPath: path.Join(rel, SchemaFile), Schema: schema}
 	logf("wrote %s (%d rows) and %s (%d rows) to the claim at %s; label %q%s",
@@ -112,12 +119,20 @@ func classNote(s *Schema) string {
 	return fmt.Sprintf(", %d classes, stratified split", len(s.Classes))
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-
-// checkName keeps the data set's folder one plain name under datasets/.
-func checkName(name string) error {
-	if !nameRE.MatchString(name) {
-		return fmt.Errorf("name %q: want a folder name of letters, digits, '.', '_' or '-' (at most 63, not starting with '.'), e.g. iris", name)
+// checkText refuses column names and class labels that are not UTF-8 text, before anything is
+// written: schema.json and the step's outputs (KFP's metadata is protobuf, whose strings must be
+// UTF-8) could not carry them, and a step that failed after writing the split would leave files
+// no output points to.
+func checkText(source string, s *Schema) error {
+	for i, c := range s.Columns {
+		if !utf8.ValidString(c.Name) {
+			return &dataset.DataError{File: source, Msg: fmt.Sprintf("column %d name %q is not UTF-8 text: save the CSV as UTF-8", i+1, c.Name)}
+		}
+	}
+	for _, c := range s.Classes {
+		if !utf8.ValidString(c) {
+			return &dataset.DataError{File: source, Msg: fmt.Sprintf("label %q: class %q is not UTF-8 text: save the CSV as UTF-8", s.Label, c)}
+		}
 	}
 	return nil
 }
@@ -154,11 +169,9 @@ func load(ctx context.Context, o Options, logf func(string, ...any)) (m *dataset
 	case filepath.IsAbs(o.Dataset):
 		local = o.Dataset
 	default:
-		rel := filepath.Clean(filepath.FromSlash(o.Dataset))
-		if rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return nil, "", fmt.Errorf("dataset %q: a path on the claim may not leave the claim", o.Dataset)
+		if local, err = claim.Join(o.Claim, o.Dataset); err != nil {
+			return nil, "", fmt.Errorf("dataset %q: a path on the claim may not leave the claim: %w", o.Dataset, err)
 		}
-		local = filepath.Join(o.Claim, rel)
 		source = o.Dataset
 	}
 	m, err = dataset.Load(dataset.Spec{Path: local, Format: "csv", Label: o.Label}, dataset.Shard{})

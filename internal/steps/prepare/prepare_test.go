@@ -197,8 +197,30 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Run(context.Background(), Options{Dataset: "iris", Name: "../x", TestFraction: 0.2, Claim: t.TempDir()}); err == nil {
-		t.Error("name ../x accepted")
+	for _, name := range []string{"../x", "..", ".", "", "a/b", "x\n"} {
+		if _, err := Run(context.Background(), Options{Dataset: "iris", Name: name, TestFraction: 0.2, Claim: t.TempDir()}); err == nil {
+			t.Errorf("name %q accepted", name)
+		}
+	}
+}
+
+// A folder at datasets/<name> that holds more than a split is refused, not replaced: publishing
+// swaps the whole folder out.
+func TestForeignFolderKept(t *testing.T) {
+	claim := t.TempDir()
+	dir := filepath.Join(claim, "datasets", "iris")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "raw.csv"), []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), Options{Dataset: "iris", Name: "iris", TestFraction: 0.2, Claim: claim})
+	if err == nil || !strings.Contains(err.Error(), "is not a data set folder: it holds raw.csv") {
+		t.Fatalf("err = %v, want a refusal naming raw.csv", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "raw.csv")); err != nil || string(b) != "keep" {
+		t.Fatalf("raw.csv = %q, %v", b, err)
 	}
 }
 

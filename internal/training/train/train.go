@@ -23,6 +23,7 @@ import (
 	"github.com/gangboost/gangboost/internal/training/gangenv"
 	"github.com/gangboost/gangboost/internal/training/gangwatch"
 	"github.com/gangboost/gangboost/internal/training/tracker"
+	"github.com/gangboost/gangboost/internal/training/trainflags"
 	"github.com/gangboost/gangboost/internal/training/xgb"
 )
 
@@ -45,7 +46,7 @@ type Job struct {
 
 // DefaultGangStartTimeout is how long the ranks wait for the whole gang to join when
 // Job.Watch.StartTimeout is 0.
-const DefaultGangStartTimeout = 5 * time.Minute
+const DefaultGangStartTimeout = trainflags.DefaultGangStartTimeout
 
 // Validate checks the job's settings before any data is read or any rank started, naming the
 // setting and the valid values.
@@ -53,16 +54,10 @@ func (job Job) Validate() error {
 	if err := job.Params.Validate(); err != nil {
 		return err
 	}
-	switch job.ModelFormat {
-	case "", modeldir.FormatJSON, modeldir.FormatUBJ:
-	default:
-		return fmt.Errorf("model format %q: want json or ubj", job.ModelFormat)
+	if err := trainflags.CheckModelFormat(job.ModelFormat); err != nil {
+		return err
 	}
-	// Written as a negation so that NaN fails too.
-	if !(job.EvalFraction >= 0 && job.EvalFraction < 1) {
-		return fmt.Errorf("eval fraction %g: want 0 <= fraction < 1 (0: no evaluation split)", job.EvalFraction)
-	}
-	return nil
+	return trainflags.CheckEvalFraction(job.EvalFraction)
 }
 
 // Result is what a rank knows when training ends.
@@ -86,6 +81,13 @@ func Run(ctx context.Context, job Job, cl gangenv.Cluster) (*Result, error) {
 	log = log.With("rank", cl.Rank)
 	if err := job.Validate(); err != nil {
 		return nil, err
+	}
+	// Publishing replaces the model folder whole: a --model-dir that holds anything else fails
+	// now, not after the training it would have cost.
+	if cl.Rank == 0 && job.ModelDir != "" {
+		if err := modeldir.CheckReplaceable(filepath.Clean(job.ModelDir), modeldir.ModelFolder); err != nil {
+			return nil, fmt.Errorf("--model-dir: %w", err)
+		}
 	}
 	if job.ModelFormat == "" {
 		job.ModelFormat = modeldir.FormatJSON
@@ -299,7 +301,7 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 		return nil, nil, nil, err
 	}
 	defer bst.Free()
-	for _, kv := range params.booster() {
+	for _, kv := range params.Booster() {
 		if err := bst.SetParam(kv[0], kv[1]); err != nil {
 			return nil, nil, nil, err
 		}

@@ -78,7 +78,7 @@ func TestParamsValidate(t *testing.T) {
 		}
 	}
 	p.EvalMetric = []string{"auc", "logloss"}
-	kv := p.booster()
+	kv := p.Booster()
 	if kv[len(kv)-2] != [2]string{"eval_metric", "auc"} || kv[len(kv)-1] != [2]string{"eval_metric", "logloss"} {
 		t.Fatalf("eval metrics not last and in order: %v", kv)
 	}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	claimlayout "github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
 )
 
@@ -100,7 +101,11 @@ func sampleRow(res *localrun.Result) []float64 {
 	if v, ok := t.Inputs["pvc_name"]; ok {
 		claim = format(v)
 	}
-	path, ok := res.ClaimPath("pvc://" + claim + "/" + format(t.Outputs["test_path"]))
+	u, err := claimlayout.NewURI(claim, format(t.Outputs["test_path"]))
+	if err != nil {
+		return nil
+	}
+	path, ok := res.ClaimPath(u.String())
 	if !ok {
 		return nil
 	}

@@ -126,8 +126,11 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 	if err != nil {
 		return fmt.Errorf("local service %s: runtime: %w (set GANGBOOST_BIN_DIR to the folder holding gangboost-runtime)", s.Name, err)
 	}
-	dir, err := filepath.Abs(filepath.FromSlash(s.LocalModelDir()))
+	dir, err := s.LocalModelDir()
 	if err != nil {
+		return fmt.Errorf("local service %s: %w", s.Name, err)
+	}
+	if dir, err = filepath.Abs(dir); err != nil {
 		return err
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {

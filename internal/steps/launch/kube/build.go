@@ -55,6 +55,10 @@ func XGBoostJob(j *launch.Job) (*kubeflowv1.XGBoostJob, error) {
 	if j.Resources.GPUs > 0 {
 		res[GPUResource] = *resource.NewQuantity(j.Resources.GPUs, resource.DecimalSI)
 	}
+	args, err := j.TrainerArgs(j.MountPath)
+	if err != nil {
+		return nil, err
+	}
 	labels := map[string]string{ManagedByLabel: ManagedBy}
 	template := func() corev1.PodTemplateSpec {
 		return corev1.PodTemplateSpec{
@@ -67,7 +71,7 @@ func XGBoostJob(j *launch.Job) (*kubeflowv1.XGBoostJob, error) {
 					Name:    kubeflowv1.XGBoostJobDefaultContainerName,
 					Image:   j.Image,
 					Command: []string{TrainerCommand},
-					Args:    j.TrainerArgs(j.MountPath),
+					Args:    args,
 					Ports: []corev1.ContainerPort{{
 						Name: kubeflowv1.XGBoostJobDefaultPortName, ContainerPort: j.Port, Protocol: corev1.ProtocolTCP,
 					}},

@@ -128,6 +128,10 @@ func (b *Backend) Start(ctx context.Context, j *launch.Job) (launch.Started, err
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return launch.Started{}, fmt.Errorf("local job %s: claim directory %s is not a directory (%v)", j.Name, root, err)
 	}
+	args, err := j.TrainerArgs(root)
+	if err != nil {
+		return launch.Started{}, fmt.Errorf("local job %s: %w", j.Name, err)
+	}
 	gangs := b.Gangs
 	if gangs == nil {
 		gangs = &localgang.Launcher{}
@@ -140,7 +144,7 @@ func (b *Backend) Start(ctx context.Context, j *launch.Job) (launch.Started, err
 		Name:    j.Name,
 		Command: trainer,
 		// The same command line the Kubernetes backend gives the pods, with Root as the claim.
-		Args:    j.TrainerArgs(root),
+		Args:    args,
 		Workers: int(j.Workers),
 		// The replicas share the loopback interface: a fixed MASTER_PORT (job.Port) would clash
 		// between gangs, so localgang picks free ports.

@@ -190,7 +190,7 @@ func TestDeleteStopsTheGang(t *testing.T) {
 	root := t.TempDir()
 	b := &Backend{Trainer: trainerBinary(t), Root: root, TerminationGracePeriod: 2 * time.Second}
 	job := irisJob("iris-delete")
-	job.TrainerFlags = []string{"--num-round", "10000000"}
+	job.TrainerFlags = []string{"--num-round", "100000"}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := b.Start(ctx, job); err != nil {

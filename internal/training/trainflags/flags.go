@@ -1,0 +1,222 @@
+// Package trainflags is the one definition of gangboost-train's command line: every flag's name,
+// default, usage and bounds, and the checks that run before any data is read. The trainer parses
+// its arguments with it, and launch-xgboostjob parses the arguments it gives the trainer with it
+// too, so a bad value fails the step before a job is created and a gang scheduled.
+//
+// It is pure Go (no libxgboost): the launch component is built without cgo.
+package trainflags
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/plumbing/sysmem"
+	"github.com/gangboost/gangboost/internal/training/dataset"
+)
+
+// Model file formats --model-format takes, as XGBoost's save_model writes them (the same names as
+// modeldir.FormatJSON and modeldir.FormatUBJ).
+const (
+	FormatJSON = "json"
+	FormatUBJ  = "ubj"
+)
+
+// DefaultGangStartTimeout is how long the ranks wait for the whole gang to join.
+const DefaultGangStartTimeout = 5 * time.Minute
+
+// Flags are gangboost-train's settings, as its flags set them.
+type Flags struct {
+	Train, Eval, Dataset, Format, Label string
+	Features                            []string
+	EvalFraction                        float64
+	ModelDir, ModelFormat               string
+	Params                              Params
+	// MaxLineBytes bounds an input line; MaxMatrixBytes the dense matrix of one rank (0: the
+	// trainer picks a share of the memory available).
+	MaxLineBytes, MaxMatrixBytes uint64
+	LogEvery                     int
+	// Local is the number of Workers of a local gang (0: run one rank from the environment).
+	Local, WatchPort              int
+	GangTimeout, GangStartTimeout time.Duration
+
+	evalMetric, extra  stringList
+	maxLine, maxMatrix byteSize
+}
+
+// Tunables are the flags a pipeline's training step sets per job (launch-xgboostjob takes each as
+// the input of the same name with '_' for '-'); the others are the data, the model folder and how
+// the process runs, which the launcher sets itself.
+var Tunables = []string{
+	"label", "features", "format", "eval-fraction", "objective", "num-round", "max-depth", "eta", "subsample",
+	"colsample-bytree", "min-child-weight", "lambda", "alpha", "tree-method", "nthread", "seed", "num-class",
+	"eval-metric", "early-stopping-rounds", "model-format", "log-every",
+}
+
+// InputName is the component input that sets flag: num-round -> num_round.
+func InputName(flag string) string { return strings.ReplaceAll(flag, "-", "_") }
+
+// New defines every flag on a new FlagSet named name, with its default.
+func New(name string) (*Flags, *flag.FlagSet) {
+	f := &Flags{Params: DefaultParams(), maxLine: byteSize(dataset.DefaultMaxLineBytes)}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	p := &f.Params
+	fs.StringVar(&f.Train, "train", "", "training data: a CSV file with a header, or a LibSVM file")
+	fs.StringVar(&f.Eval, "eval", "", "evaluation data (same format as --train)")
+	fs.StringVar(&f.Dataset, "dataset", "", "built-in data set instead of --train: iris")
+	fs.StringVar(&f.Format, "format", "", "data format: csv or libsvm (default: from the file extension)")
+	fs.StringVar(&f.Label, "label", "", "label column name (CSV; default for --dataset iris: species)")
+	fs.Var(&stringListFlag{&f.Features}, "features", "feature columns, comma-separated (default: every column but the label)")
+	fs.Float64Var(&f.EvalFraction, "eval-fraction", 0, "without --eval, hold out this fraction of the training rows for evaluation")
+	fs.StringVar(&f.ModelDir, "model-dir", "", "folder that receives model.json (or .ubj) and metadata.json, e.g. <pvc>/models/<model>/<version>; an existing folder must be a model folder (it is replaced whole)")
+	fs.StringVar(&f.ModelFormat, "model-format", FormatJSON, "model file format: json or ubj")
+	fs.StringVar(&p.Objective, "objective", p.Objective, "learning objective, e.g. binary:logistic, multi:softprob, reg:squarederror")
+	fs.IntVar(&p.NumRound, "num-round", p.NumRound, fmt.Sprintf("boosting rounds (1 to %d)", MaxNumRound))
+	fs.IntVar(&p.MaxDepth, "max-depth", p.MaxDepth, "maximum tree depth")
+	fs.Float64Var(&p.Eta, "eta", p.Eta, "learning rate")
+	fs.Float64Var(&p.Subsample, "subsample", p.Subsample, "row subsample ratio per tree")
+	fs.Float64Var(&p.ColsampleBytree, "colsample-bytree", p.ColsampleBytree, "column subsample ratio per tree")
+	fs.Float64Var(&p.MinChildWeight, "min-child-weight", p.MinChildWeight, "minimum sum of hessian in a child")
+	fs.Float64Var(&p.Lambda, "lambda", p.Lambda, "L2 regularisation")
+	fs.Float64Var(&p.Alpha, "alpha", p.Alpha, "L1 regularisation")
+	fs.StringVar(&p.TreeMethod, "tree-method", p.TreeMethod, "tree method: hist, approx or exact")
+	fs.IntVar(&p.NThread, "nthread", p.NThread, "threads per rank (0: all cores)")
+	fs.IntVar(&p.Seed, "seed", p.Seed, "random seed")
+	fs.IntVar(&p.NumClass, "num-class", p.NumClass, "classes for multi:* objectives (0: from the label column)")
+	fs.Var(&f.evalMetric, "eval-metric", "evaluation metrics, comma-separated (default: the objective's)")
+	fs.IntVar(&p.EarlyStoppingRounds, "early-stopping-rounds", 0, "stop when the last metric on the last evaluation set has not improved for this many rounds (0: off)")
+	fs.Var(&f.extra, "param", "any other XGBoost parameter as key=value (repeatable)")
+	fs.Var(&f.maxLine, "max-line-bytes", "longest input line (a CSV record, quoted line breaks included) accepted, e.g. 16MiB")
+	fs.Var(&f.maxMatrix, "max-matrix-bytes", "largest dense matrix (rows x features x 4 bytes) one rank may load, e.g. 8GiB (0: a quarter of the memory available; with --local, shared by the ranks)")
+	fs.IntVar(&f.LogEvery, "log-every", 1, "log metrics every k rounds")
+	fs.IntVar(&f.Local, "local", 0, "run a local gang: a Master and this many Workers as processes on loopback")
+	fs.IntVar(&f.WatchPort, "watch-port", 0, "port rank 0 watches the gang on (default: tracker port + 1)")
+	fs.DurationVar(&f.GangTimeout, "gang-timeout", 10*time.Second, "a rank silent this long counts as lost")
+	fs.DurationVar(&f.GangStartTimeout, "gang-start-timeout", DefaultGangStartTimeout, "how long ranks wait for the whole gang to join")
+	return f, fs
+}
+
+// Finish completes f once its FlagSet is parsed (and filled from the environment): it gathers the
+// list flags, applies defaults that depend on other flags, and checks every value. The error
+// names the flag and the values it takes.
+func (f *Flags) Finish() error {
+	f.Params.EvalMetric = f.evalMetric
+	f.Params.Extra = map[string]string{}
+	for _, kv := range f.extra {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("--param %q: want key=value", kv)
+		}
+		f.Params.Extra[k] = v
+	}
+	if f.Dataset == "iris" && f.Label == "" {
+		f.Label = "species"
+	}
+	f.MaxLineBytes, f.MaxMatrixBytes = uint64(f.maxLine), uint64(f.maxMatrix)
+	return f.Validate()
+}
+
+// Validate checks every setting, before a local gang starts or any data is read.
+func (f *Flags) Validate() error {
+	if f.Local < 0 {
+		return fmt.Errorf("--local %d: want the number of Workers of a local gang (0: run one rank from the environment)", f.Local)
+	}
+	if f.Dataset == "" && f.Train == "" {
+		return errors.New("no training data: give --train PATH or --dataset iris")
+	}
+	if f.MaxLineBytes < 1 || f.MaxLineBytes > math.MaxInt32 {
+		return fmt.Errorf("--max-line-bytes %d: want 1 to %d bytes", f.MaxLineBytes, math.MaxInt32)
+	}
+	if f.MaxMatrixBytes > math.MaxInt64 {
+		return fmt.Errorf("--max-matrix-bytes %d: too large", f.MaxMatrixBytes)
+	}
+	if f.WatchPort < 0 || f.WatchPort > 65535 {
+		return fmt.Errorf("--watch-port %d: want 0 (tracker port + 1) or a port up to 65535", f.WatchPort)
+	}
+	if err := f.Params.Validate(); err != nil {
+		return err
+	}
+	if err := CheckModelFormat(f.ModelFormat); err != nil {
+		return err
+	}
+	return CheckEvalFraction(f.EvalFraction)
+}
+
+// CheckModelFormat checks --model-format ("" means json).
+func CheckModelFormat(format string) error {
+	switch format {
+	case "", FormatJSON, FormatUBJ:
+		return nil
+	}
+	return fmt.Errorf("model format %q: want json or ubj", format)
+}
+
+// CheckEvalFraction checks --eval-fraction.
+func CheckEvalFraction(fraction float64) error {
+	// Written as a negation so that NaN fails too.
+	if !(fraction >= 0 && fraction < 1) {
+		return fmt.Errorf("eval fraction %g: want 0 <= fraction < 1 (0: no evaluation split)", fraction)
+	}
+	return nil
+}
+
+// Check parses a trainer command line as gangboost-train would (without its environment) and
+// checks it: what the launcher runs before it creates a job.
+func Check(args []string) error {
+	f, fs := New("gangboost-train")
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("trainer flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("trainer flags: unexpected argument %q", fs.Arg(0))
+	}
+	return f.Finish()
+}
+
+// byteSize is a flag holding a number of bytes, given as e.g. 16MiB, 8GiB or 1048576.
+type byteSize uint64
+
+func (b *byteSize) String() string {
+	if *b == 0 {
+		return "0"
+	}
+	return strings.ReplaceAll(sysmem.FormatBytes(uint64(*b)), " ", "")
+}
+
+func (b *byteSize) Set(v string) error {
+	n, err := sysmem.ParseBytes(v)
+	if err != nil {
+		return err
+	}
+	*b = byteSize(n)
+	return nil
+}
+
+// stringList is a comma-separated list flag; a repeated flag adds to it.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	return nil
+}
+
+// stringListFlag is a stringList kept in a []string field.
+type stringListFlag struct{ s *[]string }
+
+func (l stringListFlag) String() string {
+	if l.s == nil {
+		return ""
+	}
+	return strings.Join(*l.s, ",")
+}
+func (l stringListFlag) Set(v string) error { return (*stringList)(l.s).Set(v) }
