@@ -254,22 +254,24 @@ func TestLaunchUnschedulable(t *testing.T) {
 	})
 }
 
-// TestLaunchTrainerFails: a trainer that rejects its flags fails the job, and the component fails
-// with the failing pod's reason, exit code and log tail.
+// TestLaunchTrainerFails: a trainer that fails in its pod (its training data is not on the claim,
+// which only the pod can see) fails the job, and the component fails with the failing pod's
+// reason, exit code and log tail. (Flags the trainer would reject never reach a pod: launch checks
+// them against the trainer's flag definitions before it creates the job.)
 func TestLaunchTrainerFails(t *testing.T) {
 	requireTrainer(t)
 	e := newEnv(t, "fail")
-	s := e.newStep(uuid.NewString(), "train", map[string]any{"model_name": "bad", "workers": 1, "eval_fraction": "2"})
+	s := e.newStep(uuid.NewString(), "train", map[string]any{"model_name": "bad", "workers": 1, "dataset": "", "train_data": "datasets/missing/train.csv"})
 	r := e.runComponent(s, 3*time.Minute)
 	if r.exitCode == 0 || r.output != nil {
 		t.Fatalf("component exit %d, output %v: want a failure without outputs", r.exitCode, r.output)
 	}
 	all := r.text()
-	if !strings.Contains(all, "failed") || !strings.Contains(all, "exited 2 (Error)") || !strings.Contains(all, "-master-0") {
+	if !strings.Contains(all, "failed") || !strings.Contains(all, "exited 1 (Error)") || !strings.Contains(all, "-master-0") {
 		t.Errorf("failure does not name the failing pod's reason and exit code")
 	}
 	// The log tail comes through pods/log (the API server proxies it to the node's log endpoint).
-	if !strings.Contains(all, "log tail:") || !strings.Contains(all, "bad flags: eval fraction 2") {
+	if !strings.Contains(all, "log tail:") || !strings.Contains(all, "open data: open ") || !strings.Contains(all, "datasets/missing/train.csv: no such file or directory") {
 		t.Errorf("failure does not show the failing pod's log tail")
 	}
 }
