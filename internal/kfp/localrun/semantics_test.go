@@ -321,6 +321,11 @@ func TestPipelineParameters(t *testing.T) {
 			wantErr: `unknown pipeline parameter "wokers"; the pipeline's parameters are: fraction, gpu, name, note, params, workers`},
 		{overrides: map[string]string{"name": "x", "workers": "2.5"}, wantErr: `pipeline parameter workers: want an integer (NUMBER_INTEGER), got "2.5"`},
 		{overrides: map[string]string{"name": "x", "params": "[1]"}, wantErr: `want a JSON struct`},
+		// 2^53+1 has no float64 of its own: it would reach the step as 2^53.
+		{overrides: map[string]string{"name": "x", "workers": "9007199254740993"},
+			wantErr: `pipeline parameter workers: want an integer (NUMBER_INTEGER) from -9007199254740992 to 9007199254740992, got "9007199254740993"`},
+		{overrides: map[string]string{"name": "x", "workers": "99999999999999999999"},
+			wantErr: `pipeline parameter workers: want an integer (NUMBER_INTEGER) from -9007199254740992 to 9007199254740992, got "99999999999999999999"`},
 	}
 	for _, tt := range tests {
 		got, err := PipelineParameters(spec, tt.overrides)
