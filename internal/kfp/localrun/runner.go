@@ -398,7 +398,11 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 	if err := prepareOutputFolders(withDefaults); err != nil {
 		return fmt.Errorf("task %s: %w", tr.Name, err)
 	}
-	argv, cmdNotes, err := CompileCommand(in, withDefaults, container.GetCommand(), container.GetArgs())
+	executorInput, err := protojson.Marshal(withDefaults)
+	if err != nil {
+		return fmt.Errorf("task %s: encode executor input: %w", tr.Name, err)
+	}
+	argv, cmdNotes, err := compileCommand(in, withDefaults, executorInput, container.GetCommand(), container.GetArgs())
 	if err != nil {
 		return fmt.Errorf("task %s: %w", tr.Name, err)
 	}
@@ -406,9 +410,9 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 	for _, note := range tr.Notes {
 		r.printf("[%s] note: %s\n", tr.Name, note)
 	}
-	marshal := protojson.MarshalOptions{Multiline: true}
-	if b, err := marshal.Marshal(withDefaults); err == nil {
-		_ = os.WriteFile(filepath.Join(taskRoot, "executor_input.json"), b, 0o644)
+	// The very bytes the step gets as {{$}}, so the record is what it received.
+	if err := os.WriteFile(filepath.Join(taskRoot, "executor_input.json"), executorInput, 0o644); err != nil {
+		return fmt.Errorf("task %s: %w", tr.Name, err)
 	}
 	tr.LogFile = filepath.Join(taskRoot, "executor-logs")
 	logFile, err := os.Create(tr.LogFile)

@@ -68,6 +68,10 @@ func run(name string, args []string) error {
 	if err != nil {
 		return err
 	}
+	// What the step received as {{$}}, for the tests to compare with the run's record of it.
+	if err := os.WriteFile(filepath.Join(filepath.Dir(e.OutputFile()), "received-executor-input"), []byte(*in), 0o644); err != nil {
+		return err
+	}
 	task, _ := e.String("task_name", "")
 	behave, _ := e.String("behave", "")
 	for _, b := range strings.Split(behave, ",") {
