@@ -167,6 +167,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Package == nil {
 		return nil, errors.New("no pipeline package")
 	}
+	if err := runnable(opts.Package); err != nil {
+		return nil, err
+	}
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,5 +53,49 @@ func TestParameterValuesAreData(t *testing.T) {
 		if got := in.GetInputs().GetParameterValues()["behave"].GetStringValue(); got != "{{$.inputs.parameters['message']}}" {
 			t.Errorf("task %s: behave = %q, want the placeholder's text as given", tr.Name, got)
 		}
+	}
+}
+
+// TestPackageEnvCannotLoadCode: an executor env that would make the step's program load or run
+// code from elsewhere (a shared object by LD_PRELOAD, ...) refuses the package, naming the
+// executor and the variable; ordinary configuration passes.
+func TestPackageEnvCannotLoadCode(t *testing.T) {
+	base, err := os.ReadFile("testdata/tiny-pipeline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withEnv := func(name, value string) []byte {
+		return bytes.Replace(base, []byte("        - name: TINY_ENV\n          value: from-the-spec\n"),
+			[]byte("        - name: "+name+"\n          value: '"+value+"'\n"), 1)
+	}
+	for _, tc := range []struct{ name, value, why string }{
+		{"LD_PRELOAD", "/tmp/hook.so", "dynamic loader"},
+		{"LD_LIBRARY_PATH", "/tmp", "dynamic loader"},
+		{"GCONV_PATH", "/tmp", "character set converters"},
+		{"GLIBC_TUNABLES", "glibc.malloc.check=3", "glibc"},
+		{"PATH", "/tmp:/usr/bin", "starts programs by name"},
+		{"KUBECONFIG", "/tmp/kubeconfig", "exec credential plugin"},
+		{"GANGBOOST_BIN_DIR", "/tmp", "the runner sets"},
+		{"GANGBOOST_NUM_ROUND", "400000", "the trainer takes its flags"},
+		{"OMP_TOOL_LIBRARIES", "/tmp/tool.so", "OpenMP"},
+		{"BASH_ENV", "/tmp/rc", "bash runs"},
+		{"ld_preload", "/tmp/hook.so", "dynamic loader"},
+		{"A-B", "x", "letters, digits and _"},
+	} {
+		_, err := ParsePackage(withEnv(tc.name, tc.value))
+		want := `executor exec-produce sets env "` + tc.name + `", which a pipeline package may not set`
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), tc.why) {
+			t.Errorf("env %s: err %v\nwant %q ... %q", tc.name, err, want, tc.why)
+		}
+	}
+	if _, err := ParsePackage(withEnv("OMP_NUM_THREADS", "2")); err != nil {
+		t.Errorf("OMP_NUM_THREADS: %v", err)
+	}
+	// A package built in memory is checked by Run too.
+	p := tinyPackage(t)
+	p.Executors["exec-produce"].GetContainer().Env[0].Name = "LD_PRELOAD"
+	work := t.TempDir()
+	if _, err := Run(context.Background(), Options{Package: p, WorkDir: work, BinDir: work}); err == nil || !strings.Contains(err.Error(), `"LD_PRELOAD"`) {
+		t.Errorf("Run: err %v, want the package refused", err)
 	}
 }
