@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // These tests run packages and parameters written by someone who wants the runner to do more than
@@ -97,5 +98,65 @@ func TestPackageEnvCannotLoadCode(t *testing.T) {
 	work := t.TempDir()
 	if _, err := Run(context.Background(), Options{Package: p, WorkDir: work, BinDir: work}); err == nil || !strings.Contains(err.Error(), `"LD_PRELOAD"`) {
 		t.Errorf("Run: err %v, want the package refused", err)
+	}
+}
+
+// TestNamesStayInTheWorkDir: a pipeline, task, output artifact or output parameter name that is
+// not one path element refuses the package before anything is written, and so does a claim path
+// input that no pvcMount mounts; nothing appears outside the work folder.
+func TestNamesStayInTheWorkDir(t *testing.T) {
+	bin := buildSteps(t)
+	for _, tc := range []struct {
+		name    string
+		edit    func(p *Package, outside string)
+		wantErr string
+	}{
+		{"pipeline name", func(p *Package, outside string) {
+			p.Spec.PipelineInfo.Name = "../../../escaped-pipeline"
+		}, `pipelineInfo.name: "../../../escaped-pipeline" holds a path separator`},
+		{"task name", func(p *Package, outside string) {
+			tasks := p.Spec.Root.GetDag().Tasks
+			tasks["../../../../escaped-task"] = tasks["consume"]
+			delete(tasks, "consume")
+		}, `task name: "../../../../escaped-task" holds a path separator`},
+		{"output artifact name", func(p *Package, outside string) {
+			arts := p.Spec.Components["comp-transform"].OutputDefinitions.Artifacts
+			arts["../../../../../escaped-artifact"] = arts["report"]
+			delete(arts, "report")
+		}, `component comp-transform output artifact name: "../../../../../escaped-artifact" holds a path separator`},
+		{"output parameter name", func(p *Package, outside string) {
+			params := p.Spec.Components["comp-consume"].OutputDefinitions.Parameters
+			params["../../../../../../escaped-param/x"] = params["summary"]
+			delete(params, "summary")
+		}, `component comp-consume output parameter name: "../../../../../../escaped-param/x" holds a path separator`},
+		{"a claim path no pvcMount mounts", func(p *Package, outside string) {
+			p.Spec.Components["comp-produce"].InputDefinitions.Parameters["pvc_mount_path"].DefaultValue = structpb.NewStringValue(filepath.Join(outside, "host-folder"))
+		}, `task produce: input pvc_mount_path is "OUTSIDE/host-folder", but the executor mounts its claim at /mnt/data (the platform document's pvcMount mountPath)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			outside := t.TempDir()
+			work := filepath.Join(outside, "a", "b", "work")
+			p := tinyPackage(t)
+			tc.edit(p, outside)
+			var out syncBuffer
+			_, err := Run(context.Background(), Options{Package: p, WorkDir: work, BinDir: bin, Out: &out, Grace: time.Second,
+				Params: map[string]string{"message": "hi"}})
+			want := strings.ReplaceAll(tc.wantErr, "OUTSIDE", outside)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("err %v\nwant %q\n%s", err, want, out.String())
+			}
+			var written []string
+			_ = filepath.WalkDir(outside, func(path string, d os.DirEntry, err error) error {
+				inWork := path == work || strings.HasPrefix(path, work+"/")
+				aboveWork := strings.HasPrefix(work, path+"/")
+				if err == nil && !inWork && !aboveWork {
+					written = append(written, path)
+				}
+				return nil
+			})
+			if len(written) > 0 {
+				t.Errorf("written outside the work folder: %v", written)
+			}
+		})
 	}
 }
