@@ -80,7 +80,9 @@ type Options struct {
 	// KeepServing leaves the recorded processes (the model server) running after a successful run
 	// until ctx ends.
 	KeepServing bool
-	// Out receives progress lines and every step's output, prefixed with its task name.
+	// Out receives progress lines and the steps' output, prefixed with the task's name: a burst
+	// of a step's lines, then at most relayRate a second, saying how many it left out (the
+	// step's log file has them).
 	Out io.Writer
 	// Grace is how long a stopped process group has between TERM and KILL (default 10s).
 	Grace time.Duration
@@ -430,19 +432,14 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 		return err
 	}
 	defer logFile.Close()
-	tail := newTailBuffer(40)
-	prefix := "[" + tr.Name + "] "
+	output := newRelay(r.opts.Out, r.mu, tr.Name, logFile, tr.LogFile)
+	tail := output.tail
 	code, err := r.opts.Executor.Execute(ctx, &Container{
 		Task: tr.Name, Image: container.GetImage(), Argv: argv, Env: r.stepEnv(container), Claims: claims,
 		PipelineRoot: filepath.Join(r.workDir, "pipeline-root"),
-		Output: func(line string) {
-			tail.add(line)
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			fmt.Fprintf(r.opts.Out, "%s%s\n", prefix, line)
-			fmt.Fprintln(logFile, line)
-		},
+		Output:       output.line,
 	})
+	output.close()
 	if err != nil {
 		return &StepError{Task: tr.Name, ExitCode: code, Err: err, Tail: tail.get()}
 	}
