@@ -97,7 +97,13 @@ func runLocalTo(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	case err == nil:
 		return 0
 	case errors.Is(err, localrun.ErrInterrupted):
-		fmt.Fprintln(stderr, "gangboost pipeline run --local: interrupted; every process the run started is stopped")
+		if *backend == localrun.BackendKubernetes {
+			// The steps' processes are stopped here; what they created on the cluster is not.
+			fmt.Fprintln(stderr, "gangboost pipeline run --local: interrupted; every process the run started here is stopped, "+
+				"but what its steps created on the cluster (an XGBoostJob, an InferenceService) keeps running: delete it with kubectl if it is not wanted")
+		} else {
+			fmt.Fprintln(stderr, "gangboost pipeline run --local: interrupted; every process the run started is stopped, the training gang's too")
+		}
 		return 130
 	case errors.As(err, &se):
 		fmt.Fprintf(stderr, "gangboost pipeline run --local: %v\n", err)

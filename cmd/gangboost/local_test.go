@@ -187,6 +187,11 @@ func TestLocalDemoInterrupted(t *testing.T) {
 	if !strings.Contains(out.String(), "[step 2/4] launch-xgboostjob stopped after") {
 		t.Errorf("the launch step was not the one stopped:\n%s", out.String())
 	}
+	// A local gang does not outlive its step: what the run says must be what it does.
+	if strings.Contains(out.String(), "keeps running") || !strings.Contains(out.String(), "its replicas are stopped with the step") ||
+		!strings.Contains(out.String(), "interrupted; every process the run started is stopped, the training gang's too") {
+		t.Errorf("the interrupted run does not say that the gang is stopped (and only that):\n%s", out.String())
+	}
 	assertNothingLeft(t, work, nil)
 }
 

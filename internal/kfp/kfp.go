@@ -14,6 +14,7 @@
 package kfp
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -96,25 +97,58 @@ func (e *Executor) String(name, def string) (string, error) {
 	}
 }
 
-// Int returns an integer input parameter (a whole number, or a string holding one), or def.
+// MaxExactInteger bounds every integer parameter: KFP carries parameter values as protobuf Values,
+// whose numbers are float64s, and those hold every integer exactly only up to 2^53. A larger
+// NUMBER_INTEGER would silently become a neighbouring value.
+const MaxExactInteger = 1 << 53
+
+// Int returns an integer input parameter (a whole number, or a string holding one) within
+// ±MaxExactInteger, or def.
 func (e *Executor) Int(name string, def int64) (int64, error) {
+	return e.IntIn(name, def, -MaxExactInteger, MaxExactInteger)
+}
+
+// IntIn returns an integer input parameter within [lo, hi], or def when it has no value: the one
+// conversion of an integer input, so a value its Go type cannot hold (workers=4294967296 as an
+// int32) is an error naming the parameter, its value and the range, never a wrapped number.
+func (e *Executor) IntIn(name string, def, lo, hi int64) (int64, error) {
 	v, ok := e.in.GetInputs().GetParameterValues()[name]
 	if !ok {
 		return def, nil
 	}
+	lo, hi = max(lo, -MaxExactInteger), min(hi, MaxExactInteger)
+	outOfRange := func(text string) error {
+		return fmt.Errorf("input parameter %q: want an integer from %d to %d, got %s", name, lo, hi, text)
+	}
 	switch k := v.GetKind().(type) {
 	case *structpb.Value_NumberValue:
-		if k.NumberValue != math.Trunc(k.NumberValue) || math.Abs(k.NumberValue) > 1<<53 {
-			return 0, fmt.Errorf("input parameter %q: want an integer, got %v", name, k.NumberValue)
+		f := k.NumberValue
+		text := strconv.FormatFloat(f, 'f', -1, 64)
+		if math.Abs(f) >= 1e21 {
+			text = strconv.FormatFloat(f, 'g', -1, 64)
 		}
-		return int64(k.NumberValue), nil
+		if f != math.Trunc(f) || math.IsInf(f, 0) {
+			return 0, fmt.Errorf("input parameter %q: want an integer, got %s", name, text)
+		}
+		// Compared as float64s, which hold lo and hi exactly, before any conversion.
+		if f < float64(lo) || f > float64(hi) {
+			return 0, outOfRange(text)
+		}
+		return int64(f), nil
 	case *structpb.Value_StringValue:
-		if strings.TrimSpace(k.StringValue) == "" {
+		text := strings.TrimSpace(k.StringValue)
+		if text == "" {
 			return def, nil
 		}
-		n, err := strconv.ParseInt(strings.TrimSpace(k.StringValue), 10, 64)
+		n, err := strconv.ParseInt(text, 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, outOfRange(strconv.Quote(k.StringValue))
+		}
 		if err != nil {
 			return 0, fmt.Errorf("input parameter %q: want an integer, got %q", name, k.StringValue)
+		}
+		if n < lo || n > hi {
+			return 0, outOfRange(strconv.Quote(k.StringValue))
 		}
 		return n, nil
 	case *structpb.Value_NullValue:

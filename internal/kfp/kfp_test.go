@@ -1,6 +1,7 @@
 package kfp
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +194,37 @@ func TestLocalPathForURI(t *testing.T) {
 		if (err != nil) != (want == "") || got != want {
 			t.Errorf("LocalPathForURI(%q) = %q, %v; want %q", uri, got, err, want)
 		}
+	}
+}
+
+// TestIntInRange: an integer converts once, with its range checked before any conversion, so a
+// value its Go type cannot hold is an error naming the parameter, its value and the range.
+func TestIntInRange(t *testing.T) {
+	e, err := ParseExecutorInput([]byte(`{"inputs": {"parameterValues": {"workers": 4294967296, "port": "70000",
+		"huge": 1e300, "big_text": "99999999999999999999", "half": 2.5, "ok": 3, "neg": -1}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		lo, hi int64
+		want   string
+	}{
+		{"workers", 0, math.MaxInt32, `input parameter "workers": want an integer from 0 to 2147483647, got 4294967296`},
+		{"port", 1, 65535, `input parameter "port": want an integer from 1 to 65535, got "70000"`},
+		{"huge", math.MinInt64, math.MaxInt64, `input parameter "huge": want an integer from -9007199254740992 to 9007199254740992, got 1e+300`},
+		{"big_text", math.MinInt64, math.MaxInt64, `input parameter "big_text": want an integer from -9007199254740992 to 9007199254740992, got "99999999999999999999"`},
+		{"half", 0, 10, `input parameter "half": want an integer, got 2.5`},
+		{"neg", 0, 10, `input parameter "neg": want an integer from 0 to 10, got -1`},
+	} {
+		if _, err := e.IntIn(tc.name, 0, tc.lo, tc.hi); err == nil || err.Error() != tc.want {
+			t.Errorf("IntIn(%s) error = %v\nwant %s", tc.name, err, tc.want)
+		}
+	}
+	if n, err := e.IntIn("ok", 0, 0, 10); err != nil || n != 3 {
+		t.Errorf("IntIn(ok) = %d, %v", n, err)
+	}
+	if n, err := e.IntIn("absent", 7, 0, 10); err != nil || n != 7 {
+		t.Errorf("IntIn(absent) = %d, %v; want the default", n, err)
 	}
 }

@@ -58,6 +58,13 @@ func (p *Params) Int(name string, def int64) int64 {
 	return v
 }
 
+// IntIn is the input's integer value within [lo, hi], def when it is absent (Executor.IntIn).
+func (p *Params) IntIn(name string, def, lo, hi int64) int64 {
+	v, err := p.e.IntIn(p.declared(name), def, lo, hi)
+	p.errs = append(p.errs, err)
+	return v
+}
+
 // Float is the input's number value, def when it is absent.
 func (p *Params) Float(name string, def float64) float64 {
 	v, err := p.e.Float(p.declared(name), def)

@@ -40,13 +40,18 @@ func (r RunInfo) RunRoot() string {
 	return strings.TrimRight(r.PipelineRoot, "/") + "/" + r.PipelineName + "/" + r.RunID
 }
 
-// RunDir is the run's folder on local disk.
-func (r RunInfo) RunDir() string {
-	p, err := kfp.LocalPathForURI(r.RunRoot())
+// RunDir is the run's folder on local disk: <pipeline root's path>/<pipeline>/<run ID>, the names
+// checked to be one path element each (under).
+func (r RunInfo) RunDir() (string, error) {
+	root, err := kfp.LocalPathForURI(r.PipelineRoot)
 	if err != nil {
-		return r.RunRoot()
+		return "", err
 	}
-	return p
+	dir, err := under(filepath.Clean(root), r.PipelineName, r.RunID)
+	if err != nil {
+		return "", fmt.Errorf("pipeline %q: %w", r.PipelineName, err)
+	}
+	return dir, nil
 }
 
 // rootDAGExecutionID stands for the MLMD execution ID of the root DAG, which KFP gives tasks as
@@ -239,6 +244,15 @@ func checkParameterTypes(taskName string, specs map[string]*pipelinespec.Compone
 // locally, and a pvc:// URI fails in a cluster too ("unsupported Cloud bucket").
 func checkInputArtifactURI(run RunInfo, uri string) error {
 	if strings.HasPrefix(uri, strings.TrimRight(run.PipelineRoot, "/")+"/") {
+		// A step sets its outputs' URIs (ExecutorOutput): "<root>/../../x" starts with the root
+		// but is not in it.
+		root, rerr := kfp.LocalPathForURI(run.PipelineRoot)
+		path, perr := kfp.LocalPathForURI(uri)
+		if rerr == nil && perr == nil {
+			if err := inside(filepath.Clean(root), filepath.Clean(path)); err != nil {
+				return fmt.Errorf("input artifact %q: %w", uri, err)
+			}
+		}
 		return nil
 	}
 	if strings.HasPrefix(uri, claimlayout.Scheme) || !strings.Contains(uri, "://") || strings.HasPrefix(uri, "file://") {
@@ -250,27 +264,41 @@ func checkInputArtifactURI(run RunInfo, uri string) error {
 // ProvisionOutputs is KFP's provisionOutputs with the pipeline root on local disk: the task root is
 // <run root>/<task>/<uuid>, each output artifact's URI is <task root>/<name>, the ExecutorOutput
 // goes to <task root's path>/output_metadata.json (as in KFP 2.15+), and each output parameter's
-// file is under the task root's path (KFP: /tmp/kfp/outputs/<name>). It returns the task root's path.
-func ProvisionOutputs(run RunInfo, taskName string, outputs *pipelinespec.ComponentOutputsSpec) (*pipelinespec.ExecutorInput_Outputs, string) {
-	taskRoot := run.RunRoot() + "/" + taskName + "/" + newUUID()
-	taskDir, err := kfp.LocalPathForURI(taskRoot)
+// file is under the task root's path (KFP: /tmp/kfp/outputs/<name>). It returns the task root's
+// path. Every name becomes a path through under: a task or output name that is not one path
+// element is an error.
+func ProvisionOutputs(run RunInfo, taskName string, outputs *pipelinespec.ComponentOutputsSpec) (*pipelinespec.ExecutorInput_Outputs, string, error) {
+	runDir, err := run.RunDir()
 	if err != nil {
-		taskDir = filepath.Join(run.RunDir(), taskName, filepath.Base(taskRoot))
+		return nil, "", err
 	}
+	id := newUUID()
+	taskDir, err := under(runDir, taskName, id)
+	if err != nil {
+		return nil, "", fmt.Errorf("task name: %w", err)
+	}
+	taskRoot := run.RunRoot() + "/" + taskName + "/" + id
 	out := &pipelinespec.ExecutorInput_Outputs{
 		Artifacts:  map[string]*pipelinespec.ArtifactList{},
 		Parameters: map[string]*pipelinespec.ExecutorInput_OutputParameter{},
-		OutputFile: taskDir + "/output_metadata.json",
+		OutputFile: filepath.Join(taskDir, "output_metadata.json"),
 	}
 	for name, a := range outputs.GetArtifacts() {
+		if _, err := under(taskDir, name); err != nil {
+			return nil, "", fmt.Errorf("task %s output artifact name: %w", taskName, err)
+		}
 		out.Artifacts[name] = &pipelinespec.ArtifactList{Artifacts: []*pipelinespec.RuntimeArtifact{{
 			Name: name, Uri: taskRoot + "/" + name, Type: a.GetArtifactType(), Metadata: a.GetMetadata(),
 		}}}
 	}
 	for name := range outputs.GetParameters() {
-		out.Parameters[name] = &pipelinespec.ExecutorInput_OutputParameter{OutputFile: taskDir + "/output-parameters/" + name}
+		file, err := under(taskDir, "output-parameters", name)
+		if err != nil {
+			return nil, "", fmt.Errorf("task %s output parameter name: %w", taskName, err)
+		}
+		out.Parameters[name] = &pipelinespec.ExecutorInput_OutputParameter{OutputFile: file}
 	}
-	return out, taskDir
+	return out, taskDir, nil
 }
 
 func newUUID() string {

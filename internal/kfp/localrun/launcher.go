@@ -43,12 +43,28 @@ func WithDefaults(in *pipelinespec.ExecutorInput, comp *pipelinespec.ComponentSp
 // IfPresent clauses into their Then or Else (KFP 2.17+; presence is judged before defaults, and a
 // null counts as absent), then the launcher replaces {{$}} everywhere and, in every element but the
 // first (the launcher runs command[0] with the rest as its arguments), the input and output
-// placeholders by plain string substitution (compileCmdAndArgs, getPlaceholders).
+// placeholders (compileCmdAndArgs, getPlaceholders).
+//
+// Each element is resolved in one pass: what a placeholder is replaced by is data, never read
+// again for placeholders. KFP's launcher replaces one placeholder after another over the whole
+// string, in map order, so a parameter value that spells a placeholder, or the {{$}} JSON holding
+// one, may be expanded again, unescaped: a value "{{$.inputs.parameters['pvc_mount_path']}}" would
+// become the mount path, and inside {{$}} a value with a quote would break the JSON.
 //
 // Two placeholders KFP's launcher leaves verbatim are resolved as kfp.local resolves them, each
 // with a note: {{$.outputs.output_file}} and an artifact's .metadata. Concat is never resolved
 // (KFP's backend does not either); any placeholder left is reported in the notes.
 func CompileCommand(in, withDefaults *pipelinespec.ExecutorInput, command, args []string) (argv []string, notes []string, err error) {
+	js, err := protojson.Marshal(withDefaults)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode executor input: %w", err)
+	}
+	return compileCommand(in, withDefaults, js, command, args)
+}
+
+// compileCommand is CompileCommand with {{$}} given: the bytes the runner also records as the
+// step's executor_input.json.
+func compileCommand(in, withDefaults *pipelinespec.ExecutorInput, executorInput []byte, command, args []string) (argv []string, notes []string, err error) {
 	var all []string
 	for _, part := range [][]string{command, args} {
 		for _, a := range part {
@@ -66,10 +82,6 @@ func CompileCommand(in, withDefaults *pipelinespec.ExecutorInput, command, args 
 	if len(all) == 0 {
 		return nil, nil, fmt.Errorf("command and arguments are empty")
 	}
-	js, err := protojson.Marshal(withDefaults)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode executor input: %w", err)
-	}
 	placeholders, err := Placeholders(withDefaults)
 	if err != nil {
 		return nil, nil, err
@@ -78,8 +90,8 @@ func CompileCommand(in, withDefaults *pipelinespec.ExecutorInput, command, args 
 	if err != nil {
 		return nil, nil, err
 	}
-	keys := sortedKeys(placeholders)
-	extraKeys := sortedKeys(extras)
+	program := strings.NewReplacer("{{$}}", string(executorInput))
+	arguments := onePass(map[string]string{"{{$}}": string(executorInput)}, placeholders, extras)
 	argv = make([]string, 0, len(all))
 	noted := map[string]bool{}
 	for i, a := range all {
@@ -91,24 +103,39 @@ func CompileCommand(in, withDefaults *pipelinespec.ExecutorInput, command, args 
 				notes = append(notes, fmt.Sprintf("%s is not resolved (KFP's launcher leaves it as written too)", m))
 			}
 		}
-		a = strings.ReplaceAll(a, "{{$}}", string(js))
-		if i > 0 {
-			for _, k := range keys {
-				a = strings.ReplaceAll(a, k, placeholders[k])
-			}
-			for _, k := range extraKeys {
-				if strings.Contains(a, k) {
-					a = strings.ReplaceAll(a, k, extras[k])
-					if !noted[k] {
-						noted[k] = true
-						notes = append(notes, fmt.Sprintf("%s resolved as kfp.local does; KFP's launcher leaves it as written", k))
-					}
-				}
+		if i == 0 {
+			argv = append(argv, program.Replace(a))
+			continue
+		}
+		for _, k := range sortedKeys(extras) {
+			if strings.Contains(a, k) && !noted[k] {
+				noted[k] = true
+				notes = append(notes, fmt.Sprintf("%s resolved as kfp.local does; KFP's launcher leaves it as written", k))
 			}
 		}
-		argv = append(argv, a)
+		argv = append(argv, arguments.Replace(a))
 	}
 	return argv, notes, nil
+}
+
+// onePass is a one-pass replacer of every placeholder in the maps: at each position the longest
+// placeholder that matches is replaced, and the text put in is not scanned again.
+func onePass(maps ...map[string]string) *strings.Replacer {
+	all := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			all[k] = v
+		}
+	}
+	keys := sortedKeys(all)
+	// strings.Replacer tries the pairs in order at each position: longest first, so
+	// "...metadata['rows']}}" wins over a shorter key it starts with.
+	sort.SliceStable(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
+	pairs := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		pairs = append(pairs, k, all[k])
+	}
+	return strings.NewReplacer(pairs...)
 }
 
 var leftover = regexp.MustCompile(`\{\{\$\.[^}]*\}\}`)

@@ -23,7 +23,8 @@ func ReadPackage(path string) (*Package, error) {
 }
 
 // ParsePackage parses a package as KFP's API server does (strictly, pkgfile.Parse) and checks that
-// it has a root DAG to run.
+// it has a root DAG to run, that every name that becomes a path is one path element (checkNames),
+// and that no executor's env makes a step load or run other code (checkEnv).
 func ParsePackage(data []byte) (*Package, error) {
 	p, err := pkgfile.Parse(data)
 	if err != nil {
@@ -39,5 +40,8 @@ func runnable(p *Package) error {
 	if p.Spec.GetRoot().GetDag() == nil {
 		return fmt.Errorf("pipeline spec has no root DAG (is this a component file rather than a pipeline?)")
 	}
-	return nil
+	if err := checkNames(p); err != nil {
+		return err
+	}
+	return checkEnv(p)
 }

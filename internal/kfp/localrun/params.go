@@ -1,6 +1,7 @@
 package localrun
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/gangboost/gangboost/internal/kfp"
 )
 
 // PipelineParameters are the run's pipeline parameters as KFP's API server and Argo compiler make
@@ -62,6 +65,10 @@ func ParseParameter(text string, t pipelinespec.ParameterType_ParameterTypeEnum)
 		return structpb.NewStringValue(text), nil
 	case pipelinespec.ParameterType_NUMBER_INTEGER:
 		n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+		if errors.Is(err, strconv.ErrRange) || err == nil && (n < -kfp.MaxExactInteger || n > kfp.MaxExactInteger) {
+			// The value travels as a protobuf number (a float64): beyond 2^53 it would change.
+			return nil, fmt.Errorf("want an integer (NUMBER_INTEGER) from %d to %d, got %q", -kfp.MaxExactInteger, kfp.MaxExactInteger, text)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("want an integer (NUMBER_INTEGER), got %q", text)
 		}

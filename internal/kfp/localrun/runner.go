@@ -80,7 +80,9 @@ type Options struct {
 	// KeepServing leaves the recorded processes (the model server) running after a successful run
 	// until ctx ends.
 	KeepServing bool
-	// Out receives progress lines and every step's output, prefixed with its task name.
+	// Out receives progress lines and the steps' output, prefixed with the task's name: a burst
+	// of a step's lines, then at most relayRate a second, saying how many it left out (the
+	// step's log file has them).
 	Out io.Writer
 	// Grace is how long a stopped process group has between TERM and KILL (default 10s).
 	Grace time.Duration
@@ -167,6 +169,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Package == nil {
 		return nil, errors.New("no pipeline package")
 	}
+	if err := runnable(opts.Package); err != nil {
+		return nil, err
+	}
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}
@@ -239,8 +244,12 @@ func (r *runner) run(ctx context.Context) (res *Result, err error) {
 	run := newRunInfo(spec.GetPipelineInfo().GetName(), "file://"+filepath.Join(r.workDir, "pipeline-root"))
 	r.runID = run.RunID
 	res = &Result{Run: run, WorkDir: r.workDir, Claims: r.opts.Claims, State: StatePending, outputs: map[string]*TaskOutputs{}, started: time.Now()}
-	res.Summary = filepath.Join(run.RunDir(), "summary.json")
-	res.Report = filepath.Join(run.RunDir(), "report.html")
+	runDir, err := run.RunDir()
+	if err != nil {
+		return nil, err
+	}
+	res.Summary = filepath.Join(runDir, "summary.json")
+	res.Report = filepath.Join(runDir, "report.html")
 	params, err := PipelineParameters(spec, r.opts.Params)
 	if err != nil {
 		return nil, err
@@ -255,11 +264,11 @@ func (r *runner) run(ctx context.Context) (res *Result, err error) {
 		res.Tasks = append(res.Tasks, &TaskResult{Name: name, State: StatePending,
 			Component: spec.GetRoot().GetDag().GetTasks()[name].GetComponentRef().GetName()})
 	}
-	if err := os.MkdirAll(run.RunDir(), 0o755); err != nil {
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return nil, err
 	}
 	r.printf("run %s of pipeline %s: %d tasks (%s)\n  run folder %s\n", run.RunName, run.PipelineName, len(order),
-		strings.Join(order, " -> "), run.RunDir())
+		strings.Join(order, " -> "), runDir)
 
 	runErr := r.runTasks(ctx, run, res)
 	res.finishedAt = time.Now()
@@ -384,7 +393,10 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 	if err != nil {
 		return err
 	}
-	outputs, taskRoot := ProvisionOutputs(run, tr.Name, comp.GetOutputDefinitions())
+	outputs, taskRoot, err := ProvisionOutputs(run, tr.Name, comp.GetOutputDefinitions())
+	if err != nil {
+		return err
+	}
 	in := &pipelinespec.ExecutorInput{Inputs: inputs, Outputs: outputs}
 	tr.Root = taskRoot
 
@@ -398,7 +410,11 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 	if err := prepareOutputFolders(withDefaults); err != nil {
 		return fmt.Errorf("task %s: %w", tr.Name, err)
 	}
-	argv, cmdNotes, err := CompileCommand(in, withDefaults, container.GetCommand(), container.GetArgs())
+	executorInput, err := protojson.Marshal(withDefaults)
+	if err != nil {
+		return fmt.Errorf("task %s: encode executor input: %w", tr.Name, err)
+	}
+	argv, cmdNotes, err := compileCommand(in, withDefaults, executorInput, container.GetCommand(), container.GetArgs())
 	if err != nil {
 		return fmt.Errorf("task %s: %w", tr.Name, err)
 	}
@@ -406,9 +422,9 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 	for _, note := range tr.Notes {
 		r.printf("[%s] note: %s\n", tr.Name, note)
 	}
-	marshal := protojson.MarshalOptions{Multiline: true}
-	if b, err := marshal.Marshal(withDefaults); err == nil {
-		_ = os.WriteFile(filepath.Join(taskRoot, "executor_input.json"), b, 0o644)
+	// The very bytes the step gets as {{$}}, so the record is what it received.
+	if err := os.WriteFile(filepath.Join(taskRoot, "executor_input.json"), executorInput, 0o644); err != nil {
+		return fmt.Errorf("task %s: %w", tr.Name, err)
 	}
 	tr.LogFile = filepath.Join(taskRoot, "executor-logs")
 	logFile, err := os.Create(tr.LogFile)
@@ -416,19 +432,14 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 		return err
 	}
 	defer logFile.Close()
-	tail := newTailBuffer(40)
-	prefix := "[" + tr.Name + "] "
+	output := newRelay(r.opts.Out, r.mu, tr.Name, logFile, tr.LogFile)
+	tail := output.tail
 	code, err := r.opts.Executor.Execute(ctx, &Container{
 		Task: tr.Name, Image: container.GetImage(), Argv: argv, Env: r.stepEnv(container), Claims: claims,
 		PipelineRoot: filepath.Join(r.workDir, "pipeline-root"),
-		Output: func(line string) {
-			tail.add(line)
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			fmt.Fprintf(r.opts.Out, "%s%s\n", prefix, line)
-			fmt.Fprintln(logFile, line)
-		},
+		Output:       output.line,
 	})
+	output.close()
 	if err != nil {
 		return &StepError{Task: tr.Name, ExitCode: code, Err: err, Tail: tail.get()}
 	}
@@ -453,12 +464,18 @@ func (r *runner) runTask(ctx context.Context, run RunInfo, res *Result, tr *Task
 // pvc_mount_path at the folder when it equals the mount path.
 func (r *runner) mountClaims(taskName string, mounts []*kubernetesplatform.PvcMount, res *Result, in *pipelinespec.ExecutorInput,
 	comp *pipelinespec.ComponentSpec) (map[string]string, map[string]string, []string, error) {
+	withDefaults := WithDefaults(in, comp).GetInputs().GetParameterValues()
+	pathInputs := r.claimPathInputs(comp)
+	if !r.opts.Executor.MountsClaims() {
+		if err := checkClaimPaths(taskName, mounts, pathInputs, withDefaults); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	if len(mounts) == 0 {
 		return nil, nil, nil, nil
 	}
 	folders, claims := map[string]string{}, map[string]string{}
 	var notes []string
-	withDefaults := WithDefaults(in, comp).GetInputs().GetParameterValues()
 	for _, m := range mounts {
 		claim, err := resolveClaim(res, m)
 		if err != nil {
@@ -470,8 +487,11 @@ func (r *runner) mountClaims(taskName string, mounts []*kubernetesplatform.PvcMo
 		if err := claimlayout.CheckName(claim); err != nil {
 			return nil, nil, nil, fmt.Errorf("task %s: %w", taskName, err)
 		}
+		dir, err := claimDir(r.workDir, r.opts.Claims, claim)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("task %s: %w", taskName, err)
+		}
 		claims[m.GetMountPath()] = claim
-		dir := claimDir(r.workDir, r.opts.Claims, claim)
 		folders[m.GetMountPath()] = dir
 		if r.opts.Executor.MountsClaims() {
 			continue
@@ -480,17 +500,8 @@ func (r *runner) mountClaims(taskName string, mounts []*kubernetesplatform.PvcMo
 			return nil, nil, nil, err
 		}
 		var mapped []string
-		for _, name := range PVCPathInputs {
-			if _, declared := comp.GetInputDefinitions().GetParameters()[name]; !declared {
-				continue
-			}
-			if _, local := comp.GetInputDefinitions().GetParameters()["pvc_local_path"]; local && name == "pvc_mount_path" && r.opts.Backend == BackendKubernetes {
-				// On a cluster pvc_mount_path is where the job's pods mount the claim; this step
-				// sees it through pvc_local_path.
-				continue
-			}
-			v, ok := withDefaults[name].GetKind().(*structpb.Value_StringValue)
-			if ok && v.StringValue != "" && filepath.Clean(v.StringValue) == filepath.Clean(m.GetMountPath()) {
+		for _, name := range pathInputs {
+			if v := stringValue(withDefaults[name]); v != "" && filepath.Clean(v) == filepath.Clean(m.GetMountPath()) {
 				in.Inputs.ParameterValues[name] = structpb.NewStringValue(dir)
 				mapped = append(mapped, name)
 			}
@@ -503,6 +514,61 @@ func (r *runner) mountClaims(taskName string, mounts []*kubernetesplatform.PvcMo
 			claim, m.GetMountPath(), strings.Join(PVCPathInputs, " or ")))
 	}
 	return folders, claims, notes, nil
+}
+
+// claimPathInputs are the PVCPathInputs the component declares through which this step sees its
+// claim. With BackendKubernetes, pvc_mount_path of a component that also has pvc_local_path is
+// where the job's pods mount the claim; the step sees it through pvc_local_path.
+func (r *runner) claimPathInputs(comp *pipelinespec.ComponentSpec) []string {
+	defs := comp.GetInputDefinitions().GetParameters()
+	var names []string
+	for _, name := range PVCPathInputs {
+		if _, declared := defs[name]; !declared {
+			continue
+		}
+		if _, local := defs["pvc_local_path"]; local && name == "pvc_mount_path" && r.opts.Backend == BackendKubernetes {
+			continue
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// checkClaimPaths refuses a task whose claim path input is set to a path no pvcMount mounts: a
+// local process writes where that input says, so it would write its data to that folder of this
+// machine instead of the claim.
+func checkClaimPaths(taskName string, mounts []*kubernetesplatform.PvcMount, pathInputs []string, values map[string]*structpb.Value) error {
+	var mountPaths []string
+	for _, m := range mounts {
+		mountPaths = append(mountPaths, m.GetMountPath())
+	}
+	for _, name := range pathInputs {
+		v := stringValue(values[name])
+		if v == "" {
+			continue
+		}
+		matched := false
+		for _, mp := range mountPaths {
+			matched = matched || mp != "" && filepath.Clean(v) == filepath.Clean(mp)
+		}
+		if matched {
+			continue
+		}
+		where := "mounts no claim (the platform document has no pvcMount for its executor)"
+		if len(mountPaths) > 0 {
+			where = "mounts its claim at " + strings.Join(mountPaths, ", ") + " (the platform document's pvcMount mountPath)"
+		}
+		return fmt.Errorf("task %s: input %s is %q, but the executor %s: run locally, the step would write to %s on this machine; make %s equal to the mountPath",
+			taskName, name, v, where, v, name)
+	}
+	return nil
+}
+
+func stringValue(v *structpb.Value) string {
+	if s, ok := v.GetKind().(*structpb.Value_StringValue); ok {
+		return s.StringValue
+	}
+	return ""
 }
 
 // stepEnv is the executor's env with the step environment over it.
@@ -650,20 +716,27 @@ func (res *Result) Task(name string) *TaskResult {
 }
 
 // ClaimPath maps pvc://<claim>/<path> to the file in the folder standing for the claim; false for
-// anything that is not such a URI (package claim's rules).
+// anything that is not such a URI (package claim's rules) or that leaves the claim's folder.
 func (res *Result) ClaimPath(uri string) (string, bool) {
 	u, err := claimlayout.ParseURI(uri)
 	if err != nil {
 		return "", false
 	}
-	p, err := claimlayout.Join(claimDir(res.WorkDir, res.Claims, u.Claim), u.Path)
+	dir, err := claimDir(res.WorkDir, res.Claims, u.Claim)
+	if err != nil {
+		return "", false
+	}
+	p, err := claimlayout.Join(dir, u.Path)
 	return p, err == nil
 }
 
 // claimDir is the folder standing for a claim: the one claims gives, else <workDir>/pvc/<claim>.
-func claimDir(workDir string, claims map[string]string, claim string) string {
-	if dir, ok := claims[claim]; ok {
-		return dir
+func claimDir(workDir string, claims map[string]string, claim string) (string, error) {
+	if err := pathElement(claim); err != nil {
+		return "", fmt.Errorf("claim name: %w", err)
 	}
-	return filepath.Join(workDir, "pvc", claim)
+	if dir, ok := claims[claim]; ok {
+		return dir, nil
+	}
+	return under(workDir, "pvc", claim)
 }

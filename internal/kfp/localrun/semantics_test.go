@@ -184,6 +184,8 @@ func TestResolveInputs(t *testing.T) {
 		Artifacts: map[string]*pipelinespec.ArtifactList{
 			"data":  {Artifacts: []*pipelinespec.RuntimeArtifact{{Uri: "file:///work/pipeline-root/p/run/up/u/data"}}},
 			"model": {Artifacts: []*pipelinespec.RuntimeArtifact{{Uri: "pvc://claim/models/m/v1"}}},
+			// A URI a step set in its ExecutorOutput: it starts with the pipeline root, and leaves it.
+			"escape": {Artifacts: []*pipelinespec.RuntimeArtifact{{Uri: "file:///work/pipeline-root/../../etc/passwd"}}},
 		},
 	}}
 	constant := func(s string) *pipelinespec.TaskInputsSpec_InputParameterSpec {
@@ -251,6 +253,9 @@ func TestResolveInputs(t *testing.T) {
 		{name: "a pvc:// input artifact fails as it fails in KFP",
 			arts:    map[string]*pipelinespec.TaskInputsSpec_InputArtifactSpec{"model": artifact("up", "model")},
 			wantErr: `unsupported Cloud bucket: "pvc://claim/models/m/v1"`},
+		{name: "an input artifact whose URI leaves the pipeline root",
+			arts:    map[string]*pipelinespec.TaskInputsSpec_InputArtifactSpec{"data": artifact("up", "escape")},
+			wantErr: `input artifact "file:///work/pipeline-root/../../etc/passwd": /etc/passwd is outside /work/pipeline-root`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -280,11 +285,14 @@ func TestResolveInputs(t *testing.T) {
 
 func TestProvisionOutputs(t *testing.T) {
 	run := RunInfo{PipelineName: "p", RunID: "r1", PipelineRoot: "file:///w/pipeline-root/"}
-	outs, root := ProvisionOutputs(run, "train", &pipelinespec.ComponentOutputsSpec{
+	outs, root, err := ProvisionOutputs(run, "train", &pipelinespec.ComponentOutputsSpec{
 		Artifacts: map[string]*pipelinespec.ComponentOutputsSpec_ArtifactSpec{"model": {ArtifactType: &pipelinespec.ArtifactTypeSchema{
 			Kind: &pipelinespec.ArtifactTypeSchema_SchemaTitle{SchemaTitle: "system.Model"}}}},
 		Parameters: map[string]*pipelinespec.ComponentOutputsSpec_ParameterSpec{"uri": {ParameterType: pipelinespec.ParameterType_STRING}},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !strings.HasPrefix(root, "/w/pipeline-root/p/r1/train/") || len(filepath.Base(root)) != 36 {
 		t.Fatalf("task root %s: want <root>/<pipeline>/<run>/<task>/<uuid>", root)
 	}
@@ -321,6 +329,11 @@ func TestPipelineParameters(t *testing.T) {
 			wantErr: `unknown pipeline parameter "wokers"; the pipeline's parameters are: fraction, gpu, name, note, params, workers`},
 		{overrides: map[string]string{"name": "x", "workers": "2.5"}, wantErr: `pipeline parameter workers: want an integer (NUMBER_INTEGER), got "2.5"`},
 		{overrides: map[string]string{"name": "x", "params": "[1]"}, wantErr: `want a JSON struct`},
+		// 2^53+1 has no float64 of its own: it would reach the step as 2^53.
+		{overrides: map[string]string{"name": "x", "workers": "9007199254740993"},
+			wantErr: `pipeline parameter workers: want an integer (NUMBER_INTEGER) from -9007199254740992 to 9007199254740992, got "9007199254740993"`},
+		{overrides: map[string]string{"name": "x", "workers": "99999999999999999999"},
+			wantErr: `pipeline parameter workers: want an integer (NUMBER_INTEGER) from -9007199254740992 to 9007199254740992, got "99999999999999999999"`},
 	}
 	for _, tt := range tests {
 		got, err := PipelineParameters(spec, tt.overrides)

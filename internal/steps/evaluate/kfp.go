@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -60,7 +61,7 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
 	in := e.Params(Inputs)
 	str := in.String
 	tolerance := in.Float("tolerance", 0.02)
-	timeout := in.Int("timeout_seconds", 120)
+	timeout := in.IntIn("timeout_seconds", 120, 0, math.MaxInt32)
 	o := Options{
 		URL: str("url", ""), Model: str("model_name", ""), TestPath: str("test_path", ""), Label: str("label", ""),
 		ModelURI: str("model_uri", ""), Tolerance: tolerance, Protocol: str("protocol", ProtocolBoth),

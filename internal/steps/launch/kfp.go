@@ -3,6 +3,7 @@ package launch
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -55,8 +56,9 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 		}
 		return v
 	}
-	integer := func(name string, def int64) int64 {
-		v, err := e.Int(name, def)
+	// Each integer input is range-checked as it converts, against the Go type it lands in.
+	integer := func(name string, def, lo, hi int64) int64 {
+		v, err := e.IntIn(name, def, lo, hi)
 		errs = append(errs, err)
 		return v
 	}
@@ -64,30 +66,30 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 		Identity:  Identity{RunID: str("run_id", ""), TaskName: str("task_name", "")},
 		Namespace: str("namespace", d.Namespace),
 		Image:     str("image", d.Image),
-		Workers:   int32(integer("workers", 1)),
+		Workers:   int32(integer("workers", 1, 0, math.MaxInt32)),
 		Data:      Data{Train: str("train_data", ""), Eval: str("eval_data", ""), Dataset: str("dataset", "")},
-		Resources: Resources{CPU: str("cpu", "1"), Memory: str("memory", "1Gi"), GPUs: integer("gpus", 0)},
+		Resources: Resources{CPU: str("cpu", "1"), Memory: str("memory", "1Gi"), GPUs: integer("gpus", 0, 0, math.MaxInt32)},
 		Claim:     str("pvc_name", ""),
 		MountPath: str("pvc_mount_path", "/mnt/pvc"),
 		ModelName: str("model_name", ""), ModelVersion: str("model_version", "v1"),
-		Port: int32(integer("master_port", 9999)),
+		Port: int32(integer("master_port", 9999, 1, 65535)),
 		Gang: Gang{
-			MinAvailable:    int32(integer("min_available", 0)),
+			MinAvailable:    int32(integer("min_available", 0, 0, math.MaxInt32)),
 			Queue:           str("queue", "ml-training"),
 			PriorityClass:   str("priority_class", ""),
-			ScheduleTimeout: time.Duration(integer("schedule_timeout_seconds", 600)) * time.Second,
+			ScheduleTimeout: time.Duration(integer("schedule_timeout_seconds", 600, 0, math.MaxInt32)) * time.Second,
 		},
 		CleanPodPolicy: str("clean_pod_policy", "Running"),
 		ServiceAccount: str("service_account", ""),
 	}
-	if v := integer("backoff_limit", -1); v >= 0 {
+	if v := integer("backoff_limit", -1, -1, math.MaxInt32); v >= 0 {
 		n := int32(v)
 		j.BackoffLimit = &n
 	}
-	if v := integer("active_deadline_seconds", 0); v > 0 {
+	if v := integer("active_deadline_seconds", 0, 0, kfp.MaxExactInteger); v > 0 {
 		j.ActiveDeadlineSeconds = &v
 	}
-	if v := integer("ttl_seconds_after_finished", -1); v >= 0 {
+	if v := integer("ttl_seconds_after_finished", -1, -1, math.MaxInt32); v >= 0 {
 		n := int32(v)
 		j.TTLSecondsAfterFinished = &n
 	}

@@ -83,6 +83,9 @@ func TestJobFromExecutor(t *testing.T) {
 		{"num_round beyond the bound", map[string]any{"num_round": 400000}, "num_round 400000: want at most 100000"},
 		{"eta not a number", map[string]any{"eta": "fast"}, `invalid value "fast" for flag -eta`},
 		{"bad xgb_params key", map[string]any{"xgb_params": map[string]any{"": 1}}, "needs a name"},
+		// int32(4294967296) is 0: the job would run with no Workers and report success.
+		{"workers beyond int32", map[string]any{"workers": 4294967296}, `input parameter "workers": want an integer from 0 to 2147483647, got 4294967296`},
+		{"min_available beyond int32", map[string]any{"min_available": "4294967297"}, `input parameter "min_available": want an integer from 0 to 2147483647, got "4294967297"`},
 	} {
 		p := base()
 		for k, v := range tc.set {

@@ -189,6 +189,10 @@ type Started struct {
 	Adopted bool
 	// Created is when the job was created; the gang's deadline counts from it.
 	Created time.Time
+	// EndsWithStep is set by a backend whose jobs cannot outlive the step's process (a local
+	// gang): when the step is stopped, the launcher stops the job rather than leave it for a
+	// retry to adopt. A Kubernetes job keeps running.
+	EndsWithStep bool
 }
 
 // Progress is one observation of a running job.
@@ -301,6 +305,17 @@ func (l *Launcher) Run(ctx context.Context, job *Job) (*Result, error) {
 		select {
 		case err := <-errc:
 			if err != nil && ctx.Err() != nil {
+				if st.EndsWithStep {
+					// The step's end would kill the gang anyway; stopping it here gives its
+					// replicas their grace period.
+					delCtx, delCancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+					derr := l.Backend.Delete(delCtx, job)
+					delCancel()
+					if derr != nil {
+						return nil, fmt.Errorf("stopped while following job %s/%s, whose replicas end with the step (stopping them: %v): %w", job.Namespace, job.Name, derr, ctx.Err())
+					}
+					return nil, fmt.Errorf("stopped while following job %s/%s; its replicas are stopped with the step (a local job cannot be adopted: a retry starts it anew): %w", job.Namespace, job.Name, ctx.Err())
+				}
 				return nil, fmt.Errorf("stopped while following job %s/%s; it keeps running and a retry of the step adopts it: %w", job.Namespace, job.Name, ctx.Err())
 			}
 			if err != nil {

@@ -203,3 +203,39 @@ func TestRunFailure(t *testing.T) {
 		t.Errorf("Run = %v, want the failure with the pod's reason", err)
 	}
 }
+
+// endsWithStep is a backend whose jobs end with the step's process, as a local gang does.
+type endsWithStep struct{ *fakeBackend }
+
+func (e endsWithStep) Start(ctx context.Context, j *Job) (Started, error) {
+	st, err := e.fakeBackend.Start(ctx, j)
+	st.EndsWithStep = true
+	return st, err
+}
+
+// TestRunStoppedSaysWhatHappensToTheJob: a stopped step leaves a Kubernetes job running for a
+// retry to adopt, and says so; a job that ends with the step is stopped, and that is what it says.
+func TestRunStoppedSaysWhatHappensToTheJob(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		backend     func(*fakeBackend) Backend
+		want        string
+		wantDeleted int
+	}{
+		{"a job that outlives the step", func(f *fakeBackend) Backend { return f }, "it keeps running and a retry of the step adopts it", 0},
+		{"a job that ends with the step", func(f *fakeBackend) Backend { return endsWithStep{f} }, "its replicas are stopped with the step (a local job cannot be adopted", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeBackend{created: time.Now(), block: true, progress: []Progress{{GangStarted: true}}}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_, err := (&Launcher{Backend: tc.backend(f)}).Run(ctx, validJob())
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, context.Canceled) {
+				t.Errorf("Run = %v, want %q", err, tc.want)
+			}
+			if f.deleted != tc.wantDeleted {
+				t.Errorf("deleted %d times, want %d", f.deleted, tc.wantDeleted)
+			}
+		})
+	}
+}

@@ -37,7 +37,9 @@ type Job struct {
 	EvalFraction float64
 	ModelDir     string // receives model.<format> and metadata.json (rank 0 only)
 	ModelFormat  string // "json" or "ubj"
-	LogEvery     int    // log every k rounds (1: every round)
+	// LogEvery makes only every k-th round eligible for a progress line (1: every round); a
+	// line is printed at most once a second or per 1% of the rounds, and for the last round.
+	LogEvery int
 	// WatchPort is where rank 0 watches the gang for lost ranks; 0 means TrackerPort+1.
 	WatchPort int
 	Watch     gangwatch.Options
@@ -311,6 +313,7 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 	stopper := earlyStopper{patience: params.EarlyStoppingRounds}
 	rounds := 0
 	start := time.Now()
+	progress := newRoundLog(job.LogEvery, params.NumRound)
 	for i := 0; i < params.NumRound; i++ {
 		if err := bst.UpdateOneIter(i, dtrain); err != nil {
 			return nil, nil, nil, err
@@ -330,7 +333,7 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 			attrs = append(attrs, m.Name, m.Value)
 		}
 		stop := len(ms) > 0 && stopper.observe(i, ms[len(ms)-1])
-		if rounds%max(job.LogEvery, 1) == 0 || rounds == params.NumRound || stop {
+		if progress.due(rounds, rounds == params.NumRound || stop) {
 			log.Info("round", attrs...)
 		}
 		if stop {

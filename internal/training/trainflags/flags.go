@@ -92,7 +92,7 @@ func New(name string) (*Flags, *flag.FlagSet) {
 	fs.Var(&f.extra, "param", "any other XGBoost parameter as key=value (repeatable)")
 	fs.Var(&f.maxLine, "max-line-bytes", "longest input line (a CSV record, quoted line breaks included) accepted, e.g. 16MiB")
 	fs.Var(&f.maxMatrix, "max-matrix-bytes", "largest dense matrix (rows x features x 4 bytes) one rank may load, e.g. 8GiB (0: a quarter of the memory available; with --local, shared by the ranks)")
-	fs.IntVar(&f.LogEvery, "log-every", 1, "log metrics every k rounds")
+	fs.IntVar(&f.LogEvery, "log-every", 1, "only every k-th round may get a progress line (at most one a second or per 1% of the rounds, and the last)")
 	fs.IntVar(&f.Local, "local", 0, "run a local gang: a Master and this many Workers as processes on loopback")
 	fs.IntVar(&f.WatchPort, "watch-port", 0, "port rank 0 watches the gang on (default: tracker port + 1)")
 	fs.DurationVar(&f.GangTimeout, "gang-timeout", 10*time.Second, "a rank silent this long counts as lost")

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -213,6 +214,10 @@ func format(x any) string {
 	case string:
 		return v
 	case float64:
+		if v == math.Trunc(v) && math.Abs(v) <= 1<<53 {
+			// A count (workers, rows, calls) is shown whole: 4294967296, not 4.29497e+09.
+			return strconv.FormatFloat(v, 'f', 0, 64)
+		}
 		return strconv.FormatFloat(v, 'g', 6, 64)
 	default:
 		return fmt.Sprint(v)

@@ -48,3 +48,12 @@ func TestSummary(t *testing.T) {
 		t.Errorf("an rmse of 0 (classification) is shown:\n%s", out)
 	}
 }
+
+// TestFormatCounts: a whole number is shown whole, however large; a fraction with six digits.
+func TestFormatCounts(t *testing.T) {
+	for in, want := range map[float64]string{4294967296: "4294967296", 2: "2", 0.9666666: "0.966667", 1e300: "1e+300"} {
+		if got := format(in); got != want {
+			t.Errorf("format(%v) = %q, want %q", in, got, want)
+		}
+	}
+}

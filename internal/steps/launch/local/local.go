@@ -112,7 +112,7 @@ func (b *Backend) Start(ctx context.Context, j *launch.Job) (launch.Started, err
 		if r.id != j.Identity {
 			return launch.Started{}, fmt.Errorf("local job %s is running for %s, not %s: refusing to adopt it; delete it or rename the task", j.Name, r.id, j.Identity)
 		}
-		return launch.Started{Adopted: true, Created: r.created}, nil
+		return launch.Started{Adopted: true, Created: r.created, EndsWithStep: true}, nil
 	}
 	if b.Trainer == "" || b.Root == "" {
 		return launch.Started{}, errors.New("local backend: Trainer (the gangboost-train executable) and Root (the directory standing in for the claim) must be set")
@@ -168,7 +168,7 @@ func (b *Backend) Start(ctx context.Context, j *launch.Job) (launch.Started, err
 		r.mu.Unlock()
 		close(r.done)
 	}()
-	return launch.Started{Created: r.created}, nil
+	return launch.Started{Created: r.created, EndsWithStep: true}, nil
 }
 
 // Watch reports the gang's progress (waiting for slots, started, the Master's rounds) until it

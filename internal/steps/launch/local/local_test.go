@@ -71,8 +71,8 @@ func TestIrisGangTrains(t *testing.T) {
 	defer cancel()
 
 	st, err := b.Start(ctx, job)
-	if err != nil || st.Adopted {
-		t.Fatalf("Start = %+v, %v", st, err)
+	if err != nil || st.Adopted || !st.EndsWithStep {
+		t.Fatalf("Start = %+v, %v; want a new job that ends with the step", st, err)
 	}
 	// A retry of the step in this process gets the same gang back.
 	again, err := b.Start(ctx, job)

@@ -1,12 +1,14 @@
 // Command kfpstep is a tiny KFP component for the local runner's tests. Installed under the names
 // produce, transform and consume, it reads its ExecutorInput ({{$}}) with internal/kfp, checks that
 // the placeholders in its arguments were resolved as KFP's launcher resolves them, and writes its
-// outputs. The input "behave" (task=fail|sleep|serve, comma separated) makes a task fail, sleep
-// (with a child that ignores SIGTERM), start a server that outlives the step and record it, or
-// escape: leave a process in a group of its own without recording it.
+// outputs. The input "behave" (task=fail|sleep|serve|chatty|escape, comma separated) makes a task
+// fail, sleep (with a child that ignores SIGTERM), start a server that outlives the step and record
+// it, print 20000 lines at once, or escape: leave a process in a group of its own without
+// recording it.
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -68,6 +70,10 @@ func run(name string, args []string) error {
 	if err != nil {
 		return err
 	}
+	// What the step received as {{$}}, for the tests to compare with the run's record of it.
+	if err := os.WriteFile(filepath.Join(filepath.Dir(e.OutputFile()), "received-executor-input"), []byte(*in), 0o644); err != nil {
+		return err
+	}
 	task, _ := e.String("task_name", "")
 	behave, _ := e.String("behave", "")
 	for _, b := range strings.Split(behave, ",") {
@@ -87,6 +93,13 @@ func run(name string, args []string) error {
 			}
 			fmt.Println("sleeping, child", child.Process.Pid)
 			time.Sleep(time.Hour)
+		case "chatty":
+			// A line per boosting round of a fast trainer, 20000 of them.
+			w := bufio.NewWriter(os.Stdout)
+			for i := 1; i <= 20000; i++ {
+				fmt.Fprintf(w, "level=INFO msg=round round=%d of=20000 train-rmse=0.5\n", i)
+			}
+			w.Flush()
 		case "escape":
 			// A process that leaves its step's group and records nothing: the run's sweep finds it.
 			child := exec.Command(os.Args[0], "linger")
