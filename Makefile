@@ -108,7 +108,7 @@ FUZZTIME ?= 10s
 FUZZ_TARGETS := ./runtime/v2:FuzzDecodeJSONData ./runtime/v2:FuzzDecodeBinaryData ./runtime/v2:FuzzParseInferRequest \
 	./runtime/v2:FuzzSanitizeNonFinite ./runtime/rest:FuzzInferBody ./runtime/forest:FuzzParse \
 	./internal/training/dataset:FuzzLoadCSV ./internal/training/dataset:FuzzLoadLibSVM ./internal/training/tracker:FuzzReadHello
-FUZZ_TARGETS += ./internal/steps/evaluate:FuzzDecodeResponse
+FUZZ_TARGETS += ./runtime/v2:FuzzDecodeInferResponse
 FUZZ_TARGETS += ./internal/contract/claim:FuzzParseURI
 ## fuzz: run every fuzz target for FUZZTIME
 fuzz: deps

@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/gangboost/gangboost/runtime/forest"
+	"github.com/gangboost/gangboost/runtime/forest/internal/foresttest"
 )
 
-// edit applies "old=>new" replacements, separated by "|", to tinyModel.
+// edit applies "old=>new" replacements, separated by "|", to foresttest.TinyModel.
 func edit(t *testing.T, edits string) string {
 	t.Helper()
-	doc := tinyModel
+	doc := foresttest.TinyModel
 	for _, rep := range strings.Split(edits, "|") {
 		oldNew := strings.SplitN(rep, "=>", 2)
 		if !strings.Contains(doc, oldNew[0]) {

@@ -3,7 +3,6 @@ package forest_test
 import (
 	"bytes"
 	"encoding/binary"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand"
@@ -12,83 +11,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gangboost/gangboost/internal/training/xgb"
 	"github.com/gangboost/gangboost/runtime/forest"
+	"github.com/gangboost/gangboost/runtime/forest/internal/foresttest"
 )
-
-var updateBst = flag.Bool("update-bst", false, "rewrite testdata/*.bst with libxgboost from the matching JSON models")
-
-// saveLegacy has libxgboost write b in its binary format (save_model with a .bst name)
-// and returns the bytes and the file.
-func saveLegacy(t testing.TB, b *xgb.Booster) ([]byte, string) {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "model.bst")
-	if err := b.SaveModel(p); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.HasPrefix(data, []byte("binf")) {
-		t.Fatalf("libxgboost %s wrote %q... for a .bst name, not the binary format", xgb.Version(), data[:min(len(data), 8)])
-	}
-	return data, p
-}
-
-// legacySeeds are the binary fixtures and the JSON models they were written from.
-var legacySeeds = []struct{ bst, json string }{
-	{"seed_binary.bst", "seed_binary.json"},
-	{"seed_dart_multi.bst", "seed_dart_multi.json"},
-	{"seed_linear.bst", "seed_linear.json"},
-	{"tiny_pruned.bst", ""}, // tinyModel: a pruned tree with deleted nodes
-}
-
-func seedJSON(t *testing.T, name string) []byte {
-	t.Helper()
-	if name == "" {
-		return []byte(tinyModel)
-	}
-	js, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
-
-// TestLegacySeedFiles checks the binary fixtures are what libxgboost writes for their
-// JSON models today (-update-bst rewrites them).
-func TestLegacySeedFiles(t *testing.T) {
-	for _, s := range legacySeeds {
-		b, err := xgb.LoadBoosterBytes(seedJSON(t, s.json))
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, _ := saveLegacy(t, b)
-		b.Free()
-		p := filepath.Join("testdata", s.bst)
-		if *updateBst {
-			if err := os.WriteFile(p, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		have, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatalf("%v (run go test -run TestLegacySeedFiles -update-bst)", err)
-		}
-		if !bytes.Equal(have, data) {
-			t.Errorf("%s differs from what libxgboost %s writes for %s (run with -update-bst)", p, xgb.Version(), s.json)
-		}
-	}
-}
 
 // TestLegacySameAsJSON: a binary fixture and the JSON it was written from predict
 // bit-identical values for every output kind, in pure Go.
 func TestLegacySameAsJSON(t *testing.T) {
-	for _, s := range legacySeeds {
-		t.Run(s.bst, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", s.bst))
+	for _, s := range foresttest.LegacySeeds {
+		t.Run(s.Bst, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", s.Bst))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +28,7 @@ func TestLegacySameAsJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			js, err := forest.Parse(seedJSON(t, s.json))
+			js, err := forest.Parse(foresttest.SeedJSON(t, s.JSON))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,107 +39,8 @@ func TestLegacySameAsJSON(t *testing.T) {
 					js.Objective(), js.Booster(), js.NumFeatures(), js.NumGroups(), js.NumTrees())
 			}
 			const n = 500
-			rows := genRows(rand.New(rand.NewSource(3)), n, js.NumFeatures(), 0.2)
-			sameOutputs(t, bin, js, rows, n)
-		})
-	}
-}
-
-// sameOutputs requires bit-identical results (or the same error) for every output kind.
-func sameOutputs(t *testing.T, got, want *forest.Model, rows []float32, n int) {
-	t.Helper()
-	for _, kind := range []forest.OutputKind{forest.OutputDefault, forest.OutputMargin, forest.OutputProba,
-		forest.OutputLabel, forest.OutputLeaf, forest.OutputContribs} {
-		g, gerr := got.Predict(nil, rows, n, kind)
-		w, werr := want.Predict(nil, rows, n, kind)
-		if (gerr == nil) != (werr == nil) {
-			t.Fatalf("%s: binary error %v, JSON error %v", kind, gerr, werr)
-		}
-		if len(g) != len(w) {
-			t.Fatalf("%s: %d values from the binary model, %d from JSON", kind, len(g), len(w))
-		}
-		for i := range w {
-			if math.Float32bits(g[i]) != math.Float32bits(w[i]) {
-				t.Fatalf("%s[%d]: binary %v, JSON %v", kind, i, g[i], w[i])
-			}
-		}
-	}
-}
-
-// TestLegacyParityZoo: every model of the parity zoo, saved by libxgboost in its binary
-// format, predicts in Go what libxgboost predicts, both from the booster that trained it
-// and from libxgboost loading the same file; and exactly what the JSON of the same
-// booster predicts in Go.
-func TestLegacyParityZoo(t *testing.T) {
-	for i, c := range zoo() {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			tr := train(t, c, int64(100+i))
-			defer tr.booster.Free()
-			data, path := saveLegacy(t, tr.booster)
-			m, err := forest.Parse(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fromJSON, err := forest.Parse(tr.json)
-			if err != nil {
-				t.Fatal(err)
-			}
-			reloaded, err := xgb.LoadBooster(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer reloaded.Free()
-			dm, err := xgb.NewDMatrixDense(tr.test, testRows, tr.feats, float32(math.NaN()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dm.Free()
-			kinds := []struct {
-				kind forest.OutputKind
-				typ  xgb.PredictType
-			}{
-				{forest.OutputDefault, xgb.PredictValue},
-				{forest.OutputMargin, xgb.PredictMargin},
-				{forest.OutputContribs, xgb.PredictContribs},
-			}
-			if c.params["booster"] != "gblinear" {
-				kinds = append(kinds, struct {
-					kind forest.OutputKind
-					typ  xgb.PredictType
-				}{forest.OutputLeaf, xgb.PredictLeaf})
-			}
-			var summary []string
-			worst := 0.0
-			for _, k := range kinds {
-				got, err := m.Predict(nil, tr.test, testRows, k.kind)
-				if err != nil {
-					t.Fatalf("%s: %v", k.kind, err)
-				}
-				want, _, err := tr.booster.Predict(dm, xgb.PredictOptions{Type: k.typ})
-				if err != nil {
-					t.Fatal(err)
-				}
-				st := compare(t, fmt.Sprintf("bst %s", k.kind), got, want)
-				wantFile, _, err := reloaded.Predict(dm, xgb.PredictOptions{Type: k.typ})
-				if err != nil {
-					t.Fatal(err)
-				}
-				st2 := compare(t, fmt.Sprintf("bst %s vs libxgboost loading the .bst", k.kind), got, wantFile)
-				summary = append(summary, fmt.Sprintf("%s %d/%d exact max|d|=%.2g", k.kind, st.exact, st.n, max(st.maxAbs, st2.maxAbs)))
-				worst = max(worst, st.maxAbs, st2.maxAbs)
-			}
-			def, _, err := tr.booster.Predict(dm, xgb.PredictOptions{Type: xgb.PredictValue})
-			if err != nil {
-				t.Fatal(err)
-			}
-			margin, _, err := tr.booster.Predict(dm, xgb.PredictOptions{Type: xgb.PredictMargin})
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkDerived(t, m, tr.test, testRows, def, margin)
-			sameOutputs(t, m, fromJSON, tr.test, testRows)
-			t.Logf("%s (%s, %d bytes): max|d| %.3g; %s", c.name, c.params["objective"], len(data), worst, strings.Join(summary, "; "))
+			rows := foresttest.GenRows(rand.New(rand.NewSource(3)), n, js.NumFeatures(), 0.2)
+			foresttest.SameOutputs(t, bin, js, rows, n)
 		})
 	}
 }
@@ -344,8 +177,8 @@ func TestLegacyCorrupt(t *testing.T) {
 // TestLegacyTruncated: every prefix of a binary model fails with an error that says
 // where, never a panic or a model.
 func TestLegacyTruncated(t *testing.T) {
-	for _, s := range legacySeeds {
-		data := readSeed(t, s.bst)
+	for _, s := range foresttest.LegacySeeds {
+		data := readSeed(t, s.Bst)
 		for _, header := range []bool{true, false} {
 			if !header {
 				data = data[4:]
@@ -353,10 +186,10 @@ func TestLegacyTruncated(t *testing.T) {
 			for n := 0; n < len(data); n++ {
 				m, err := forest.Parse(data[:n])
 				if err == nil || m != nil {
-					t.Fatalf("%s (header %v): prefix of %d/%d bytes: model %v, error %v", s.bst, header, n, len(data), m != nil, err)
+					t.Fatalf("%s (header %v): prefix of %d/%d bytes: model %v, error %v", s.Bst, header, n, len(data), m != nil, err)
 				}
 				if header && n >= 4 && !strings.Contains(err.Error(), "offset ") {
-					t.Fatalf("%s: prefix of %d bytes: error %q does not say where", s.bst, n, err)
+					t.Fatalf("%s: prefix of %d bytes: error %q does not say where", s.Bst, n, err)
 				}
 			}
 		}
@@ -401,147 +234,5 @@ func TestParseByContent(t *testing.T) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
 		})
-	}
-}
-
-// TestLegacyBeforeV1 checks files in the layout XGBoost wrote before 1.0 (no "binf"
-// header, version fields zero, base_score stored as a margin) against what libxgboost
-// 1.7 computes for the same bytes.
-func TestLegacyBeforeV1(t *testing.T) {
-	byName := map[string]zooCase{}
-	index := map[string]int{}
-	for i, c := range zoo() {
-		byName[c.name], index[c.name] = c, i
-	}
-	for _, tc := range []struct {
-		zoo       string
-		storedMrg float32 // the base_score written into the file
-		differs   bool    // whether a 1.x file with this base_score predicts otherwise
-	}{
-		{"binary_logistic_base_score", -0.8, true},
-		{"binary_logitraw", 0.7, false},
-		{"binary_hinge", 0.3, true},
-		{"reg_logistic", 0.2, true},
-		{"reg_gamma", 1.1, true},
-		{"count_poisson", -0.4, true},
-		{"reg_squarederror_exact", 1.5, false},
-		{"multi_softprob_exact", 0.25, false},
-		{"gblinear_logistic", 0.6, true},
-	} {
-		t.Run(tc.zoo, func(t *testing.T) {
-			c := byName[tc.zoo]
-			tr := train(t, c, int64(100+index[tc.zoo]))
-			defer tr.booster.Free()
-			data, _ := saveLegacy(t, tr.booster)
-			old := bytes.Clone(data[4:]) // no header
-			binary.LittleEndian.PutUint32(old[0:], math.Float32bits(tc.storedMrg))
-			binary.LittleEndian.PutUint32(old[20:], 0) // major_version
-			binary.LittleEndian.PutUint32(old[24:], 0) // minor_version
-			p := filepath.Join(t.TempDir(), "old.model")
-			if err := os.WriteFile(p, old, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ref, err := xgb.LoadBooster(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ref.Free()
-			m, err := forest.Load(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dm, err := xgb.NewDMatrixDense(tr.test, testRows, tr.feats, float32(math.NaN()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dm.Free()
-			for _, k := range []struct {
-				kind forest.OutputKind
-				typ  xgb.PredictType
-			}{{forest.OutputDefault, xgb.PredictValue}, {forest.OutputMargin, xgb.PredictMargin}} {
-				want, _, err := ref.Predict(dm, xgb.PredictOptions{Type: k.typ})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := m.Predict(nil, tr.test, testRows, k.kind)
-				if err != nil {
-					t.Fatal(err)
-				}
-				compare(t, "pre-1.0 "+k.kind.String(), got, want)
-			}
-			// Read as a 1.x file, the same base_score means something else for
-			// objectives whose transform is not the identity: the two readings differ.
-			// (or is out of the objective's range).
-			v1 := bytes.Clone(old)
-			binary.LittleEndian.PutUint32(v1[20:], 1)
-			binary.LittleEndian.PutUint32(v1[24:], 7)
-			a, _ := m.Predict(nil, tr.test[:tr.feats], 1, forest.OutputMargin)
-			differs := true
-			if m1, err := forest.Parse(v1); err == nil {
-				b, _ := m1.Predict(nil, tr.test[:tr.feats], 1, forest.OutputMargin)
-				differs = a[0] != b[0]
-			}
-			if differs != tc.differs {
-				t.Fatalf("margin %v read as pre-1.0: differs from the 1.7 reading: %v, want %v", a[0], differs, tc.differs)
-			}
-		})
-	}
-}
-
-// BenchmarkLoadLegacy measures reading the benchmark model from the binary format,
-// next to BenchmarkLoad's JSON and UBJSON.
-func BenchmarkLoadLegacy(b *testing.B) {
-	s := setupBench(b)
-	data, _ := saveLegacy(b, s.booster)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := forest.Parse(data); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// TestLegacyLogitrawBaseScoreByVersion: a binary file and a JSON file from the same
-// XGBoost version read base_score the same way. Before 1.4, binary:logitraw turned
-// base_score into a logit (dmlc/xgboost#6517 made it enter unchanged); the JSON reader
-// keeps the writer's meaning, and so does the binary one. (libxgboost 1.7 itself reads
-// 1.0-1.3 files with the new meaning, shifting their predictions by
-// base_score - logit(base_score).)
-func TestLegacyLogitrawBaseScoreByVersion(t *testing.T) {
-	doc := strings.Replace(tinyModel, `"name":"reg:squarederror"`, `"name":"binary:logitraw"`, 2)
-	doc = strings.Replace(doc, `"base_score":"5E-1"`, `"base_score":"7.5E-1"`, 1)
-	b, err := xgb.LoadBoosterBytes([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Free()
-	data, _ := saveLegacy(t, b)
-	row := []float32{1, 1} // the trees add 1 - 0.25
-	for _, tc := range []struct {
-		major, minor uint32
-		margin       float32
-	}{
-		{1, 7, 0.75 + 0.75},
-		{1, 4, 0.75 + 0.75},
-		{1, 3, float32(-math.Log(1/0.75-1)) + 0.75},
-		{1, 0, float32(-math.Log(1/0.75-1)) + 0.75},
-	} {
-		bin := bytes.Clone(data)
-		binary.LittleEndian.PutUint32(bin[4+20:], tc.major)
-		binary.LittleEndian.PutUint32(bin[4+24:], tc.minor)
-		mb, err := forest.Parse(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mj, err := forest.Parse([]byte(strings.Replace(doc, `"version":[1,7,4]`, fmt.Sprintf(`"version":[%d,%d,0]`, tc.major, tc.minor), 1)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		gb, _ := mb.Predict(nil, row, 1, forest.OutputMargin)
-		gj, _ := mj.Predict(nil, row, 1, forest.OutputMargin)
-		if math.Abs(float64(gb[0]-tc.margin)) > 1e-6 || gb[0] != gj[0] {
-			t.Errorf("version %d.%d: binary margin %v, JSON %v, want %v", tc.major, tc.minor, gb[0], gj[0], tc.margin)
-		}
 	}
 }

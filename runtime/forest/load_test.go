@@ -1,44 +1,19 @@
 package forest_test
 
 import (
-	"errors"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/gangboost/gangboost/internal/training/xgb"
 	"github.com/gangboost/gangboost/runtime/forest"
+	"github.com/gangboost/gangboost/runtime/forest/internal/foresttest"
 )
-
-// tinyModel is a hand-written XGBoost 1.7 JSON model over two features:
-//
-//	tree 0: x0 < 0.5 ? -1 : 1, missing goes left
-//	tree 1: pruned (nodes 1 and 2 deleted), children stored out of order:
-//	        x1 < 0 ? node 4 (0.25) : node 3 (-0.25), missing goes right
-//
-// base_score 0.5, reg:squarederror.
-const tinyModel = `{"learner":{"attributes":{},"feature_names":["f0","f1"],"feature_types":["float","float"],
-"gradient_booster":{"model":{"gbtree_model_param":{"num_parallel_tree":"1","num_trees":"2","size_leaf_vector":"0"},
-"tree_info":[0,0],"trees":[
-{"base_weights":[0E0,0E0,0E0],"categories":[],"categories_nodes":[],"categories_segments":[],"categories_sizes":[],
- "default_left":[1,0,0],"id":0,"left_children":[1,-1,-1],"loss_changes":[1E0,0E0,0E0],"parents":[2147483647,0,0],
- "right_children":[2,-1,-1],"split_conditions":[5E-1,-1E0,1E0],"split_indices":[0,0,0],"split_type":[0,0,0],
- "sum_hessian":[1E1,5E0,5E0],"tree_param":{"num_deleted":"0","num_feature":"2","num_nodes":"3","size_leaf_vector":"0"}},
-{"base_weights":[0E0,0E0,0E0,0E0,0E0],"categories":[],"categories_nodes":[],"categories_segments":[],"categories_sizes":[],
- "default_left":[0,1,1,0,0],"id":1,"left_children":[4,-1,-1,-1,-1],"loss_changes":[1E0,0E0,0E0,0E0,0E0],
- "parents":[2147483647,0,0,0,0],"right_children":[3,-1,-1,-1,-1],"split_conditions":[0E0,9E0,9E0,-2.5E-1,2.5E-1],
- "split_indices":[1,2147483647,2147483647,0,0],"split_type":[0,0,0,0,0],"sum_hessian":[8E0,0E0,0E0,3E0,5E0],
- "tree_param":{"num_deleted":"2","num_feature":"2","num_nodes":"5","size_leaf_vector":"0"}}]},"name":"gbtree"},
-"learner_model_param":{"base_score":"5E-1","boost_from_average":"1","num_class":"0","num_feature":"2","num_target":"1"},
-"objective":{"name":"reg:squarederror","reg_loss_param":{"scale_pos_weight":"1"}}},"version":[1,7,4]}`
 
 var nan = float32(math.NaN())
 
 func TestTinyModelPredictions(t *testing.T) {
-	m, err := forest.Parse([]byte(tinyModel))
+	m, err := forest.Parse([]byte(foresttest.TinyModel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +61,7 @@ func TestTinyModelPredictions(t *testing.T) {
 }
 
 func TestWidthAndOutputErrors(t *testing.T) {
-	m, err := forest.Parse([]byte(tinyModel))
+	m, err := forest.Parse([]byte(foresttest.TinyModel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +102,7 @@ func TestWidthAndOutputErrors(t *testing.T) {
 }
 
 func TestPredictAppendsWithoutAllocating(t *testing.T) {
-	m, err := forest.Parse([]byte(tinyModel))
+	m, err := forest.Parse([]byte(foresttest.TinyModel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +124,7 @@ func TestPredictAppendsWithoutAllocating(t *testing.T) {
 }
 
 func TestConcurrentPredict(t *testing.T) {
-	m, err := forest.Parse([]byte(tinyModel))
+	m, err := forest.Parse([]byte(foresttest.TinyModel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +153,7 @@ func TestConcurrentPredict(t *testing.T) {
 // TestNonFiniteTokens: XGBoost writes NaN and infinities as bare NaN / Infinity
 // tokens, which JSON does not allow; they must load, and a NaN leaf predicts NaN.
 func TestNonFiniteTokens(t *testing.T) {
-	js := strings.Replace(tinyModel, `"loss_changes":[1E0,0E0,0E0]`, `"loss_changes":[NaN,Infinity,-Infinity]`, 1)
+	js := strings.Replace(foresttest.TinyModel, `"loss_changes":[1E0,0E0,0E0]`, `"loss_changes":[NaN,Infinity,-Infinity]`, 1)
 	js = strings.Replace(js, `"split_conditions":[5E-1,-1E0,1E0]`, `"split_conditions":[5E-1,NaN,-Infinity]`, 1)
 	m, err := forest.Parse([]byte(js))
 	if err != nil {
@@ -193,15 +168,15 @@ func TestNonFiniteTokens(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		doc  string // a replacement applied to tinyModel, "old=>new", or a whole document
+		doc  string // a replacement applied to foresttest.TinyModel, "old=>new", or a whole document
 		want string
 	}{
 		{"empty", "", "unexpected end of input"},
 		{"not json", "hello", `not an XGBoost model: the file is text starting with "hello"`},
 		{"dump_model output", `[{"nodeid":0,"leaf":0.5}]`, "expected an object, got array"},
 		{"no learner", `{"version":[1,7,4]}`, `no "learner" object`},
-		{"trailing garbage", tinyModel + "x", "after the top-level value"},
-		{"unterminated", tinyModel[:len(tinyModel)/2], "invalid JSON at byte"},
+		{"trailing garbage", foresttest.TinyModel + "x", "after the top-level value"},
+		{"unterminated", foresttest.TinyModel[:len(foresttest.TinyModel)/2], "invalid JSON at byte"},
 		{"bad token", `"num_trees":"2"=>"num_trees":2x`, `num_trees: invalid JSON at byte 178: invalid value "2x"`},
 		{"missing colon", `"tree_info":[0,0]=>"tree_info"[0,0]`, "expected ':'"},
 		{"unknown objective", `"name":"reg:squarederror"=>"name":"reg:weird"`, `unsupported objective "reg:weird"`},
@@ -228,7 +203,7 @@ func TestParseErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := tc.doc
 			if strings.Contains(doc, "=>") {
-				doc = tinyModel
+				doc = foresttest.TinyModel
 				for _, rep := range strings.Split(tc.doc, "|") {
 					oldNew := strings.SplitN(rep, "=>", 2)
 					if !strings.Contains(doc, oldNew[0]) {
@@ -247,7 +222,7 @@ func TestParseErrors(t *testing.T) {
 
 // TestErrorPaths checks that an error names where in the document it happened.
 func TestErrorPaths(t *testing.T) {
-	doc := strings.Replace(tinyModel, `"sum_hessian":[8E0,0E0,0E0,3E0,5E0]`, `"sum_hessian":[8,0,{},3,5]`, 1)
+	doc := strings.Replace(foresttest.TinyModel, `"sum_hessian":[8E0,0E0,0E0,3E0,5E0]`, `"sum_hessian":[8,0,{},3,5]`, 1)
 	_, err := forest.Parse([]byte(doc))
 	want := "learner.gradient_booster.model.trees[1].sum_hessian[2]: expected a number, got object"
 	if err == nil || err.Error() != want {
@@ -257,7 +232,7 @@ func TestErrorPaths(t *testing.T) {
 
 func TestLoggedLogitrawBaseScoreByVersion(t *testing.T) {
 	// Since 1.4 base_score enters binary:logitraw unchanged; before, as a logit.
-	doc := strings.Replace(tinyModel, `"name":"reg:squarederror"`, `"name":"binary:logitraw"`, 1)
+	doc := strings.Replace(foresttest.TinyModel, `"name":"reg:squarederror"`, `"name":"binary:logitraw"`, 1)
 	doc = strings.Replace(doc, `"base_score":"5E-1"`, `"base_score":"7.5E-1"`, 1)
 	row := []float32{1, 1} // trees add 1 - 0.25
 	for _, tc := range []struct {
@@ -279,95 +254,6 @@ func TestLoggedLogitrawBaseScoreByVersion(t *testing.T) {
 	}
 }
 
-func TestLoadFiles(t *testing.T) {
-	dir := t.TempDir()
-	bst, err := xgb.LoadBoosterBytes([]byte(tinyModel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bst.Free()
-	ubj, err := bst.ModelBytes("ubj")
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(name string, data []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	binf, err := os.ReadFile(filepath.Join("testdata", "tiny_pruned.bst"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The content decides, never the name.
-	for _, tc := range []struct {
-		name string
-		data []byte
-		err  string
-	}{
-		{"model.json", []byte(tinyModel), ""},
-		{"model.ubj", ubj, ""},
-		{"model.bst", binf, ""},
-		{"model.bin", ubj, ""},
-		{"model", []byte(tinyModel), ""},
-		{"MODEL.UBJ", ubj, ""},
-		{"ubj.json", ubj, ""},
-		{"json.ubj", []byte(tinyModel), ""},
-		{"bst.json", binf, ""},
-		{"model.model", binf[4:], ""}, // binary without header
-		{"truncated.ubj", ubj[:len(ubj)-9], "unexpected end of input"},
-		{"truncated.bst", binf[:len(binf)-9], "binary model: offset"},
-		{"empty.ubj", nil, "unexpected end of input"},
-	} {
-		p := write(tc.name, tc.data)
-		m, err := forest.Load(p)
-		if tc.err == "" {
-			if err != nil {
-				t.Errorf("%s: %v", tc.name, err)
-				continue
-			}
-			got, _ := m.Predict(nil, []float32{1, 1}, 1, forest.OutputDefault)
-			if got[0] != 1.25 {
-				t.Errorf("%s: prediction %v, want 1.25", tc.name, got[0])
-			}
-			continue
-		}
-		if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), p) {
-			t.Errorf("%s: error %v, want it to name the file and contain %q", tc.name, err, tc.err)
-		}
-	}
-	_, err = forest.Load(filepath.Join(dir, "absent.json"))
-	if err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "absent.json") {
-		t.Errorf("missing file: %v", err)
-	}
-}
-
-// TestTruncatedModels: every prefix of real JSON and UBJSON model files is rejected
-// with an error, never a panic or a model.
-func TestTruncatedModels(t *testing.T) {
-	bst, err := xgb.LoadBoosterBytes([]byte(tinyModel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bst.Free()
-	for _, format := range []string{"json", "ubj"} {
-		data, err := bst.ModelBytes(format)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := forest.Parse(data); err != nil {
-			t.Fatalf("%s: full file: %v", format, err)
-		}
-		for n := 0; n < len(data); n++ {
-			if _, err := forest.Parse(data[:n]); err == nil {
-				t.Fatalf("%s: prefix of %d/%d bytes parsed without error", format, n, len(data))
-			}
-		}
-	}
-}
-
 // TestLayoutVariants: the same model as written by other XGBoost versions and writers.
 func TestLayoutVariants(t *testing.T) {
 	row := []float32{1, 1}
@@ -385,7 +271,7 @@ func TestLayoutVariants(t *testing.T) {
 			0 ] `}, []float32{1.25}},
 		{"multi-target intercepts", []string{`"tree_info":[0,0]=>"tree_info":[0,1]`, `"num_target":"1"=>"num_target":"2"`, `"base_score":"5E-1"=>"base_score":"[1E0,2E0]"`}, []float32{1 + 1, 2 - 0.25}},
 	} {
-		doc := tinyModel
+		doc := foresttest.TinyModel
 		for _, rep := range tc.reps {
 			oldNew := strings.SplitN(rep, "=>", 2)
 			if !strings.Contains(doc, oldNew[0]) {

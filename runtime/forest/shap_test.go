@@ -58,7 +58,7 @@ func recursiveOnly(m *Model) *Model {
 }
 
 // TestPathShapMatchesRecursive: contributions from the leaf tables equal exact
-// TreeSHAP's (which parity_test.go holds to libxgboost's) on models with repeated
+// TreeSHAP's (which parity/parity_test.go holds to libxgboost's) on models with repeated
 // features along paths, dart weights, several groups, categorical splits and paths
 // too long for tables.
 func TestPathShapMatchesRecursive(t *testing.T) {

@@ -1,6 +1,7 @@
 // Package v2 holds the V2 / Open Inference Protocol types and the codecs that turn request
 // tensors (JSON, nested or flat, and the binary tensor extension) into rows of float32 features
-// and predictions back into response tensors. It also holds the one table that maps error kinds
+// and predictions back into response tensors, and a client's reading of an infer answer
+// (DecodeInferResponse). It also holds the one table that maps error kinds
 // to REST and gRPC status.
 //
 // Spec: https://github.com/kserve/open-inference-protocol/blob/main/specification/protocol/inference_rest.md
@@ -107,6 +108,16 @@ type ModelMetadata struct {
 	Platform string           `json:"platform"`
 	Inputs   []TensorMetadata `json:"inputs"`
 	Outputs  []TensorMetadata `json:"outputs"`
+}
+
+// Output returns the output named name, if the model has it.
+func (m *ModelMetadata) Output(name string) (TensorMetadata, bool) {
+	for _, o := range m.Outputs {
+		if o.Name == name {
+			return o, true
+		}
+	}
+	return TensorMetadata{}, false
 }
 
 // TensorMetadata describes an input or output; -1 is a variable dimension.

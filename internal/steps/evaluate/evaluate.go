@@ -21,6 +21,7 @@ import (
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/steps/prepare"
 	"github.com/gangboost/gangboost/internal/training/dataset"
+	v2 "github.com/gangboost/gangboost/runtime/v2"
 )
 
 // Protocols a run may use.
@@ -216,11 +217,11 @@ func (s *Summary) send(ctx context.Context, c *Client, m *dataset.Matrix, output
 	for start := 0; start < m.Rows; {
 		n := min(batch, m.Rows-start)
 		rows := m.Data[start*m.Cols : (start+n)*m.Cols]
-		var answers []map[string]Tensor
+		var answers []map[string]v2.Tensor
 		var err error
 		for _, bin := range protocols {
 			t0 := time.Now()
-			var a map[string]Tensor
+			var a map[string]v2.Tensor
 			a, err = c.Infer(ctx, fmt.Sprintf("evaluate-%d-%d", start, n), rows, n, m.Cols, outputs, bin)
 			if err != nil {
 				break
@@ -253,7 +254,7 @@ func (s *Summary) send(ctx context.Context, c *Client, m *dataset.Matrix, output
 	return nil
 }
 
-func (s *Summary) add(a map[string]Tensor, actual []float64, n, k int) error {
+func (s *Summary) add(a map[string]v2.Tensor, actual []float64, n, k int) error {
 	if s.Classification != nil {
 		pred, ok1 := a["predict"]
 		proba, ok2 := a["predict_proba"]
@@ -276,7 +277,7 @@ func (s *Summary) add(a map[string]Tensor, actual []float64, n, k int) error {
 }
 
 // sameAnswers compares two answers bit for bit (NaN equals NaN).
-func sameAnswers(j, b map[string]Tensor, outputs []string, start int) error {
+func sameAnswers(j, b map[string]v2.Tensor, outputs []string, start int) error {
 	for _, name := range outputs {
 		x, y := j[name], b[name]
 		if !slices.Equal(x.Shape, y.Shape) || x.Datatype != y.Datatype {

@@ -1,4 +1,6 @@
-package forest_test
+//go:build cgo
+
+package parity_test
 
 import (
 	"fmt"

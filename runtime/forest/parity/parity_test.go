@@ -1,4 +1,6 @@
-package forest_test
+//go:build cgo
+
+package parity_test
 
 import (
 	"bytes"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/gangboost/gangboost/internal/training/xgb"
 	"github.com/gangboost/gangboost/runtime/forest"
+	"github.com/gangboost/gangboost/runtime/forest/internal/foresttest"
 )
 
 // zooCase is one model of the parity zoo: trained here with libxgboost, then evaluated
@@ -84,23 +87,6 @@ func zoo() []zooCase {
 	}
 }
 
-// genRows draws n rows: feature values mix normals, a few integers and outliers, with
-// nanFrac of the cells missing.
-func genRows(r *rand.Rand, n, f int, nanFrac float64) []float32 {
-	x := make([]float32, n*f)
-	for i := range x {
-		switch {
-		case r.Float64() < nanFrac:
-			x[i] = float32(math.NaN())
-		case i%f == 1:
-			x[i] = float32(r.Intn(5)) // ties at split thresholds
-		default:
-			x[i] = float32(r.NormFloat64())
-		}
-	}
-	return x
-}
-
 func genLabels(r *rand.Rand, x []float32, n, f int, c zooCase) []float32 {
 	y := make([]float32, n)
 	for i := 0; i < n; i++ {
@@ -167,7 +153,7 @@ func train(t testing.TB, c zooCase, seed int64) *trained {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	r := rand.New(rand.NewSource(seed))
-	x := genRows(r, trainRows, c.feats, c.nanFrac)
+	x := foresttest.GenRows(r, trainRows, c.feats, c.nanFrac)
 	y := genLabels(r, x, trainRows, c.feats, c)
 	d, err := xgb.NewDMatrixDense(x, trainRows, c.feats, float32(math.NaN()))
 	if err != nil {
@@ -206,7 +192,7 @@ func train(t testing.TB, c zooCase, seed int64) *trained {
 	if err != nil {
 		t.Fatal(err)
 	}
-	test := genRows(r, testRows, c.feats, c.nanFrac)
+	test := foresttest.GenRows(r, testRows, c.feats, c.nanFrac)
 	return &trained{booster: b, json: js, ubj: ub, test: test, feats: c.feats}
 }
 

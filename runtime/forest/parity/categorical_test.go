@@ -1,21 +1,23 @@
-package forest_test
+//go:build cgo
+
+package parity_test
 
 import (
 	"math"
 	"math/rand"
-	"path/filepath"
 	"testing"
 
 	"github.com/gangboost/gangboost/internal/training/xgb"
 	"github.com/gangboost/gangboost/runtime/forest"
+	"github.com/gangboost/gangboost/runtime/forest/internal/foresttest"
 )
 
-// testdata/categorical.json was trained by XGBoost 1.7.4 (Python, enable_categorical)
+// runtime/forest/testdata/categorical.json was trained by XGBoost 1.7.4 (Python, enable_categorical)
 // on features [num_a, cat_b (12 categories), cat_c (3 categories), num_d] with
 // max_cat_to_onehot=4, so it holds both partition splits (cat_b) and one-hot splits
 // (cat_c). libxgboost's own predictions from the same file are the reference.
 func TestCategoricalParity(t *testing.T) {
-	path := filepath.Join("testdata", "categorical.json")
+	path := foresttest.Testdata("categorical.json")
 	m, err := forest.Load(path)
 	if err != nil {
 		t.Fatal(err)
