@@ -171,8 +171,10 @@ func (s *server) stopGracefully(t testing.TB) int {
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.exited:
-	case <-time.After(20 * time.Second):
-		t.Fatal("server did not exit 20s after SIGTERM")
+	// A hang detector, not a timing: it is longer than any --shutdown_timeout a test passes, so a
+	// loaded machine (make test runs packages side by side) slows a drain without failing it.
+	case <-time.After(2 * time.Minute):
+		t.Fatal("server did not exit 2m after SIGTERM")
 	}
 	return s.cmd.ProcessState.ExitCode()
 }
