@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gangboost/gangboost/internal/plumbing/ci"
 )
 
 // BinDir is where `make build` puts gangboost's binaries, which the pod runner runs for the
@@ -112,17 +114,17 @@ func (c *Cluster) PodMounts() error { return c.mountsErr }
 
 // RequirePodMounts is for a test whose pods need their volumes at their mount paths (a component
 // that reads its service-account token or its claim at a fixed path, as in a real pod), which
-// needs mount namespaces (root). Without them it skips, or fails in CI (CI=true), where `make
+// needs mount namespaces (root). Without them it skips, or fails in CI (CI=1 or CI=true), where `make
 // test` runs as root.
 func (c *Cluster) RequirePodMounts(t testing.TB) {
 	t.Helper()
 	if c.PodMounts() == nil {
 		return
 	}
-	if InCI() {
+	if ci.Running() {
 		t.Fatalf("pods cannot get their volumes at their mount paths here: %v", c.mountsErr)
 	}
-	t.Skipf("pods cannot get their volumes at their mount paths here (CI=true would fail): %v", c.mountsErr)
+	t.Skipf("pods cannot get their volumes at their mount paths here (CI=1 or CI=true would fail): %v", c.mountsErr)
 }
 
 // GangboostCommands maps each of gangboost's binaries named (gangboost-train, launch-xgboostjob, ...) to

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
+	"github.com/gangboost/gangboost/internal/plumbing/ci"
 )
 
 // store is a container storage of this test run only, so every run builds from scratch and
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	version = readVersion()
 	if !hasTools() {
-		if os.Getenv("CI") == "true" {
+		if ci.Running() {
 			fmt.Fprintln(os.Stderr, "images: buildah, podman and runc are required in CI (scripts/deps.sh installs them)")
 			return 1
 		}
