@@ -90,15 +90,65 @@ func TestPredictNotebook(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("notebook failed: %v\n%s", err, b)
 	}
-	executed, err := os.ReadFile(out)
+	shown := outputsText(t, out)
+	for _, want := range []string{"binary and JSON answers agree", "setosa", "image/png", "shape [1 5] has 5 features per row"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("executed notebook's outputs lack %q", want)
+		}
+	}
+}
+
+// outputsText is what the cells of an executed notebook showed, and nothing of their source:
+// printed text, results' and displays' text/plain (each preceded by its MIME types, so an
+// image shows as image/png) and errors.
+func outputsText(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"binary and JSON answers agree", "setosa", "image/png", "shape [1 5] has 5 features per row"} {
-		if !strings.Contains(string(executed), want) {
-			t.Errorf("executed notebook lacks %q", want)
+	var nb struct {
+		Cells []struct {
+			Outputs []struct {
+				Text   any            `json:"text"`
+				Data   map[string]any `json:"data"`
+				EName  string         `json:"ename"`
+				EValue string         `json:"evalue"`
+			} `json:"outputs"`
+		} `json:"cells"`
+	}
+	if err := json.Unmarshal(b, &nb); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	// nbformat stores multi-line text as a string or a list of lines.
+	text := func(v any) string {
+		switch v := v.(type) {
+		case string:
+			return v
+		case []any:
+			var sb strings.Builder
+			for _, l := range v {
+				s, _ := l.(string)
+				sb.WriteString(s)
+			}
+			return sb.String()
+		}
+		return ""
+	}
+	var sb strings.Builder
+	for _, c := range nb.Cells {
+		for _, o := range c.Outputs {
+			sb.WriteString(text(o.Text))
+			for mime := range o.Data {
+				sb.WriteString(mime + "\n")
+			}
+			sb.WriteString(text(o.Data["text/plain"]) + "\n")
+			if o.EName != "" {
+				sb.WriteString(o.EName + ": " + o.EValue + "\n")
+			}
 		}
 	}
+	return sb.String()
 }
 
 // The committed notebooks carry no outputs: what they show comes from running them.

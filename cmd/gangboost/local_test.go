@@ -17,6 +17,7 @@ import (
 	"github.com/gangboost/gangboost/test/cluster"
 
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
+	"github.com/gangboost/gangboost/test/leaktest"
 )
 
 // The demo tests run `gangboost pipeline run --local` as `make demo` does: the built binaries
@@ -38,7 +39,9 @@ func requireDemoBinaries(t *testing.T) string {
 
 type lockedBuffer = syncbuf.Buffer
 
-func demoCommand(bin, work string, rounds int, extra ...string) *exec.Cmd {
+// demoCommand is the demo's command line; every process of the run inherits mark in its
+// environment, for assertNothingLeft.
+func demoCommand(bin, work string, mark leaktest.Mark, rounds int, extra ...string) *exec.Cmd {
 	args := append([]string{"pipeline", "run", "--local", "../../pipelines/xgboost-volcano.yaml", "--workdir", work,
 		"--param", "workers=2", "--param", "num_round=" + strconv.Itoa(rounds), "--grace", "5s"}, extra...)
 	cmd := exec.Command(filepath.Join(bin, "gangboost"), args...)
@@ -48,12 +51,14 @@ func demoCommand(bin, work string, rounds int, extra ...string) *exec.Cmd {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, mark.Env())
 	return cmd
 }
 
 // assertNothingLeft: no process carries the work folder's state (every process a step starts
-// inherits it), and no recorded process group has members.
-func assertNothingLeft(t *testing.T, work string, groups []int) {
+// inherits it), no recorded process group has members, and, checked without the runner's own
+// process scan, no process carries the test's mark.
+func assertNothingLeft(t *testing.T, work string, mark leaktest.Mark, groups []int) {
 	t.Helper()
 	if left := localrun.ProcessesWithEnv(localrun.EnvLocalState + "=" + filepath.Join(work, "state")); len(left) > 0 {
 		t.Errorf("processes started by the run are still running: %v", left)
@@ -63,13 +68,31 @@ func assertNothingLeft(t *testing.T, work string, groups []int) {
 			t.Errorf("recorded process group %d still has %v", g, m)
 		}
 	}
+	if left := mark.Processes(); len(left) > 0 {
+		t.Errorf("processes carrying the test's mark %s are still running: %v", mark.Env(), left)
+	}
+}
+
+// requireMarkedCommand is the positive control of assertNothingLeft's own scan: while the run
+// goes, a process whose command line holds command carries the mark, so finding none at the end
+// means something.
+func requireMarkedCommand(t *testing.T, mark leaktest.Mark, command string) {
+	t.Helper()
+	procs := mark.Processes()
+	for _, p := range procs {
+		if strings.Contains(p.Cmdline, command) {
+			return
+		}
+	}
+	t.Errorf("no running %s carries the mark %s (marked: %v): the leak check would miss what the run leaves", command, mark.Env(), procs)
 }
 
 func TestLocalDemo(t *testing.T) {
 	bin := requireDemoBinaries(t)
 	work := t.TempDir()
 	var out lockedBuffer
-	cmd := demoCommand(bin, work, 30)
+	mark := leaktest.New()
+	cmd := demoCommand(bin, work, mark, 30)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	err := cmd.Run()
@@ -143,7 +166,7 @@ func TestLocalDemo(t *testing.T) {
 	if len(groups) == 0 {
 		t.Errorf("the deploy step recorded no serving process")
 	}
-	assertNothingLeft(t, work, groups)
+	assertNothingLeft(t, work, mark, groups)
 }
 
 // TestLocalDemoInterrupted interrupts the demo while the gang trains: the run exits 130 and
@@ -152,7 +175,8 @@ func TestLocalDemoInterrupted(t *testing.T) {
 	bin := requireDemoBinaries(t)
 	work := t.TempDir()
 	var out lockedBuffer
-	cmd := demoCommand(bin, work, 100000) // the most rounds a job may have: still training when interrupted
+	mark := leaktest.New()
+	cmd := demoCommand(bin, work, mark, 100000) // the most rounds a job may have: still training when interrupted
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -170,6 +194,7 @@ func TestLocalDemoInterrupted(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	requireMarkedCommand(t, mark, "gangboost-train")
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +217,7 @@ func TestLocalDemoInterrupted(t *testing.T) {
 		!strings.Contains(out.String(), "interrupted; every process the run started is stopped, the training gang's too") {
 		t.Errorf("the interrupted run does not say that the gang is stopped (and only that):\n%s", out.String())
 	}
-	assertNothingLeft(t, work, nil)
+	assertNothingLeft(t, work, mark, nil)
 }
 
 // TestLocalDemoKeepServing: with --keep-serving the endpoint answers the summary's curl line
@@ -201,7 +226,8 @@ func TestLocalDemoKeepServing(t *testing.T) {
 	bin := requireDemoBinaries(t)
 	work := t.TempDir()
 	var out lockedBuffer
-	cmd := demoCommand(bin, work, 10, "--keep-serving")
+	mark := leaktest.New()
+	cmd := demoCommand(bin, work, mark, 10, "--keep-serving")
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -240,6 +266,7 @@ func TestLocalDemoKeepServing(t *testing.T) {
 	if len(groups) == 0 {
 		t.Errorf("no serving process recorded")
 	}
+	requireMarkedCommand(t, mark, "gangboost-runtime")
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +279,7 @@ func TestLocalDemoKeepServing(t *testing.T) {
 	if err != nil {
 		t.Errorf("exit %v after serving, want 0\n%s", err, out.String())
 	}
-	assertNothingLeft(t, work, groups)
+	assertNothingLeft(t, work, mark, groups)
 }
 
 func TestLocalArguments(t *testing.T) {

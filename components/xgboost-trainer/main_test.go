@@ -12,9 +12,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -359,19 +359,27 @@ func TestLostWorkerStopsTheGang(t *testing.T) {
 // The Go runtime preempts goroutines with SIGURG sent to their thread, and under load it can
 // reach the thread that sits in libxgboost's collective call. rabit's poll() loop takes EINTR for
 // a broken link ("Failed to poll.") and the whole gang failed. Signals aimed at the threads
-// blocked in poll(2) (syscall 7 on amd64), as fast as the test can send them, must not matter.
+// blocked in poll(2), as fast as the test can send them, must not matter. The test counts the
+// signals the kernel accepted for such a thread, in a process that catches SIGURG (its default
+// action is to ignore it, which would interrupt nothing), and fails when there were none: a run
+// that found no thread in poll tested nothing.
 func TestSignalsDuringCollectiveCalls(t *testing.T) {
 	if _, err := os.Stat("/proc/self/task"); err != nil {
 		t.Skip("needs /proc to find the threads in poll(2)")
+	}
+	pollCalls, ok := pollSyscalls[runtime.GOARCH]
+	if !ok {
+		t.Skipf("the poll(2) and ppoll(2) syscall numbers of %s are not known to this test", runtime.GOARCH)
 	}
 	dir := t.TempDir()
 	trainCSV := filepath.Join(dir, "train.csv")
 	writeCSV(t, trainCSV, 3000, 8, 4)
 	ranks := startGang(t, 3, "--train", trainCSV, "--label", "y", "--objective", "binary:logistic",
 		"--num-round", "60", "--max-depth", "4", "--nthread", "1", "--gang-timeout", "5s")
-	stop := make(chan struct{})
-	var sent atomic.Int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	var delivered, masked, notCaught int
 	go func() {
+		defer close(done)
 		for {
 			select {
 			case <-stop:
@@ -383,11 +391,19 @@ func TestSignalsDuringCollectiveCalls(t *testing.T) {
 				tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 				for _, task := range tasks {
 					sc, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/syscall", pid, task.Name()))
-					if err != nil || !bytes.HasPrefix(sc, []byte("7 ")) {
+					if f := bytes.Fields(sc); err != nil || len(f) == 0 || !pollCalls[string(f[0])] {
+						continue
+					}
+					blocked, caught := sigurgDisposition(pid, task.Name())
+					if !caught {
+						notCaught++
 						continue
 					}
 					if tid, err := strconv.Atoi(task.Name()); err == nil && syscall.Tgkill(pid, tid, syscall.SIGURG) == nil {
-						sent.Add(1)
+						delivered++
+						if blocked {
+							masked++
+						}
 					}
 				}
 			}
@@ -396,12 +412,44 @@ func TestSignalsDuringCollectiveCalls(t *testing.T) {
 	}()
 	codes := waitAll(t, ranks, 2*time.Minute)
 	close(stop)
+	<-done
 	for i, code := range codes {
 		if code != 0 {
 			t.Fatalf("rank %d exited %d:\n%s", i, code, tailLines(ranks[i].out.String(), 40))
 		}
 	}
-	t.Logf("ranks finished under %d signals to threads in poll(2)", sent.Load())
+	t.Logf("ranks finished under %d SIGURGs sent to threads in poll(2) (%d of them found SIGURG blocked, pending until the call returned)", delivered, masked)
+	if delivered == 0 {
+		t.Fatalf("no SIGURG was sent to a thread in poll(2) (%d threads in poll in processes that do not catch SIGURG): this run tested nothing", notCaught)
+	}
+}
+
+// pollSyscalls are the numbers /proc/<pid>/task/<tid>/syscall shows for a thread blocked in
+// poll(2) or ppoll(2): glibc's poll() is the poll syscall on amd64 and ppoll on arm64, which has
+// no poll syscall.
+var pollSyscalls = map[string]map[string]bool{
+	"amd64": {"7": true, "271": true},
+	"arm64": {"73": true},
+}
+
+// sigurgDisposition reads whether thread tid of pid blocks SIGURG (SigBlk) and whether the
+// process catches it (SigCgt), as the Go runtime does.
+func sigurgDisposition(pid int, tid string) (blocked, caught bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, tid))
+	if err != nil {
+		return false, false
+	}
+	mask := func(field string) uint64 {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, field+":"); ok {
+				m, _ := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+				return m
+			}
+		}
+		return 0
+	}
+	bit := uint64(1) << (uint(syscall.SIGURG) - 1)
+	return mask("SigBlk")&bit != 0, mask("SigCgt")&bit != 0
 }
 
 func TestBadDataFailsOnEveryRank(t *testing.T) {

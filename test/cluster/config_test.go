@@ -18,12 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
+
+	"github.com/gangboost/gangboost/internal/plumbing/ci"
 )
 
 func requireKubectl(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("kubectl"); err != nil {
-		if InCI() {
+		if ci.Running() {
 			t.Fatalf("kubectl (kustomize) not found: %v", err)
 		}
 		t.Skipf("kubectl (kustomize) not found: %v", err)

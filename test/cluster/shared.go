@@ -7,6 +7,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/gangboost/gangboost/internal/plumbing/ci"
 )
 
 var shared struct {
@@ -16,7 +18,7 @@ var shared struct {
 
 // Main starts one control plane for all tests of a package, runs them and
 // stops it; call it from TestMain. When the tools cannot be built or
-// started, tests calling Require skip with the reason (fail under CI=true);
+// started, tests calling Require skip with the reason (fail in CI: see package ci);
 // the start error is printed either way.
 func Main(m *testing.M, opts Options) {
 	os.Exit(runMain(m, opts))
@@ -44,13 +46,6 @@ func runMain(m *testing.M, opts Options) int {
 	return code
 }
 
-// InCI reports whether tests run in CI (CI=true), where a missing control
-// plane fails instead of skipping.
-func InCI() bool {
-	v := os.Getenv("CI")
-	return v == "true" || v == "1"
-}
-
 // Require returns the shared control plane started by Main. Without one it
 // skips the test (tools cannot be built here) or fails it (in CI, or when
 // the tools exist but the control plane did not start).
@@ -64,8 +59,8 @@ func Require(t testing.TB) *Cluster {
 		return shared.c
 	case shared.err == nil:
 		t.Fatal("cluster.Require: no control plane; call cluster.Main from TestMain")
-	case errors.Is(shared.err, ErrTools) && !InCI():
-		t.Skipf("control plane tools cannot be built here (CI=true would fail): %v", shared.err)
+	case errors.Is(shared.err, ErrTools) && !ci.Running():
+		t.Skipf("control plane tools cannot be built here (CI=1 or CI=true would fail): %v", shared.err)
 	default:
 		t.Fatalf("control plane did not start: %v", shared.err)
 	}

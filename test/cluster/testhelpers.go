@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gangboost/gangboost/internal/plumbing/ci"
 )
 
 // BinDir is where `make build` puts gangboost's binaries, which the pod runner runs for the
@@ -29,21 +32,44 @@ func BinDir() string {
 
 // WaitFor polls cond every 100 ms until it is true, and fails t naming desc and cond's last
 // error when timeout passes first. An error from cond is kept as the reason and polling goes on:
-// objects a controller has yet to create are the normal case while waiting.
+// objects a controller has yet to create are the normal case while waiting. An error wrapped by
+// Abort instead fails t at once: something that must never happen while waiting did.
 func WaitFor(t testing.TB, timeout time.Duration, desc string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
+	if err := poll(timeout, desc, cond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Abort marks err as a failure that ends WaitFor at once, rather than a reason to keep polling.
+func Abort(err error) error { return abortError{err} }
+
+type abortError struct{ err error }
+
+func (e abortError) Error() string { return e.err.Error() }
+func (e abortError) Unwrap() error { return e.err }
+
+// poll is WaitFor's loop: nil once cond holds, else the error WaitFor fails with.
+func poll(timeout time.Duration, desc string, cond func(ctx context.Context) (bool, error)) error {
 	var last error
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, err := cond(ctx)
+		if errors.As(err, new(abortError)) {
+			return false, err
+		}
 		if err != nil {
 			last = err
 			return false, nil
 		}
 		return ok, nil
 	})
-	if err != nil {
-		t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, desc, last)
+	switch {
+	case errors.As(err, new(abortError)):
+		return fmt.Errorf("while waiting for %s: %w", desc, err)
+	case err != nil:
+		return fmt.Errorf("timed out after %s waiting for %s (last error: %v)", timeout, desc, last)
 	}
+	return nil
 }
 
 // LocalPVC creates, in namespace, a hostPath PersistentVolume named <namespace>-<claim> on a
@@ -112,17 +138,17 @@ func (c *Cluster) PodMounts() error { return c.mountsErr }
 
 // RequirePodMounts is for a test whose pods need their volumes at their mount paths (a component
 // that reads its service-account token or its claim at a fixed path, as in a real pod), which
-// needs mount namespaces (root). Without them it skips, or fails in CI (CI=true), where `make
+// needs mount namespaces (root). Without them it skips, or fails in CI (CI=1 or CI=true), where `make
 // test` runs as root.
 func (c *Cluster) RequirePodMounts(t testing.TB) {
 	t.Helper()
 	if c.PodMounts() == nil {
 		return
 	}
-	if InCI() {
+	if ci.Running() {
 		t.Fatalf("pods cannot get their volumes at their mount paths here: %v", c.mountsErr)
 	}
-	t.Skipf("pods cannot get their volumes at their mount paths here (CI=true would fail): %v", c.mountsErr)
+	t.Skipf("pods cannot get their volumes at their mount paths here (CI=1 or CI=true would fail): %v", c.mountsErr)
 }
 
 // GangboostCommands maps each of gangboost's binaries named (gangboost-train, launch-xgboostjob, ...) to

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
+	"github.com/gangboost/gangboost/internal/plumbing/ci"
 )
 
 // store is a container storage of this test run only, so every run builds from scratch and
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	version = readVersion()
 	if !hasTools() {
-		if os.Getenv("CI") == "true" {
+		if ci.Running() {
 			fmt.Fprintln(os.Stderr, "images: buildah, podman and runc are required in CI (scripts/deps.sh installs them)")
 			return 1
 		}
@@ -211,8 +212,9 @@ func TestRuntimeImageServes(t *testing.T) {
 
 	hp, gp := freePort(t), freePort(t)
 	name := "gangboost-runtime-test-" + strconv.Itoa(hp)
+	probe := buildWriteProbe(t)
 	ctr := podman(ctx, "run", "--rm", "--name", name, "--network", "host", "--read-only", "--cap-drop", "ALL",
-		"--security-opt", "no-new-privileges", "-v", models+":/mnt/models:ro",
+		"--security-opt", "no-new-privileges", "-v", models+":/mnt/models:ro", "-v", filepath.Dir(probe)+":/probe:ro",
 		image("gangboost-runtime"), "--model_name", "iris", "--http_port", strconv.Itoa(hp), "--grpc_port", strconv.Itoa(gp))
 	var logs bytes.Buffer
 	ctr.Stdout, ctr.Stderr = &logs, &logs
@@ -243,6 +245,75 @@ func TestRuntimeImageServes(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "65532:65532 true" {
 		t.Fatalf("container user and read-only root: %q, %v; want 65532:65532 true", out, err)
 	}
+
+	// What the running container does, not what its configuration says: the server runs as
+	// 65532 (its /proc status, seen from the host), and a process in the container cannot write
+	// onto its root filesystem (read-only) or the model mount, while it can write /tmp (podman's
+	// tmpfs under --read-only): the probe's writes reach the container's filesystems.
+	out, err = podman(ctx, "inspect", "--format", "{{.State.Pid}}", name).Output()
+	if err != nil {
+		t.Fatalf("container pid: %v", err)
+	}
+	status, err := os.ReadFile("/proc/" + strings.TrimSpace(string(out)) + "/status")
+	if err != nil {
+		t.Fatalf("the server's status: %v", err)
+	}
+	for _, field := range []string{"Uid:", "Gid:"} {
+		if ids := statusField(string(status), field); len(ids) != 4 || strings.Join(ids, " ") != "65532 65532 65532 65532" {
+			t.Errorf("the running server's %s %v; want 65532 (real, effective, saved, filesystem)", field, ids)
+		}
+	}
+	out, err = podman(ctx, "exec", name, "/probe/writeprobe", "/", "/home/nonroot", "/mnt/models", "/tmp").Output()
+	if err != nil {
+		t.Fatalf("write probe in the container: %v\n%s", err, out)
+	}
+	var probed struct {
+		UID, GID int
+		Writes   map[string]string
+	}
+	if err := json.Unmarshal(out, &probed); err != nil {
+		t.Fatalf("write probe: %v: %s", err, out)
+	}
+	t.Logf("in the container: %s", out)
+	if probed.UID != 65532 || probed.GID != 65532 {
+		t.Errorf("a process in the container runs as %d:%d; want 65532:65532", probed.UID, probed.GID)
+	}
+	for _, dir := range []string{"/", "/home/nonroot", "/mnt/models"} {
+		if w := probed.Writes[dir]; !strings.Contains(w, "read-only file system") {
+			t.Errorf("writing in %s in the container: %q; want a read-only file system error", dir, w)
+		}
+	}
+	if w := probed.Writes["/tmp"]; w != "ok" {
+		t.Errorf("writing in /tmp in the container: %q; want ok (the probe must be able to write somewhere)", w)
+	}
+}
+
+// statusField is the values of a /proc/<pid>/status line such as "Uid:".
+func statusField(status, field string) []string {
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			return strings.Fields(rest)
+		}
+	}
+	return nil
+}
+
+// buildWriteProbe builds testdata/writeprobe, static, into a folder of its own to mount in a
+// container; it returns the binary's path.
+func buildWriteProbe(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	// The container's user reads the mounted folder.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "writeprobe")
+	cmd := exec.Command("go", "build", "-o", bin, "./testdata/writeprobe")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build testdata/writeprobe: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // The trainer image trains as an XGBoostJob's pods do: three containers on the host network

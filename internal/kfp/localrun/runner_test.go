@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
+	"github.com/gangboost/gangboost/test/leaktest"
 )
 
 // The end-to-end tests run testdata/tiny-pipeline.yaml, whose components are testdata/kfpstep built
@@ -109,8 +110,9 @@ func tinyPackage(t *testing.T) *Package {
 type syncBuffer = syncbuf.Buffer
 
 // assertNothingLeft fails when a process the run started still runs: a member of a recorded
-// process group, or any process carrying the run's state folder in its environment.
-func assertNothingLeft(t *testing.T, workDir string, groups ...int) {
+// process group, or any process carrying the run's state folder in its environment, or, checked
+// without the runner's own process scan, any process carrying the test's mark.
+func assertNothingLeft(t *testing.T, workDir string, mark leaktest.Mark, groups ...int) {
 	t.Helper()
 	for _, g := range groups {
 		if m := GroupMembers(g); len(m) > 0 {
@@ -124,9 +126,32 @@ func assertNothingLeft(t *testing.T, workDir string, groups ...int) {
 		}
 		t.Errorf("processes started by the run are still running: %v", left)
 	}
+	if left := mark.Processes(); len(left) > 0 {
+		t.Errorf("processes carrying the test's mark %s are still running: %v", mark.Env(), left)
+	}
 	if recs, _ := ReadProcesses(filepath.Join(workDir, "state")); len(recs) > 0 {
 		t.Errorf("process records left: %+v", recs)
 	}
+}
+
+// markRun gives every process the test's in-process runs start (the runner passes its own
+// environment to the steps) a mark of this test, and returns it.
+func markRun(t *testing.T) leaktest.Mark {
+	m := leaktest.New()
+	t.Setenv(leaktest.Var, string(m))
+	return m
+}
+
+// requireMarked is the positive control of assertNothingLeft's own scan: a process the run
+// started and recorded is found by it while it runs, so finding none at the end means something.
+func requireMarked(t *testing.T, mark leaktest.Mark, pid int) {
+	t.Helper()
+	for _, p := range mark.Processes() {
+		if p.PID == pid {
+			return
+		}
+	}
+	t.Errorf("the running recorded process %d does not carry the mark %s (marked: %v): the leak check would miss what the run leaves", pid, mark.Env(), mark.Processes())
 }
 
 func TestRunTinyPipeline(t *testing.T) {
@@ -134,6 +159,7 @@ func TestRunTinyPipeline(t *testing.T) {
 	work := t.TempDir()
 	var out syncBuffer
 	var serverGroup int
+	mark := markRun(t)
 	start := time.Now()
 	res, err := Run(context.Background(), Options{
 		Package: tinyPackage(t), WorkDir: work, BinDir: bin, Out: &out, Grace: time.Second,
@@ -145,6 +171,7 @@ func TestRunTinyPipeline(t *testing.T) {
 				return
 			}
 			serverGroup = r.Processes[0].PGID
+			requireMarked(t, mark, r.Processes[0].PID)
 			resp, err := http.Get(r.Processes[0].URL)
 			if err != nil {
 				t.Errorf("recorded server %s: %v", r.Processes[0].URL, err)
@@ -216,7 +243,7 @@ func TestRunTinyPipeline(t *testing.T) {
 	if serverGroup == 0 {
 		t.Fatal("no server group recorded")
 	}
-	assertNothingLeft(t, work, serverGroup)
+	assertNothingLeft(t, work, mark, serverGroup)
 	var text bytes.Buffer
 	WriteText(&text, res)
 	if !strings.Contains(text.String(), "score: 4") || !strings.Contains(text.String(), "yes") {
@@ -228,6 +255,7 @@ func TestRunFailingTaskStopsTheRun(t *testing.T) {
 	bin := buildSteps(t)
 	work := t.TempDir()
 	var out syncBuffer
+	mark := markRun(t)
 	res, err := Run(context.Background(), Options{
 		Package: tinyPackage(t), WorkDir: work, BinDir: bin, Out: &out, Grace: time.Second,
 		Params: map[string]string{"message": "hi", "behave": "produce=serve,transform=fail"},
@@ -250,7 +278,7 @@ func TestRunFailingTaskStopsTheRun(t *testing.T) {
 	if _, err := os.Stat(res.Report); err != nil {
 		t.Errorf("no report after a failed run: %v", err)
 	}
-	assertNothingLeft(t, work)
+	assertNothingLeft(t, work, mark)
 }
 
 // TestRunInterrupted sends SIGINT to a run (a process running Run as the CLI does) while a step
@@ -265,7 +293,8 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	pkgPath, _ := filepath.Abs("testdata/tiny-pipeline.yaml")
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), helperEnv+"=1", "LOCALRUN_PACKAGE="+pkgPath, "LOCALRUN_WORKDIR="+work, "LOCALRUN_BINDIR="+bin,
+	mark := leaktest.New()
+	cmd.Env = append(os.Environ(), mark.Env(), helperEnv+"=1", "LOCALRUN_PACKAGE="+pkgPath, "LOCALRUN_WORKDIR="+work, "LOCALRUN_BINDIR="+bin,
 		"LOCALRUN_PARAMS=message=hi behave=produce=serve,transform=sleep")
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -292,6 +321,7 @@ func TestRunInterrupted(t *testing.T) {
 	if len(recs) != 1 {
 		t.Fatalf("records %+v, want the tiny server", recs)
 	}
+	requireMarked(t, mark, recs[0].PID)
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +334,7 @@ func TestRunInterrupted(t *testing.T) {
 	if !strings.Contains(out.String(), "transform stopped after") || !strings.Contains(out.String(), "stopped tiny-server") {
 		t.Errorf("output:\n%s", out.String())
 	}
-	assertNothingLeft(t, work, recs[0].PGID)
+	assertNothingLeft(t, work, mark, recs[0].PGID)
 }
 
 func TestRunKeepServing(t *testing.T) {
@@ -315,6 +345,7 @@ func TestRunKeepServing(t *testing.T) {
 	var url string
 	done := make(chan error, 1)
 	var out syncBuffer
+	mark := markRun(t)
 	go func() {
 		_, err := Run(ctx, Options{
 			Package: tinyPackage(t), WorkDir: work, BinDir: bin, Out: &out, Grace: time.Second, KeepServing: true,
@@ -343,6 +374,9 @@ func TestRunKeepServing(t *testing.T) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	recs, _ := ReadProcesses(filepath.Join(work, "state"))
+	if len(recs) == 1 {
+		requireMarked(t, mark, recs[0].PID)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v", err)
@@ -350,7 +384,7 @@ func TestRunKeepServing(t *testing.T) {
 	if len(recs) != 1 {
 		t.Fatalf("records %+v", recs)
 	}
-	assertNothingLeft(t, work, recs[0].PGID)
+	assertNothingLeft(t, work, mark, recs[0].PGID)
 }
 
 func TestRunRefusesABusyWorkDir(t *testing.T) {

@@ -356,9 +356,14 @@ func requireTrainer(t *testing.T) string {
 }
 
 // checkModel asserts the PVC layout of a trained model: model.json (an
-// XGBoost JSON model) and metadata.json naming the model file's sha256.
+// XGBoost JSON model) and metadata.json naming the model file's sha256, which
+// the file has, and a model the runtime's evaluator loads
+// (cluster.CheckModelFolder).
 func checkModel(t *testing.T, dir string) {
 	t.Helper()
+	if _, err := cluster.CheckModelFolder(dir); err != nil {
+		t.Errorf("trained model folder: %v", err)
+	}
 	model, err := os.ReadFile(filepath.Join(dir, "model.json"))
 	if err != nil {
 		t.Fatalf("model: %v", err)

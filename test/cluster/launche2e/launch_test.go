@@ -155,6 +155,9 @@ func checkOutputs(t *testing.T, e *testEnv, r *run, wantJob string) {
 	if _, err := os.Stat(filepath.Join(dir, md.ModelFile)); err != nil {
 		t.Errorf("model file: %v", err)
 	}
+	if _, err := cluster.CheckModelFolder(dir); err != nil {
+		t.Errorf("trained model folder: %v", err)
+	}
 	model := r.output.GetArtifacts()[launch.OutputModel].GetArtifacts()
 	if len(model) != 1 || model[0].GetUri() != wantURI {
 		t.Fatalf("model artifact = %v, want uri %s", model, wantURI)

@@ -16,6 +16,7 @@ import (
 	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -38,6 +39,8 @@ type deployEnv struct {
 	c      *cluster.Cluster
 	ns     string
 	pvcDir string
+	// serviceAccount runs the component's pods: deployServiceAccount, which the Role binds.
+	serviceAccount string
 }
 
 func newDeployEnv(t *testing.T) *deployEnv {
@@ -52,7 +55,7 @@ func newDeployEnv(t *testing.T) *deployEnv {
 		l.Close()
 	}
 	ctx := context.Background()
-	e := &deployEnv{t: t, c: c, ns: "deploy-" + rand.String(5)}
+	e := &deployEnv{t: t, c: c, ns: "deploy-" + rand.String(5), serviceAccount: deployServiceAccount}
 	if err := cluster.Apply(ctx, c.Client, decodeManifest(t, "clusterservingruntime.yaml")...); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +150,7 @@ func (e *deployEnv) runDeploy(params map[string]any, timeout time.Duration) *dep
 	defer cancel()
 	var b strings.Builder
 	start := time.Now()
-	pods := &cluster.StepPods{C: e.c, Namespace: e.ns, ServiceAccount: deployServiceAccount}
+	pods := &cluster.StepPods{C: e.c, Namespace: e.ns, ServiceAccount: e.serviceAccount}
 	code, err := pods.Execute(ctx, &localrun.Container{
 		Task: "deploy-inferenceservice", Image: image, Argv: argv, PipelineRoot: outDir,
 		Output: func(line string) { fmt.Fprintf(&b, "  +%6.2fs %s\n", time.Since(start).Seconds(), line) },
@@ -463,6 +466,34 @@ func TestDeployComponent(t *testing.T) {
 		}
 		if res.Status.Allowed {
 			t.Error("the component may create InferenceServices outside its namespace")
+		}
+	})
+
+	// The permissions above are the ones the step runs with: under the namespace's default
+	// service account, which no Role binds, the step fails with the API server's refusal and
+	// creates nothing.
+	t.Run("RefusedWithoutItsRole", func(t *testing.T) {
+		e := *e
+		e.t = t
+		e.serviceAccount = "default"
+		p := params("pvc://"+claim+"/models/iris/v2", 60)
+		p["name"] = "iris-norbac"
+		r := e.runDeploy(p, 2*time.Minute)
+		if r.exitCode == 0 || r.output != nil {
+			t.Fatalf("component exited %d with ExecutorOutput %v; want a failure without outputs", r.exitCode, r.output)
+		}
+		refused := false
+		for _, line := range strings.Split(r.log, "\n") {
+			if strings.Contains(line, "forbidden") && strings.Contains(line, "system:serviceaccount:"+e.ns+":default") {
+				refused = true
+			}
+		}
+		if !refused {
+			t.Errorf("no line names the API server's refusal of the default service account:\n%s", r.log)
+		}
+		var isvc v1beta1.InferenceService
+		if err := e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "iris-norbac"}, &isvc); !apierrors.IsNotFound(err) {
+			t.Errorf("InferenceService iris-norbac after the refused step: %v; want not found", err)
 		}
 	})
 }

@@ -474,7 +474,7 @@ func TestInferenceServices(t *testing.T) {
 		var msg string
 		cluster.WaitFor(e.t, 60*time.Second, "the runtime's termination message on the restarting container", func(ctx context.Context) (bool, error) {
 			if err := notReady(ctx); err != nil {
-				return false, err
+				return false, cluster.Abort(err) // not a reason to keep polling: the test failed
 			}
 			pods, err := e.pods(ctx, isvc.Name)
 			if err != nil || len(pods) == 0 {
@@ -505,7 +505,7 @@ func TestInferenceServices(t *testing.T) {
 				return false, nil
 			}
 			if cur.Status.IsReady() {
-				return false, fmt.Errorf("InferenceService %s is Ready without a model", isvc.Name)
+				return false, cluster.Abort(fmt.Errorf("InferenceService %s is Ready without a model", isvc.Name))
 			}
 			if f := cur.Status.ModelStatus.LastFailureInfo; f != nil && strings.Contains(f.Message, reason) {
 				info = f
