@@ -69,3 +69,32 @@ func TestIgnoresRootBinaries(t *testing.T) {
 		}
 	}
 }
+
+// TestProductNeverImportsTest: no package outside test/ depends on one inside it, so what ships is
+// built from product code alone and tests can depend on product code without a cycle.
+func TestProductNeverImportsTest(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const module = "github.com/gangboost/gangboost/"
+	isTest := func(p string) bool { return strings.HasPrefix(p, module+"test/") }
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || !strings.HasPrefix(fields[0], module) || isTest(fields[0]) {
+			continue
+		}
+		checked++
+		for _, imp := range fields[1:] {
+			if isTest(imp) {
+				t.Errorf("product package %s imports %s", fields[0], imp)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("checked %d product packages; expected the module's", checked)
+	}
+}
