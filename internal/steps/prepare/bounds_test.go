@@ -175,8 +175,9 @@ func TestGzipRatioBound(t *testing.T) {
 	}
 }
 
-// A server that never answers, or answers one byte at a time too slowly, fails the step after
-// the stall timeout; a download that does not end in time fails at the deadline.
+// A server that never answers, or sends a byte at a time, fails the step once it has kept it
+// waiting for the stall timeout without sending 16 KiB; a download that does not end in time
+// fails at the deadline.
 func TestDownloadTimeouts(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
@@ -205,15 +206,33 @@ func TestDownloadTimeouts(t *testing.T) {
 			}
 		}
 	}
+	data := syntheticCSV(3000)
+	mux.HandleFunc("/paced.csv", func(w http.ResponseWriter, r *http.Request) {
+		for rest := data; len(rest) > 0; {
+			n := min(len(rest), 16<<10)
+			w.Write(rest[:n])
+			w.(http.Flusher).Flush()
+			rest = rest[n:]
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
 	mux.HandleFunc("/trickle.csv", trickle(time.Second))
 	mux.HandleFunc("/steady.csv", trickle(10*time.Millisecond))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 
 	stall := Limits{StallTimeout: 200 * time.Millisecond}
-	runBounded(t, srv.URL+"/silent.csv", stall, srv.URL+"/silent.csv: no bytes from the server for 200ms (stall_timeout_seconds)")
-	runBounded(t, srv.URL+"/trickle.csv", stall, "no bytes from the server for 200ms after 6 B (stall_timeout_seconds)")
-	runBounded(t, srv.URL+"/steady.csv", Limits{StallTimeout: time.Second, DownloadTimeout: 300 * time.Millisecond},
+	// Waits of 50 ms, 16 KiB at a time, add up to more than the stall timeout, but each 16 KiB
+	// starts it again.
+	if _, err := Run(context.Background(), Options{Dataset: srv.URL + "/paced.csv", Name: "paced", Label: "target", TestFraction: 0.2, Seed: 1,
+		Claim: t.TempDir(), Limits: stall}); err != nil {
+		t.Errorf("a server sending %d bytes, 16 KiB every 50 ms: %v", len(data), err)
+	}
+	runBounded(t, srv.URL+"/silent.csv", stall, srv.URL+"/silent.csv: the server sent less than 16 KiB in 200ms of waiting (stall_timeout_seconds)")
+	runBounded(t, srv.URL+"/trickle.csv", stall, "the server sent less than 16 KiB in 200ms of waiting after 6 B (stall_timeout_seconds)")
+	// A byte every 10 ms never keeps the step waiting 200 ms at once, but is still a stall.
+	runBounded(t, srv.URL+"/steady.csv", stall, "the server sent less than 16 KiB in 200ms of waiting after ")
+	runBounded(t, srv.URL+"/steady.csv", Limits{StallTimeout: time.Minute, DownloadTimeout: 300 * time.Millisecond},
 		"not read within 300ms after ", "(download_timeout_seconds)")
 }
 

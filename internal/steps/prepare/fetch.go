@@ -77,7 +77,8 @@ type Limits struct {
 	// DownloadTimeout bounds the whole download of a URL (the data are parsed as they arrive, so
 	// this includes the parse).
 	DownloadTimeout time.Duration
-	// StallTimeout bounds each wait for the server: for its answer, and for its next bytes.
+	// StallTimeout bounds the time spent waiting for the server's answer, and then for each
+	// stallBytes of its body: a server that never answers, or trickles a byte a second, stalls.
 	StallTimeout time.Duration
 }
 
@@ -97,6 +98,11 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// stallBytes is the progress that restarts the stall timeout: fewer bytes than this in
+// StallTimeout of waiting (16 KiB a minute by default, 270 B/s) is a stalled server, not a slow
+// network.
+const stallBytes = 16 << 10
+
 // Why a download stops early; context.Cause tells which one cut it short.
 var (
 	errStalled  = errors.New("stalled")
@@ -113,8 +119,11 @@ type download struct {
 	body   io.ReadCloser
 	n      int64 // bytes received so far
 
-	mu    sync.Mutex
-	stall *time.Timer
+	mu     sync.Mutex
+	stall  *time.Timer   // runs while waiting for the server
+	since  time.Time     // when the current wait started
+	budget time.Duration // waiting left before the server has stalled
+	mark   int64         // n when the budget was last refilled
 }
 
 // openURL starts the download of rawURL within lim (already defaulted).
@@ -139,21 +148,26 @@ func openURL(ctx context.Context, f Fetcher, rawURL string, lim Limits) (*downlo
 	return d, nil
 }
 
-// waiting starts (true) or stops the stall timer around a wait for the server: only time spent
-// waiting counts, not time the parser spends on bytes already here.
+// waiting starts (true) or stops the stall timer around a wait for the server. Only time spent
+// waiting counts, not time the parser spends on bytes already here; the budget is refilled each
+// time stallBytes more have come.
 func (d *download) waiting(on bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !on {
-		if d.stall != nil {
-			d.stall.Stop()
+		if d.stall != nil && d.stall.Stop() {
+			d.budget -= time.Since(d.since)
 		}
 		return
 	}
+	if d.stall == nil || d.n-d.mark >= stallBytes {
+		d.budget, d.mark = d.lim.StallTimeout, d.n
+	}
+	d.since = time.Now()
 	if d.stall == nil {
-		d.stall = time.AfterFunc(d.lim.StallTimeout, func() { d.cancel(errStalled) })
+		d.stall = time.AfterFunc(d.budget, func() { d.cancel(errStalled) })
 	} else {
-		d.stall.Reset(d.lim.StallTimeout)
+		d.stall.Reset(max(d.budget, 0))
 	}
 }
 
@@ -192,8 +206,8 @@ func (d *download) explain(err error) error {
 	}
 	switch cause := context.Cause(d.ctx); {
 	case errors.Is(cause, errStalled):
-		return fmt.Errorf("no bytes from the server for %v%s (stall_timeout_seconds): the server does not answer or sends too slowly; retry, or raise stall_timeout_seconds",
-			d.lim.StallTimeout, got)
+		return fmt.Errorf("the server sent less than %s in %v of waiting%s (stall_timeout_seconds): it does not answer or sends too slowly; retry, or raise stall_timeout_seconds",
+			sysmem.FormatBytes(stallBytes), d.lim.StallTimeout, got)
 	case errors.Is(cause, errDeadline):
 		return fmt.Errorf("not read within %v%s (download_timeout_seconds): raise download_timeout_seconds for a slow server or a large data set",
 			d.lim.DownloadTimeout, got)

@@ -35,7 +35,7 @@ var Inputs = []kfp.Input{
 	{Name: "max_download_bytes", Type: kfp.Integer, Default: DefaultMaxDownloadBytes, Description: "most bytes an http(s) data set may send (as sent, before gzip is decoded)"},
 	{Name: "max_gzip_ratio", Type: kfp.Integer, Default: DefaultMaxGzipRatio, Description: "most times larger than its compressed size gzip data may get (a decompression bomb gets a thousand)"},
 	{Name: "download_timeout_seconds", Type: kfp.Integer, Default: int(DefaultDownloadTimeout / time.Second), Description: "how long reading an http(s) data set may take in all"},
-	{Name: "stall_timeout_seconds", Type: kfp.Integer, Default: int(DefaultStallTimeout / time.Second), Description: "how long the server of an http(s) data set may leave the step waiting for its answer or its next bytes"},
+	{Name: "stall_timeout_seconds", Type: kfp.Integer, Default: int(DefaultStallTimeout / time.Second), Description: "how long the server of an http(s) data set may keep the step waiting for its answer, then for each 16 KiB of its body"},
 }
 
 // Component is the prepare-data component run from image; component.yaml is generated from it.
