@@ -3,11 +3,13 @@ package prepare
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
 	"path/filepath"
+	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/kfp"
@@ -30,6 +32,10 @@ var Inputs = []kfp.Input{
 	{Name: "seed", Type: kfp.Integer, Default: 42, Description: "seed of the split: the same seed gives the same files"},
 	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding data and models"},
 	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where this step mounts the claim"},
+	{Name: "max_download_bytes", Type: kfp.Integer, Default: DefaultMaxDownloadBytes, Description: "most bytes an http(s) data set may send (as sent, before gzip is decoded)"},
+	{Name: "max_gzip_ratio", Type: kfp.Integer, Default: DefaultMaxGzipRatio, Description: "most times larger than its compressed size gzip data may get (a decompression bomb gets a thousand)"},
+	{Name: "download_timeout_seconds", Type: kfp.Integer, Default: int(DefaultDownloadTimeout / time.Second), Description: "how long reading an http(s) data set may take in all"},
+	{Name: "stall_timeout_seconds", Type: kfp.Integer, Default: int(DefaultStallTimeout / time.Second), Description: "how long the server of an http(s) data set may keep the step waiting for its answer, then for each 16 KiB of its body"},
 }
 
 // Component is the prepare-data component run from image; component.yaml is generated from it.
@@ -60,7 +66,21 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, fetch Fetcher, log io.Wri
 		TestFraction: fraction, Seed: seed, Claim: str("pvc_mount_path", "/mnt/pvc"), Fetch: fetch, Log: log,
 	}
 	claimName := str("pvc_name", "gangboost-models")
-	if err := in.Err(); err != nil {
+	var errs []error
+	positive := func(name string, def int64) int64 {
+		v := in.Int(name, def)
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("%s = %d: want a positive number (default %d)", name, v, def))
+		}
+		return v
+	}
+	o.Limits = Limits{
+		MaxDownloadBytes: positive("max_download_bytes", DefaultMaxDownloadBytes),
+		MaxGzipRatio:     positive("max_gzip_ratio", DefaultMaxGzipRatio),
+		DownloadTimeout:  time.Duration(positive("download_timeout_seconds", int64(DefaultDownloadTimeout/time.Second))) * time.Second,
+		StallTimeout:     time.Duration(positive("stall_timeout_seconds", int64(DefaultStallTimeout/time.Second))) * time.Second,
+	}
+	if err := errors.Join(append(errs, in.Err())...); err != nil {
 		return err
 	}
 	// The claim's name goes into the outputs; a bad one must fail before the split is written.

@@ -47,7 +47,9 @@ type Options struct {
 	Claim string
 	// Fetch reads an http(s) URL; nil uses http.DefaultClient.
 	Fetch Fetcher
-	Log   io.Writer
+	// Limits bound the download and decompression of the data set.
+	Limits Limits
+	Log    io.Writer
 }
 
 // Result is what Run wrote.
@@ -152,38 +154,64 @@ func load(ctx context.Context, o Options, logf func(string, ...any)) (m *dataset
 	if o.Label == "" {
 		return nil, "", fmt.Errorf("dataset %s: no label column given (label is required for a CSV)", o.Dataset)
 	}
-	local, source := "", o.Dataset
-	switch {
-	case strings.HasPrefix(o.Dataset, "http://") || strings.HasPrefix(o.Dataset, "https://"):
+	r, source, err := open(ctx, o)
+	if err != nil {
+		return nil, "", err
+	}
+	defer r.Close()
+	if isURL(source) {
+		logf("reading %s as it downloads", source)
+	}
+	m, err = dataset.LoadReader(r, dataset.Spec{Path: source, Format: "csv", Label: o.Label}, dataset.Shard{})
+	if err != nil {
+		return nil, "", err
+	}
+	return m, source, nil
+}
+
+// open opens the CSV o names (a URL, an absolute path or a path on the claim) as a stream of
+// text: gzip decoded, within o's limits, ending once ctx is done; source names it in messages.
+func open(ctx context.Context, o Options) (r io.ReadCloser, source string, err error) {
+	lim := o.Limits.withDefaults()
+	var raw io.ReadCloser
+	switch source = o.Dataset; {
+	case isURL(o.Dataset):
 		f := o.Fetch
 		if f == nil {
 			f = HTTPFetcher{}
 		}
-		tmp, cleanup, err := download(ctx, f, o.Dataset)
-		if err != nil {
+		if raw, err = openURL(ctx, f, o.Dataset, lim); err != nil {
 			return nil, "", err
 		}
-		defer cleanup()
-		logf("downloaded %s", o.Dataset)
-		local = tmp
 	case filepath.IsAbs(o.Dataset):
-		local = o.Dataset
+		if raw, err = openFile(o.Dataset, o.Dataset); err != nil {
+			return nil, "", err
+		}
 	default:
+		var local string
 		if local, err = claim.Join(o.Claim, o.Dataset); err != nil {
 			return nil, "", fmt.Errorf("dataset %q: a path on the claim may not leave the claim: %w", o.Dataset, err)
 		}
-		source = o.Dataset
-	}
-	m, err = dataset.Load(dataset.Spec{Path: local, Format: "csv", Label: o.Label}, dataset.Shard{})
-	if err != nil {
-		// Name the file as the user gave it (a URL, or the claim path), not a temporary copy.
-		var de *dataset.DataError
-		if errors.As(err, &de) {
-			de.File = source
+		// Named as the user gave it, not where this step mounts the claim.
+		if raw, err = openFile(local, o.Dataset); err != nil {
+			return nil, "", err
 		}
-		return nil, "", err
 	}
-	return m, source, nil
+	text, err := decode(raw, lim.MaxGzipRatio)
+	if err != nil {
+		raw.Close()
+		return nil, "", fmt.Errorf("dataset %s: %w", source, err)
+	}
+	return readCloser{stoppable{ctx, text}, raw}, source, nil
+}
+
+func isURL(dataset string) bool {
+	return strings.HasPrefix(dataset, "http://") || strings.HasPrefix(dataset, "https://")
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // Label types schema.json records.

@@ -140,6 +140,34 @@ func Load(spec Spec, s Shard) (*Matrix, error) {
 	case spec.Path == "":
 		return nil, fmt.Errorf("data set: no path and no built-in data set given")
 	}
+	read, err := spec.reader(s)
+	if err != nil {
+		return nil, err
+	}
+	f, err := openData(spec.Path)
+	if err != nil {
+		return nil, fmt.Errorf("open data: %w", err)
+	}
+	defer f.Close()
+	return read(f)
+}
+
+// LoadReader reads the data set from r, as it is (no decompression), instead of opening
+// spec.Path; spec.Path names the data in messages, and spec.Format (or spec.Path's extension)
+// says its format. A caller that streams the data (from a URL, through its own bounds) uses it.
+func LoadReader(r io.Reader, spec Spec, s Shard) (*Matrix, error) {
+	if spec.Builtin != "" {
+		return nil, fmt.Errorf("data set: a built-in data set (%q) is not read from a stream", spec.Builtin)
+	}
+	read, err := spec.reader(s)
+	if err != nil {
+		return nil, err
+	}
+	return read(r)
+}
+
+// reader checks spec (before any file is opened) and returns the parser of its format.
+func (spec Spec) reader(s Shard) (func(io.Reader) (*Matrix, error), error) {
 	format := strings.ToLower(spec.Format)
 	if format == "" {
 		var err error
@@ -152,12 +180,15 @@ func Load(spec Spec, s Shard) (*Matrix, error) {
 		if spec.Label == "" {
 			return nil, &DataError{File: spec.Path, Msg: "no label column given (CSV needs the label column's name)"}
 		}
-		return loadCSVFile(spec.Path, csvOptions{label: spec.Label, features: spec.Features, classes: spec.Classes, limits: spec.Limits}, s)
+		o := csvOptions{label: spec.Label, features: spec.Features, classes: spec.Classes, limits: spec.Limits}
+		return func(r io.Reader) (*Matrix, error) { return loadCSVReader(r, spec.Path, o, s) }, nil
 	case "libsvm":
 		if len(spec.Features) > 0 {
 			return nil, &DataError{File: spec.Path, Msg: "feature columns cannot be chosen by name in LibSVM data"}
 		}
-		return loadLibSVMFile(spec.Path, spec.NumFeatures, spec.Limits, s)
+		return func(r io.Reader) (*Matrix, error) {
+			return loadLibSVMReader(r, spec.Path, spec.NumFeatures, spec.Limits, s)
+		}, nil
 	default:
 		return nil, fmt.Errorf("data format %q: want csv or libsvm", spec.Format)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -487,4 +488,30 @@ func abs(x int) int {
 		return -x
 	}
 	return x
+}
+
+// LoadReader parses a stream as Load parses the file, naming it by spec.Path in messages.
+func TestLoadReaderMatchesLoad(t *testing.T) {
+	for _, spec := range []Spec{{Path: td("flowers.csv"), Label: "species"}, {Path: td("small.libsvm")}} {
+		want, err := Load(spec, Shard{Rank: 1, World: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(spec.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := LoadReader(bytes.NewReader(b), spec, Shard{Rank: 1, World: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Printed, as NaN (a missing value) never equals itself.
+		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+			t.Errorf("%s: LoadReader gives %+v, Load %+v", spec.Path, got, want)
+		}
+	}
+	_, err := LoadReader(strings.NewReader("a,b\n1,2\n"), Spec{Path: "https://data.example/x.csv", Label: "y"}, Shard{})
+	if err == nil || !strings.HasPrefix(err.Error(), `https://data.example/x.csv:1: no label column "y"`) {
+		t.Errorf("error %v, want it to name the stream as spec.Path", err)
+	}
 }
