@@ -5,8 +5,8 @@
 // why the service is not ready. With GANGBOOST_BACKEND=local it serves the model with a local
 // gangboost-runtime process instead. See component.yaml for the inputs.
 //
-// gangboost-components is this command too, called by this name (the gangboost image ships that
-// one binary); this main builds it alone.
+// make build and the gangboost image run it as gangboost-components called by this name (a link);
+// this main is the same command, for go run.
 package main
 
 import (

@@ -3,8 +3,8 @@
 // latency of its calls and an HTML report; it fails when the served model disagrees with the
 // trainer's own evaluation. See component.yaml for the inputs.
 //
-// gangboost-components is this command too, called by this name (the gangboost image ships that
-// one binary); this main builds it alone.
+// make build and the gangboost image run it as gangboost-components called by this name (a link);
+// this main is the same command, for go run.
 package main
 
 import (
