@@ -6,7 +6,10 @@ BIN := $(CURDIR)/bin
 export GONOSUMDB := github.com/kubeflow/pipelines
 export GANGBOOST_BIN_DIR := $(BIN)
 
-BINARIES := gangboost-train gangboost-runtime launch-xgboostjob prepare-data evaluate deploy-inferenceservice gangboost
+# The pipeline components: each bin/<name> is a link to gangboost-components, which runs the
+# component its name says (one binary, not four copies of the Kubernetes client libraries).
+COMPONENTS := launch-xgboostjob deploy-inferenceservice evaluate prepare-data
+BINARIES := gangboost-train gangboost-runtime gangboost-components $(COMPONENTS) gangboost
 # The one version every image tag, manifest and component spec carries (a test checks).
 VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
@@ -33,16 +36,16 @@ help:
 deps:
 	@scripts/deps.sh
 
+# gangboost-components is built with -s -w (no symbol table or DWARF; stack traces stay): it is
+# in the image every step and trainer pod pulls.
 ## build: build every binary into bin/
 build: deps
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/gangboost-train ./components/xgboost-trainer
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/launch-xgboostjob ./components/launch-xgboostjob
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost ./cmd/gangboost
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/prepare-data ./components/prepare-data
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/evaluate ./components/evaluate
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/deploy-inferenceservice ./components/deploy-inferenceservice
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/gangboost-components ./cmd/gangboost-components
+	for c in $(COMPONENTS); do ln -sfn gangboost-components $(BIN)/$$c; done
 
 # The pipeline package: pipelines/xgboost-volcano.yaml is what the Go code in pipelines/ builds
 # (go test ./pipelines fails when they differ).

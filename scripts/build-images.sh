@@ -4,8 +4,8 @@
 #   gangboost-runtime  FROM scratch: the static runtime, /etc/passwd and /etc/group with the
 #                      nonroot user 65532; nothing else, so a read-only root file system suits it
 #   gangboost          a root made of Debian packages (libxgboost and the libraries it links,
-#                      no shell, no package manager) with gangboost-train and the pipeline
-#                      components' binaries
+#                      no shell, no package manager) with gangboost-train and gangboost-components,
+#                      linked as each pipeline component's command
 # Each carries OCI labels and a file list of what it was made from (/usr/share/gangboost/sbom.txt:
 # the .deb names and versions, and the Go modules of every binary). Writes OCI archives to
 # $DIST (default dist/) and prints each image's size and build time.
@@ -23,6 +23,7 @@ read -r -a S <<< "${BUILDAH_STORAGE:-}"
 SOURCE=https://github.com/gangboost/gangboost
 # The Debian packages the trainer's root is made of: libxgboost and what it and the binary link.
 DEBS=(libxgboost0 libdmlc0 libgomp1 libstdc++6 libgcc-s1 libc6 gcc-12-base)
+# The components' commands: links to gangboost-components, which runs the one its name says.
 COMPONENTS=(launch-xgboostjob deploy-inferenceservice evaluate prepare-data)
 
 command -v buildah >/dev/null || { echo "buildah is missing: apt-get install -y buildah" >&2; exit 1; }
@@ -90,12 +91,11 @@ rm -rf "$tr/usr/share/man" "$tr/usr/share/info" "$tr/usr/share/locale" "$tr/usr/
 users "$tr"
 install -D -m 0755 "$BIN/gangboost-train" "$tr/usr/local/bin/gangboost-train"
 gomods "$BIN/gangboost-train" "$tr/usr/share/gangboost/sbom.txt"
+install -m 0755 "$BIN/gangboost-components" "$tr/usr/local/bin/gangboost-components"
+gomods "$BIN/gangboost-components" "$tr/usr/share/gangboost/sbom.txt"
 for c in "${COMPONENTS[@]}"; do
-  if [ -x "$BIN/$c" ]; then
-    install -m 0755 "$BIN/$c" "$tr/usr/local/bin/$c"
-    gomods "$BIN/$c" "$tr/usr/share/gangboost/sbom.txt"
-  fi
+  ln -s gangboost-components "$tr/usr/local/bin/$c"
 done
 commit "$tr" gangboost \
   --cmd '["/usr/local/bin/gangboost-train", "--help"]' \
-  --label org.opencontainers.image.description="gangboost trainer (gangboost-train, Go + libxgboost) and Kubeflow Pipelines components"
+  --label org.opencontainers.image.description="gangboost trainer (gangboost-train, Go + libxgboost) and Kubeflow Pipelines components (gangboost-components)"

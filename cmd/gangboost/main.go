@@ -10,28 +10,20 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/version"
 	"github.com/gangboost/gangboost/internal/kfp/kfpapi"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/pipelines"
 )
-
-// tokenFile is where a pod that may call KFP's API finds its projected service account token
-// (audience pipelines.kubeflow.org).
-var tokenFile = "/var/run/secrets/kubeflow/pipelines/token"
 
 const usage = `usage:
   gangboost pipeline compile [-o FILE] [--mount-path PATH]
@@ -149,27 +141,8 @@ type server struct {
 
 func (s *server) flags(fs *flag.FlagSet) {
 	fs.StringVar(&s.host, "host", os.Getenv("KFP_HOST"), "KFP API server or UI URL, e.g. http://localhost:8080 (default $KFP_HOST)")
-	fs.StringVar(&s.token, "token", "", "bearer token (default $KFP_TOKEN, else "+tokenFile+" when it exists)")
+	fs.StringVar(&s.token, "token", "", "bearer token (default $KFP_TOKEN, else "+kfpapi.TokenFile+" when it exists)")
 	fs.StringVar(&s.namespace, "namespace", "", "the profile namespace of the pipeline (multi-user KFP)")
-}
-
-func (s *server) client() (*kfpapi.Client, error) {
-	if s.host == "" {
-		return nil, errors.New("--host is required (or set KFP_HOST)")
-	}
-	if !strings.HasPrefix(s.host, "http://") && !strings.HasPrefix(s.host, "https://") {
-		return nil, fmt.Errorf("--host %q: want an http:// or https:// URL", s.host)
-	}
-	token := s.token
-	if token == "" {
-		token = os.Getenv("KFP_TOKEN")
-	}
-	if token == "" {
-		if b, err := os.ReadFile(tokenFile); err == nil {
-			token = strings.TrimSpace(string(b))
-		}
-	}
-	return &kfpapi.Client{Host: s.host, Token: token, HTTP: &http.Client{Timeout: 2 * time.Minute}}, nil
 }
 
 func upload(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -200,7 +173,7 @@ func upload(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errs := pipelines.Check(p); len(errs) > 0 {
 		return fail(stderr, fmt.Errorf("%s: %w", file, errors.Join(errs...)))
 	}
-	c, err := s.client()
+	c, err := kfpapi.Connect(s.host, s.token)
 	if err != nil {
 		return fail(stderr, err)
 	}
@@ -210,62 +183,32 @@ func upload(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *description == "" {
 		*description = p.Spec.GetPipelineInfo().GetDescription()
 	}
-	if *versionName == "" {
-		sum := sha256.Sum256(pkg)
-		*versionName = version.Version + "-" + hex.EncodeToString(sum[:])[:12]
-	}
-	// The server picks the parser by the part's file name; the package is YAML whatever the
-	// local file is called.
-	fileName := *name + ".yaml"
-
-	existing, err := c.FindPipeline(ctx, *name, s.namespace)
-	if err != nil {
+	pub, err := c.Publish(ctx, pkg, kfpapi.PublishOptions{Name: *name, Description: *description, Namespace: s.namespace, Version: *versionName})
+	switch {
+	case err != nil:
 		return fail(stderr, err)
+	case pub.Created:
+		fmt.Fprintf(stdout, "uploaded pipeline %s: pipeline_id %s\n", *name, pub.PipelineID)
+	case pub.Existed:
+		fmt.Fprintf(stdout, "pipeline %s already has version %s: pipeline_id %s pipeline_version_id %s\n", *name, pub.Version, pub.PipelineID, pub.VersionID)
+	default:
+		fmt.Fprintf(stdout, "uploaded version %s of pipeline %s: pipeline_id %s pipeline_version_id %s\n", pub.Version, *name, pub.PipelineID, pub.VersionID)
 	}
-	if existing == nil {
-		created, err := c.UploadPipeline(ctx, fileName, pkg, kfpapi.UploadOptions{Name: *name, DisplayName: *name, Description: *description, Namespace: s.namespace})
-		switch {
-		case err == nil:
-			fmt.Fprintf(stdout, "uploaded pipeline %s: pipeline_id %s\n%s\n", *name, created.PipelineID, pipelineURL(c, created.PipelineID))
-			return 0
-		case !kfpapi.IsConflict(err):
-			return fail(stderr, err)
-		}
-		// Created by someone else since the lookup: add a version instead.
-		if existing, err = c.FindPipeline(ctx, *name, s.namespace); err != nil || existing == nil {
-			return fail(stderr, fmt.Errorf("pipeline %s exists but cannot be listed: %v", *name, err))
-		}
-	}
-	v, err := c.UploadPipelineVersion(ctx, existing.PipelineID, fileName, pkg, kfpapi.UploadOptions{Name: *versionName, DisplayName: *versionName, Description: *description})
-	if kfpapi.IsConflict(err) {
-		if same, ferr := c.FindVersion(ctx, existing.PipelineID, *versionName); ferr == nil && same != nil {
-			fmt.Fprintf(stdout, "pipeline %s already has version %s: pipeline_id %s pipeline_version_id %s\n%s\n",
-				*name, *versionName, existing.PipelineID, same.PipelineVersionID, pipelineURL(c, existing.PipelineID))
-			return 0
-		}
-	}
-	if err != nil {
-		return fail(stderr, err)
-	}
-	fmt.Fprintf(stdout, "uploaded version %s of pipeline %s: pipeline_id %s pipeline_version_id %s\n%s\n",
-		*versionName, *name, existing.PipelineID, v.PipelineVersionID, pipelineURL(c, existing.PipelineID))
+	fmt.Fprintln(stdout, c.PipelineURL(pub.PipelineID))
 	return 0
-}
-
-func pipelineURL(c *kfpapi.Client, id string) string {
-	return strings.TrimRight(c.Host, "/") + "/#/pipelines/details/" + id
 }
 
 func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gangboost pipeline run", flag.ContinueOnError)
 	var s server
 	s.flags(fs)
-	pipelineName := fs.String("pipeline", pipelines.Name, "pipeline name")
-	pipelineID := fs.String("pipeline-id", "", "pipeline ID (instead of --pipeline)")
-	versionID := fs.String("version-id", "", "pipeline version ID (default the newest version)")
-	experimentID := fs.String("experiment-id", "", "experiment ID (default KFP's default experiment)")
-	runName := fs.String("name", "", "run display name (default <pipeline> <UTC time>)")
-	serviceAccount := fs.String("service-account", "", "service account of the run's pods (default KFP's)")
+	o := kfpapi.RunOptions{Warn: func(msg string) { fmt.Fprintln(stderr, "gangboost:", msg) }}
+	fs.StringVar(&o.Pipeline, "pipeline", pipelines.Name, "pipeline name")
+	fs.StringVar(&o.PipelineID, "pipeline-id", "", "pipeline ID (instead of --pipeline)")
+	fs.StringVar(&o.VersionID, "version-id", "", "pipeline version ID (default the newest version)")
+	fs.StringVar(&o.ExperimentID, "experiment-id", "", "experiment ID (default KFP's default experiment)")
+	fs.StringVar(&o.Name, "name", "", "run display name (default <pipeline> <UTC time>)")
+	fs.StringVar(&o.ServiceAccount, "service-account", "", "service account of the run's pods (default KFP's)")
 	var ps localrun.ParamFlags
 	fs.Var(&ps, "param", "pipeline parameter key=value, typed as the pipeline declares it (repeatable)")
 	if code, done := parse(fs, args, stderr); done {
@@ -275,57 +218,16 @@ func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "gangboost pipeline run: unexpected argument %q (a package file runs with --local)\n", fs.Arg(0))
 		return 2
 	}
-	c, err := s.client()
+	c, err := kfpapi.Connect(s.host, s.token)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if *pipelineID == "" {
-		p, err := c.FindPipeline(ctx, *pipelineName, s.namespace)
-		if err != nil {
-			return fail(stderr, err)
-		}
-		if p == nil {
-			return fail(stderr, fmt.Errorf("no pipeline named %s on %s; upload it first: gangboost pipeline upload --host %s %s", *pipelineName, s.host, s.host, pipelines.File))
-		}
-		*pipelineID = p.PipelineID
+	o.Namespace, o.Params = s.namespace, ps
+	r, err := c.StartRun(ctx, o)
+	var none *kfpapi.NoPipelineError
+	if errors.As(err, &none) {
+		err = fmt.Errorf("%w; upload it first: gangboost pipeline upload --host %s %s", err, s.host, pipelines.File)
 	}
-	var v *kfpapi.PipelineVersion
-	if *versionID != "" {
-		v, err = c.GetVersion(ctx, *pipelineID, *versionID)
-	} else {
-		v, err = c.LatestVersion(ctx, *pipelineID)
-	}
-	if err != nil {
-		return fail(stderr, err)
-	}
-	if len(v.PipelineSpec) == 0 {
-		// A listing may leave the spec out; the version itself carries it.
-		if full, err := c.GetVersion(ctx, *pipelineID, v.PipelineVersionID); err == nil {
-			v = full
-		}
-	}
-	var types map[string]string
-	if len(v.PipelineSpec) == 0 {
-		fmt.Fprintf(stderr, "gangboost: version %s has no pipeline_spec; parameters are typed by their look (3 is a number, x a string)\n", v.PipelineVersionID)
-	} else {
-		if types, err = kfpapi.ParameterTypes(v.PipelineSpec); err != nil {
-			return fail(stderr, fmt.Errorf("version %s: %w", v.PipelineVersionID, err))
-		}
-	}
-	values, err := kfpapi.TypedParameters(ps, types)
-	if err != nil {
-		return fail(stderr, err)
-	}
-	if *runName == "" {
-		*runName = *pipelineName + " " + time.Now().UTC().Format("2006-01-02 15:04:05")
-	}
-	r, err := c.CreateRun(ctx, &kfpapi.Run{
-		DisplayName:              *runName,
-		ExperimentID:             *experimentID,
-		ServiceAccount:           *serviceAccount,
-		PipelineVersionReference: &kfpapi.PipelineVersionReference{PipelineID: *pipelineID, PipelineVersionID: v.PipelineVersionID},
-		RuntimeConfig:            &kfpapi.RuntimeConfig{Parameters: values},
-	})
 	if err != nil {
 		return fail(stderr, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gangboost/gangboost/internal/kfp/kfpapi"
 	"github.com/gangboost/gangboost/internal/kfp/kfpapi/kfpfake"
 )
 
@@ -24,9 +25,9 @@ func gangboost(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func noTokenFile(t *testing.T) {
-	saved := tokenFile
-	tokenFile = filepath.Join(t.TempDir(), "absent")
-	t.Cleanup(func() { tokenFile = saved })
+	saved := kfpapi.TokenFile
+	kfpapi.TokenFile = filepath.Join(t.TempDir(), "absent")
+	t.Cleanup(func() { kfpapi.TokenFile = saved })
 	t.Setenv("KFP_TOKEN", "")
 	t.Setenv("KFP_HOST", "")
 }
@@ -124,7 +125,7 @@ func TestToken(t *testing.T) {
 		t.Errorf("$KFP_TOKEN: exit %d: %s", code, errs)
 	}
 	t.Setenv("KFP_TOKEN", "")
-	os.WriteFile(tokenFile, []byte("s3cret\n"), 0o600)
+	os.WriteFile(kfpapi.TokenFile, []byte("s3cret\n"), 0o600)
 	t.Setenv("KFP_HOST", srv.URL)
 	if code, _, errs := gangboost(t, "pipeline", "upload", "--version", "c", pkgFile); code != 0 {
 		t.Errorf("token file and $KFP_HOST: exit %d: %s", code, errs)

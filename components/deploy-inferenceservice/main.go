@@ -4,88 +4,22 @@
 // grpc_address and model_name to its ExecutorOutput. On failure or at its deadline it prints
 // why the service is not ready. With GANGBOOST_BACKEND=local it serves the model with a local
 // gangboost-runtime process instead. See component.yaml for the inputs.
+//
+// make build and the gangboost image run it as gangboost-components called by this name (a link);
+// this main is the same command, for go run.
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
-	"path/filepath"
 
-	"github.com/gangboost/gangboost/internal/contract/version"
-	"github.com/gangboost/gangboost/internal/kfp"
-	"github.com/gangboost/gangboost/internal/kube/kubecfg"
-	"github.com/gangboost/gangboost/internal/steps/deploy"
-	"github.com/gangboost/gangboost/internal/steps/deploy/kube"
-	"github.com/gangboost/gangboost/internal/steps/deploy/local"
+	"github.com/gangboost/gangboost/internal/steps/stepcmd"
 )
 
 // image is the gangboost image component.yaml runs.
-var image = version.Image("gangboost")
+var image = stepcmd.Image
 
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(args []string) int {
-	var kubeconfig *string
-	flags := func(fs *flag.FlagSet) {
-		kubeconfig = fs.String("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, else the in-cluster service account")
-	}
-	return kfp.RunComponent("deploy-inferenceservice", args, flags, func(ctx context.Context, e *kfp.Executor) error {
-		return deployModel(ctx, e, *kubeconfig)
-	})
-}
-
-func deployModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) error {
-	var err error
-	var backend deploy.Backend
-	var svc *deploy.Service
-	if kfp.LocalBackend() {
-		if svc, err = deploy.ServiceFromExecutor(exec, "local"); err != nil {
-			return err
-		}
-		if backend, err = localBackend(); err != nil {
-			return err
-		}
-	} else {
-		step := kubecfg.Load(kubeconfig)
-		// Inputs are checked before the cluster is contacted.
-		if svc, err = deploy.ServiceFromExecutor(exec, step.Namespace); err != nil {
-			return err
-		}
-		cfg, err := step.RESTConfig()
-		if err != nil {
-			return err
-		}
-		if backend, err = kube.New(cfg); err != nil {
-			return err
-		}
-	}
-	d := &deploy.Deployer{Backend: backend, Log: os.Stdout}
-	ep, err := d.Run(ctx, svc)
-	if err != nil {
-		return err
-	}
-	if err := deploy.WriteOutputs(exec, ep); err != nil {
-		return err
-	}
-	fmt.Printf("%s serves %s at %s\n", svc.Name, svc.ModelURI, ep.URL)
-	return nil
-}
-
-// localBackend is the local serving backend: gangboost-runtime from $GANGBOOST_BIN_DIR (default
-// this executable's folder), processes recorded in $GANGBOOST_LOCAL_STATE.
-func localBackend() (*local.Backend, error) {
-	binDir, err := kfp.BinDir()
-	if err != nil {
-		return nil, err
-	}
-	state := os.Getenv(kfp.EnvLocalState)
-	if state == "" {
-		return nil, errors.New("GANGBOOST_BACKEND=local needs GANGBOOST_LOCAL_STATE: the folder where the served process is recorded (the local runner sets it)")
-	}
-	return &local.Backend{Runtime: filepath.Join(binDir, "gangboost-runtime"), StateDir: state}, nil
-}
+func run(args []string) int { return stepcmd.Deploy(args) }

@@ -2,26 +2,22 @@
 // and binary tensors), and outputs accuracy, log loss and a confusion matrix (or RMSE), the
 // latency of its calls and an HTML report; it fails when the served model disagrees with the
 // trainer's own evaluation. See component.yaml for the inputs.
+//
+// make build and the gangboost image run it as gangboost-components called by this name (a link);
+// this main is the same command, for go run.
 package main
 
 import (
-	"context"
 	"os"
 
-	"github.com/gangboost/gangboost/internal/contract/version"
-	"github.com/gangboost/gangboost/internal/kfp"
-	"github.com/gangboost/gangboost/internal/steps/evaluate"
+	"github.com/gangboost/gangboost/internal/steps/stepcmd"
 )
 
 // image is the gangboost image component.yaml runs.
-var image = version.Image("gangboost")
+var image = stepcmd.Image
 
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(args []string) int {
-	return kfp.RunComponent("evaluate", args, nil, func(ctx context.Context, e *kfp.Executor) error {
-		return evaluate.RunExecutor(ctx, e, os.Stdout)
-	})
-}
+func run(args []string) int { return stepcmd.Evaluate(args) }

@@ -2,97 +2,22 @@
 // XGBoostJob: it reads its ExecutorInput ({{$}}), creates (or, on a retry, adopts) the job, prints
 // its progress and why its gang waits, and writes the Model and Metrics artifacts, model_uri and
 // job_name to its ExecutorOutput. See component.yaml for the inputs.
+//
+// make build and the gangboost image run it as gangboost-components called by this name (a link);
+// this main is the same command, for go run.
 package main
 
 import (
-	"context"
-	"flag"
-	"fmt"
 	"os"
-	"path/filepath"
 
-	"github.com/gangboost/gangboost/internal/contract/version"
-	"github.com/gangboost/gangboost/internal/kfp"
-	"github.com/gangboost/gangboost/internal/kube/kubecfg"
-	"github.com/gangboost/gangboost/internal/steps/launch"
-	"github.com/gangboost/gangboost/internal/steps/launch/kube"
-	"github.com/gangboost/gangboost/internal/steps/launch/local"
+	"github.com/gangboost/gangboost/internal/steps/stepcmd"
 )
 
-// image is the gangboost image: component.yaml runs it, and the trainer pods default to it.
-var image = version.Image("gangboost")
+// image is the gangboost image component.yaml runs.
+var image = stepcmd.Image
 
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(args []string) int {
-	var kubeconfig, trainerImage *string
-	flags := func(fs *flag.FlagSet) {
-		kubeconfig = fs.String("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, else the in-cluster service account")
-		trainerImage = fs.String("image", image, "trainer image when the input image is not set")
-	}
-	return kfp.RunComponent("launch-xgboostjob", args, flags, func(ctx context.Context, e *kfp.Executor) error {
-		return launchJob(ctx, e, *kubeconfig, *trainerImage)
-	})
-}
-
-func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string) error {
-	step := kubecfg.Load(kubeconfig)
-	ns := step.Namespace
-	isLocal := kfp.LocalBackend()
-	if isLocal && ns == "" {
-		ns = "default" // a local gang has no namespace; the job's name and labels still carry one
-	}
-	// Inputs are checked before the cluster is contacted.
-	job, localClaim, err := launch.JobFromExecutor(exec, launch.Defaults{Namespace: ns, Image: image})
-	if err != nil {
-		return err
-	}
-	var backend launch.Backend
-	if isLocal {
-		if backend, err = localBackend(localClaim); err != nil {
-			return err
-		}
-	} else {
-		cfg, err := step.RESTConfig()
-		if err != nil {
-			return err
-		}
-		if backend, err = kube.New(cfg); err != nil {
-			return err
-		}
-	}
-	l := &launch.Launcher{Backend: backend, Log: os.Stdout}
-	res, err := l.Run(ctx, job)
-	if err != nil {
-		return err
-	}
-	if err := launch.WriteOutputs(exec, job, localClaim); err != nil {
-		return err
-	}
-	uri, err := job.ModelURI()
-	if err != nil {
-		return err
-	}
-	if res.Adopted {
-		fmt.Printf("job %s (adopted) succeeded: model %s\n", res.Job, uri)
-	} else {
-		fmt.Printf("job %s succeeded: model %s\n", res.Job, uri)
-	}
-	return nil
-}
-
-// localBackend is the local job backend (GANGBOOST_BACKEND=local, set by the local pipeline
-// runner): the gang runs as gangboost-train processes from $GANGBOOST_BIN_DIR (default this
-// executable's folder), with the folder where this step sees the claim standing for it.
-func localBackend(claim string) (*local.Backend, error) {
-	binDir, err := kfp.BinDir()
-	if err != nil {
-		return nil, err
-	}
-	if claim == "" || !filepath.IsAbs(claim) {
-		return nil, fmt.Errorf("GANGBOOST_BACKEND=local: the claim's local folder (pvc_local_path or pvc_mount_path) must be an absolute path, got %q", claim)
-	}
-	return &local.Backend{Trainer: filepath.Join(binDir, "gangboost-train"), Root: claim}, nil
-}
+func run(args []string) int { return stepcmd.Launch(args) }

@@ -2,26 +2,22 @@
 // the claim, on disk or at an http(s) URL) into datasets/<name>/train.csv, test.csv and
 // schema.json on the claim, and outputs their paths, the label and a Dataset artifact. See
 // component.yaml for the inputs.
+//
+// make build and the gangboost image run it as gangboost-components called by this name (a link);
+// this main is the same command, for go run.
 package main
 
 import (
-	"context"
 	"os"
 
-	"github.com/gangboost/gangboost/internal/contract/version"
-	"github.com/gangboost/gangboost/internal/kfp"
-	"github.com/gangboost/gangboost/internal/steps/prepare"
+	"github.com/gangboost/gangboost/internal/steps/stepcmd"
 )
 
 // image is the gangboost image component.yaml runs.
-var image = version.Image("gangboost")
+var image = stepcmd.Image
 
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(args []string) int {
-	return kfp.RunComponent("prepare-data", args, nil, func(ctx context.Context, e *kfp.Executor) error {
-		return prepare.RunExecutor(ctx, e, prepare.HTTPFetcher{}, os.Stdout)
-	})
-}
+func run(args []string) int { return stepcmd.Prepare(args) }

@@ -10,13 +10,12 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
-	"github.com/kserve/kserve/pkg/constants"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/gangboost/gangboost/internal/kube/kserveapi"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
 )
 
@@ -38,21 +37,18 @@ const (
 	// ModelFormat is the format the gangboost runtimes declare.
 	ModelFormat = "xgboost"
 	// ContainerName is the predictor's serving container.
-	ContainerName = constants.InferenceServiceContainerName
-)
-
-var (
+	ContainerName = kserveapi.ContainerName
 	// PodLabel is KServe's label on an InferenceService's pods (its value the service's name).
-	PodLabel = constants.InferenceServicePodLabelKey
+	PodLabel = kserveapi.PodLabel
 	// SourceURIAnnotation is where KServe records a predictor pod's storageUri: the pods of the
 	// applied model carry the model_uri.
-	SourceURIAnnotation = constants.StorageInitializerSourceUriInternalAnnotationKey
+	SourceURIAnnotation = kserveapi.SourceURIAnnotation
 )
 
 // InferenceService builds the serving.kserve.io/v1beta1 InferenceService of a service:
 // predictor.model {modelFormat xgboost, runtime, protocolVersion, storageUri = model_uri,
 // resources requests = limits}, minReplicas and maxReplicas.
-func InferenceService(s *deploy.Service) (*v1beta1.InferenceService, error) {
+func InferenceService(s *deploy.Service) (*kserveapi.InferenceService, error) {
 	res := corev1.ResourceList{}
 	for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: s.CPU, corev1.ResourceMemory: s.Memory} {
 		q, err := resource.ParseQuantity(v)
@@ -65,21 +61,17 @@ func InferenceService(s *deploy.Service) (*v1beta1.InferenceService, error) {
 	if s.RunID != "" {
 		annotations[RunIDAnnotation] = s.RunID
 	}
-	runtime, protocol, uri := s.Runtime, constants.InferenceServiceProtocol(s.ProtocolVersion), s.ModelURI
-	model := &v1beta1.ModelSpec{
-		ModelFormat: v1beta1.ModelFormat{Name: ModelFormat},
-		Runtime:     &runtime,
-		PredictorExtensionSpec: v1beta1.PredictorExtensionSpec{
-			StorageURI:      &uri,
-			ProtocolVersion: &protocol,
-			Container: corev1.Container{
-				Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
-			},
-		},
+	runtime, protocol, uri := s.Runtime, s.ProtocolVersion, s.ModelURI
+	model := &kserveapi.ModelSpec{
+		ModelFormat:     kserveapi.ModelFormat{Name: ModelFormat},
+		Runtime:         &runtime,
+		StorageURI:      &uri,
+		ProtocolVersion: &protocol,
+		Resources:       corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
 	}
 	digest, err := json.Marshal(struct {
-		Model       *v1beta1.ModelSpec `json:"model"`
-		Annotations map[string]string  `json:"annotations"`
+		Model       *kserveapi.ModelSpec `json:"model"`
+		Annotations map[string]string    `json:"annotations"`
 	}{model, annotations})
 	if err != nil {
 		return nil, err
@@ -87,16 +79,15 @@ func InferenceService(s *deploy.Service) (*v1beta1.InferenceService, error) {
 	sum := sha256.Sum256(digest)
 	annotations[ServingSpecAnnotation] = hex.EncodeToString(sum[:8])
 	minReplicas := s.MinReplicas
-	isvc := &v1beta1.InferenceService{
-		TypeMeta: metav1.TypeMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), Kind: "InferenceService"},
+	isvc := &kserveapi.InferenceService{
+		TypeMeta: metav1.TypeMeta{APIVersion: kserveapi.SchemeGroupVersion.String(), Kind: "InferenceService"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: s.Name, Namespace: s.Namespace,
 			Labels:      map[string]string{ManagedByLabel: ManagedBy, PartOfLabel: "gangboost"},
 			Annotations: annotations,
 		},
-		Spec: v1beta1.InferenceServiceSpec{Predictor: v1beta1.PredictorSpec{
-			Model:                  model,
-			ComponentExtensionSpec: v1beta1.ComponentExtensionSpec{MinReplicas: &minReplicas, MaxReplicas: s.MaxReplicas},
+		Spec: kserveapi.InferenceServiceSpec{Predictor: kserveapi.PredictorSpec{
+			Model: model, MinReplicas: &minReplicas, MaxReplicas: s.MaxReplicas,
 		}},
 	}
 	return isvc, nil
@@ -106,7 +97,7 @@ func InferenceService(s *deploy.Service) (*v1beta1.InferenceService, error) {
 // component sets. The typed struct also carries zero values of fields without omitempty (the
 // model container's name, an empty status), which would otherwise become fields this manager
 // owns and resets on every apply.
-func ApplyConfiguration(isvc *v1beta1.InferenceService) (*unstructured.Unstructured, error) {
+func ApplyConfiguration(isvc *kserveapi.InferenceService) (*unstructured.Unstructured, error) {
 	b, err := json.Marshal(isvc)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gangboost/gangboost/internal/kube/kserveapi"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
 )
 
@@ -24,12 +25,28 @@ func irisService() *deploy.Service {
 	}
 }
 
-// The InferenceService of the component's inputs, as the typed KServe API sees it.
-func TestInferenceService(t *testing.T) {
-	isvc, err := InferenceService(irisService())
+// asKServe is the InferenceService as KServe's own Go types read it, strictly (a field KServe
+// does not know is an error).
+func asKServe(t *testing.T, v any) *v1beta1.InferenceService {
+	t.Helper()
+	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var theirs v1beta1.InferenceService
+	if err := yaml.UnmarshalStrict(b, &theirs); err != nil {
+		t.Fatalf("not a KServe InferenceService: %v\n%s", err, b)
+	}
+	return &theirs
+}
+
+// The InferenceService of the component's inputs, as KServe's typed API sees it.
+func TestInferenceService(t *testing.T) {
+	built, err := InferenceService(irisService())
+	if err != nil {
+		t.Fatal(err)
+	}
+	isvc := asKServe(t, built)
 	m := isvc.Spec.Predictor.Model
 	if m == nil || m.ModelFormat.Name != "xgboost" || *m.Runtime != "gangboost-xgboost" || string(*m.ProtocolVersion) != "v2" ||
 		*m.StorageURI != "pvc://gangboost-models/models/iris/v2" {
@@ -60,8 +77,8 @@ func TestInferenceService(t *testing.T) {
 	}
 	s := irisService()
 	s.RunID = ""
-	isvc, _ = InferenceService(s)
-	if _, ok := isvc.Annotations[RunIDAnnotation]; ok {
+	built, _ = InferenceService(s)
+	if _, ok := built.Annotations[RunIDAnnotation]; ok {
 		t.Error("an empty run_id is recorded")
 	}
 }
@@ -114,12 +131,8 @@ spec:
 	if string(got) != want {
 		t.Errorf("apply configuration:\n%s\nwant:\n%s", got, want)
 	}
-	// It is still an InferenceService to the typed API (strictly: no unknown field).
-	b, _ := json.Marshal(u.Object)
-	var back v1beta1.InferenceService
-	if err := yaml.UnmarshalStrict(b, &back); err != nil {
-		t.Fatal(err)
-	}
+	// It is still an InferenceService to KServe's typed API (strictly: no unknown field).
+	back := asKServe(t, u.Object)
 	if *back.Spec.Predictor.Model.StorageURI != *isvc.Spec.Predictor.Model.StorageURI {
 		t.Errorf("round trip: %+v", back.Spec.Predictor.Model)
 	}
@@ -168,14 +181,20 @@ func TestServingSpecDigest(t *testing.T) {
 
 // KServe's lastFailureInfo carries the runtime's termination message; it is shown whole.
 func TestModelStatusLine(t *testing.T) {
-	ms := &v1beta1.ModelStatus{
+	theirs := v1beta1.ModelStatus{
 		TransitionStatus:    v1beta1.BlockedByFailedLoad,
 		ModelRevisionStates: &v1beta1.ModelRevisionStates{ActiveModelState: "", TargetModelState: v1beta1.FailedToLoad},
 		LastFailureInfo: &v1beta1.FailureInfo{Reason: v1beta1.ModelLoadFailed, ExitCode: 1,
 			Message: "load model iris: no model file in /mnt/models\n"},
 		ModelCopies: &v1beta1.ModelCopies{FailedCopies: 1},
 	}
-	got := modelStatus(ms)
+	// As KServe writes it and the backend reads it.
+	b, _ := json.Marshal(theirs)
+	var ms kserveapi.ModelStatus
+	if err := json.Unmarshal(b, &ms); err != nil {
+		t.Fatal(err)
+	}
+	got := modelStatus(&ms)
 	for _, want := range []string{"transitionStatus BlockedByFailedLoad", "targetModelState FailedToLoad", "ModelLoadFailed (exit code 1): load model iris: no model file in /mnt/models"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("%q lacks %q", got, want)

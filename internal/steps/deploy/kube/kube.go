@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,10 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gangboost/gangboost/internal/kube/kserveapi"
 	"github.com/gangboost/gangboost/internal/kube/kubecfg"
 	"github.com/gangboost/gangboost/internal/kube/kubewatch"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
@@ -55,7 +55,7 @@ var _ deploy.Backend = (*Backend)(nil)
 
 // Scheme knows the types the backend reads and writes.
 func Scheme() (*runtime.Scheme, error) {
-	return kubecfg.Scheme(v1beta1.AddToScheme)
+	return kubecfg.Scheme(kserveapi.AddToScheme)
 }
 
 // New returns a backend talking to the cluster of cfg.
@@ -79,7 +79,7 @@ func key(s *deploy.Service) string { return s.Namespace + "/" + s.Name }
 // annotation that changed would restart the pods: the run annotation keeps naming the run that
 // deployed the model while the model stays the same.
 func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
-	var before v1beta1.InferenceService
+	var before kserveapi.InferenceService
 	beforeRV, previous, beforeGen := "", "", int64(0)
 	desired := *s
 	switch err := b.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &before); {
@@ -126,9 +126,9 @@ func (b *Backend) Wait(ctx context.Context, s *deploy.Service, progress func(str
 	err := kubewatch.Follow(ctx, b.config, b.scheme, kubewatch.Informers{
 		Namespace: s.Namespace,
 		ByObject: map[client.Object]cache.ByObject{
-			&v1beta1.InferenceService{}: {Field: fields.OneTermEqualSelector("metadata.name", s.Name)},
-			&corev1.Pod{}:               {Label: labels.SelectorFromSet(labels.Set{PodLabel: s.Name})},
-			&corev1.Event{}:             {},
+			&kserveapi.InferenceService{}: {Field: fields.OneTermEqualSelector("metadata.name", s.Name)},
+			&corev1.Pod{}:                 {Label: labels.SelectorFromSet(labels.Set{PodLabel: s.Name})},
+			&corev1.Event{}:               {},
 		},
 		What:  fmt.Sprintf("InferenceService %s/%s", s.Namespace, s.Name),
 		Needs: "inferenceservices, pods and events",
@@ -163,7 +163,7 @@ func (b *Backend) newWatcher(s *deploy.Service, r client.Reader, progress func(s
 		progress(fmt.Sprintf("InferenceService %s/%s already has this spec", s.Namespace, s.Name))
 	}
 	return &watcher{s: s, r: r, progress: progress, applied: applied, since: time.Now().Add(-5 * time.Second),
-		conditions: map[apis.ConditionType]string{}, seenEvents: map[string]bool{}}
+		conditions: map[string]string{}, seenEvents: map[string]bool{}}
 }
 
 // watcher turns what the informers hold into progress lines, once per change.
@@ -180,8 +180,8 @@ type watcher struct {
 	// taken as the applied spec's. KServe writes its status only when it changes, so being
 	// done does not wait for this: it rests on the pods.
 	reconciled bool
-	isvc       *v1beta1.InferenceService
-	conditions map[apis.ConditionType]string
+	isvc       *kserveapi.InferenceService
+	conditions map[string]string
 	lastModel  string
 	lastPods   string
 	seenEvents map[string]bool
@@ -189,7 +189,7 @@ type watcher struct {
 
 func (w *watcher) observe(ctx context.Context) (bool, error) {
 	s := w.s
-	var isvc v1beta1.InferenceService
+	var isvc kserveapi.InferenceService
 	switch err := w.r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &isvc); {
 	case apierrors.IsNotFound(err):
 		if w.seen {
@@ -205,7 +205,7 @@ func (w *watcher) observe(ctx context.Context) (bool, error) {
 	}
 
 	// Conditions, as they change.
-	conds := append([]apis.Condition(nil), isvc.Status.Conditions...)
+	conds := append([]kserveapi.Condition(nil), isvc.Status.Conditions...)
 	sort.Slice(conds, func(i, j int) bool { return conds[i].Type < conds[j].Type })
 	for _, c := range conds {
 		line := conditionLine(c.Type, c.Status, c.Reason, c.Message)
@@ -272,9 +272,9 @@ func (w *watcher) observe(ctx context.Context) (bool, error) {
 
 	if w.reconciled {
 		switch ms := isvc.Status.ModelStatus; ms.TransitionStatus {
-		case v1beta1.InvalidSpec:
+		case kserveapi.InvalidSpec:
 			return false, fmt.Errorf("KServe rejects the predictor: %s", failureInfo(ms.LastFailureInfo))
-		case v1beta1.BlockedByFailedLoad:
+		case kserveapi.BlockedByFailedLoad:
 			if current > 0 && older == 0 {
 				return false, fmt.Errorf("the model failed to load: %s", failureInfo(ms.LastFailureInfo))
 			}
@@ -285,7 +285,7 @@ func (w *watcher) observe(ctx context.Context) (bool, error) {
 	}
 	// A Ready condition left from the previous spec does not end the wait: the pods must be the
 	// applied version's, and the previous version's gone.
-	done := isvc.Status.IsReady() && isvc.Status.Address != nil && isvc.Status.Address.URL != nil &&
+	done := isvc.Status.IsReady() && isvc.Status.Address != nil && isvc.Status.Address.URL != "" &&
 		ready >= int(s.MinReplicas) && older == 0
 	return done, nil
 }
@@ -332,7 +332,7 @@ func lastLine(s string) string {
 }
 
 // modelStatus is KServe's status.modelStatus in one line.
-func modelStatus(ms *v1beta1.ModelStatus) string {
+func modelStatus(ms *kserveapi.ModelStatus) string {
 	var parts []string
 	if ms.TransitionStatus != "" {
 		parts = append(parts, "transitionStatus "+string(ms.TransitionStatus))
@@ -350,7 +350,7 @@ func modelStatus(ms *v1beta1.ModelStatus) string {
 }
 
 // failureInfo is KServe's lastFailureInfo: for a runtime that exited, its termination message.
-func failureInfo(fi *v1beta1.FailureInfo) string {
+func failureInfo(fi *kserveapi.FailureInfo) string {
 	if fi == nil {
 		return "no failure reported"
 	}
@@ -370,17 +370,18 @@ func failureInfo(fi *v1beta1.FailureInfo) string {
 // endpoint is a Ready service's address: the in-cluster URL (status.address.url), the external
 // one (status.url), and the predictor Service's gRPC port when the runtime declares one (KServe
 // marks a port named grpc or h2c with appProtocol kubernetes.io/h2c).
-func (b *Backend) endpoint(ctx context.Context, isvc *v1beta1.InferenceService) (*deploy.Endpoint, error) {
-	ep := &deploy.Endpoint{URL: isvc.Status.Address.URL.String(), ModelName: isvc.Name}
-	if isvc.Status.URL != nil {
-		ep.ExternalURL = isvc.Status.URL.String()
+func (b *Backend) endpoint(ctx context.Context, isvc *kserveapi.InferenceService) (*deploy.Endpoint, error) {
+	ep := &deploy.Endpoint{URL: isvc.Status.Address.URL, ExternalURL: isvc.Status.URL, ModelName: isvc.Name}
+	addr, err := url.Parse(ep.URL)
+	if err != nil {
+		return nil, fmt.Errorf("InferenceService %s is Ready but its status.address.url %q is not a URL: %w", isvc.Name, ep.URL, err)
 	}
 	var svc corev1.Service
 	name := isvc.Name + "-predictor"
 	if err := b.client.Get(ctx, client.ObjectKey{Namespace: isvc.Namespace, Name: name}, &svc); err != nil {
 		return nil, fmt.Errorf("InferenceService %s is Ready but its predictor Service %s cannot be read (may the step's service account get services?): %w", isvc.Name, name, err)
 	}
-	host := isvc.Status.Address.URL.Host
+	host := addr.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
@@ -398,7 +399,7 @@ func (b *Backend) endpoint(ctx context.Context, isvc *v1beta1.InferenceService) 
 // and the recent events about them.
 func (b *Backend) Describe(ctx context.Context, s *deploy.Service) string {
 	var out strings.Builder
-	var isvc v1beta1.InferenceService
+	var isvc kserveapi.InferenceService
 	if err := b.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &isvc); err != nil {
 		fmt.Fprintf(&out, "InferenceService %s/%s: %v\n", s.Namespace, s.Name, err)
 	} else {
@@ -442,7 +443,7 @@ func (b *Backend) Describe(ctx context.Context, s *deploy.Service) string {
 	return out.String()
 }
 
-func storageURI(isvc *v1beta1.InferenceService) string {
+func storageURI(isvc *kserveapi.InferenceService) string {
 	if m := isvc.Spec.Predictor.Model; m != nil && m.StorageURI != nil {
 		return *m.StorageURI
 	}

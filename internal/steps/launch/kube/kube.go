@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,7 +32,9 @@ type Backend struct {
 	config *rest.Config
 	scheme *runtime.Scheme
 	client client.Client
-	kube   kubernetes.Interface
+	// core reads pod logs (the typed core client alone: the full clientset would link every
+	// API group's client).
+	core corev1client.CoreV1Interface
 	// LogTailLines of a failing pod's log are printed (when the log can be read).
 	LogTailLines int64
 }
@@ -54,11 +56,11 @@ func New(cfg *rest.Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	k, err := kubernetes.NewForConfig(cfg)
+	k, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &Backend{config: cfg, scheme: s, client: c, kube: k, LogTailLines: 20}, nil
+	return &Backend{config: cfg, scheme: s, client: c, core: k, LogTailLines: 20}, nil
 }
 
 // Start creates the job's XGBoostJob, or adopts the one an earlier attempt of the same step (same
@@ -443,7 +445,7 @@ func (w *watcher) describeFailure(ctx context.Context, p *corev1.Pod) string {
 	logCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	tail := w.b.LogTailLines
-	b, err := w.b.kube.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: kubeflowv1.XGBoostJobDefaultContainerName, TailLines: &tail}).DoRaw(logCtx)
+	b, err := w.b.core.Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: kubeflowv1.XGBoostJobDefaultContainerName, TailLines: &tail}).DoRaw(logCtx)
 	if err == nil && len(strings.TrimSpace(string(b))) > 0 {
 		msg += "\nlog tail:\n" + strings.TrimRight(string(b), "\n")
 	}

@@ -1,0 +1,222 @@
+// Package kserveapi is the part of KServe's serving.kserve.io/v1beta1 InferenceService API that
+// the deploy step writes and reads, as Go types whose JSON is KServe's own.
+//
+// KServe's API package (github.com/kserve/kserve/pkg/apis/serving/v1beta1) imports its storage
+// initializer and, with it, the S3, GCS and Azure SDKs: 54 of the 97 MB the deploy step weighed
+// with it, in a step that never downloads a model. These types carry only the fields gangboost
+// sets or reads; the package's tests hold every one of them to KServe's Go types (same JSON names
+// and shapes, decoded strictly) and its constants to KServe's, so a KServe upgrade that moves a
+// field fails there.
+package kserveapi
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// SchemeGroupVersion is KServe's serving API group at v1beta1.
+var SchemeGroupVersion = schema.GroupVersion{Group: "serving.kserve.io", Version: "v1beta1"}
+
+// KServe's names that the deploy step relies on (github.com/kserve/kserve/pkg/constants).
+const (
+	// ContainerName is the predictor's serving container.
+	ContainerName = "kserve-container"
+	// PodLabel is KServe's label on an InferenceService's pods; its value is the service's name.
+	PodLabel = "serving.kserve.io/inferenceservice"
+	// SourceURIAnnotation is where KServe records a predictor pod's storageUri.
+	SourceURIAnnotation = "internal.serving.kserve.io/storage-initializer-sourceuri"
+)
+
+// AddToScheme registers InferenceService and InferenceServiceList under SchemeGroupVersion.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(SchemeGroupVersion, &InferenceService{}, &InferenceServiceList{})
+	metav1.AddToGroupVersion(s, SchemeGroupVersion)
+	return nil
+}
+
+// InferenceService is a serving.kserve.io/v1beta1 InferenceService.
+type InferenceService struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   InferenceServiceSpec   `json:"spec,omitempty"`
+	Status InferenceServiceStatus `json:"status,omitempty"`
+}
+
+// InferenceServiceList is a list of InferenceServices (what an informer lists).
+type InferenceServiceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	Items []InferenceService `json:"items"`
+}
+
+// InferenceServiceSpec is spec: only the predictor.
+type InferenceServiceSpec struct {
+	Predictor PredictorSpec `json:"predictor"`
+}
+
+// PredictorSpec is spec.predictor: the model, and the replicas (KServe's ComponentExtensionSpec,
+// inline).
+type PredictorSpec struct {
+	Model       *ModelSpec `json:"model,omitempty"`
+	MinReplicas *int32     `json:"minReplicas,omitempty"`
+	MaxReplicas int32      `json:"maxReplicas,omitempty"`
+}
+
+// ModelSpec is spec.predictor.model. Its fields are in KServe's order and Name keeps KServe's
+// JSON (an inline corev1.Container whose name has no omitempty), so the spec marshals to the
+// same bytes as KServe's ModelSpec: the deploy step's serving digest is taken over them.
+type ModelSpec struct {
+	ModelFormat ModelFormat `json:"modelFormat"`
+	Runtime     *string     `json:"runtime,omitempty"`
+	StorageURI  *string     `json:"storageUri,omitempty"`
+	// ProtocolVersion is "v1", "v2" or "grpc-v2".
+	ProtocolVersion *string `json:"protocolVersion,omitempty"`
+	// Name is the model container's name (empty: KServe names it ContainerName).
+	Name      string                      `json:"name"`
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// ModelFormat is the format a ServingRuntime must declare to serve the model.
+type ModelFormat struct {
+	Name string `json:"name"`
+}
+
+// InferenceServiceStatus is status: conditions (Knative's duck type), addresses and the model's
+// state.
+type InferenceServiceStatus struct {
+	Conditions []Condition `json:"conditions,omitempty"`
+	// Address.URL is the in-cluster URL.
+	Address *Addressable `json:"address,omitempty"`
+	// URL is the external URL.
+	URL         string      `json:"url,omitempty"`
+	ModelStatus ModelStatus `json:"modelStatus,omitempty"`
+}
+
+// Condition is a Knative condition.
+type Condition struct {
+	Type    string                 `json:"type"`
+	Status  corev1.ConditionStatus `json:"status"`
+	Reason  string                 `json:"reason,omitempty"`
+	Message string                 `json:"message,omitempty"`
+}
+
+// Addressable is Knative's duck-typed address.
+type Addressable struct {
+	URL string `json:"url,omitempty"`
+}
+
+// IsReady reports whether the Ready condition is True: KServe's living condition set is happy.
+func (s *InferenceServiceStatus) IsReady() bool {
+	for _, c := range s.Conditions {
+		if c.Type == "Ready" {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// TransitionStatus is the model's rollout state.
+type TransitionStatus string
+
+// The transition states the deploy step acts on.
+const (
+	// InvalidSpec: KServe rejects the predictor spec.
+	InvalidSpec TransitionStatus = "InvalidSpec"
+	// BlockedByFailedLoad: the model failed to load.
+	BlockedByFailedLoad TransitionStatus = "BlockedByFailedLoad"
+)
+
+// ModelStatus is status.modelStatus.
+type ModelStatus struct {
+	TransitionStatus    TransitionStatus     `json:"transitionStatus"`
+	ModelRevisionStates *ModelRevisionStates `json:"states,omitempty"`
+	LastFailureInfo     *FailureInfo         `json:"lastFailureInfo,omitempty"`
+	ModelCopies         *ModelCopies         `json:"copies,omitempty"`
+}
+
+// ModelRevisionStates are the active and target model revisions' states.
+type ModelRevisionStates struct {
+	ActiveModelState string `json:"activeModelState"`
+	TargetModelState string `json:"targetModelState,omitempty"`
+}
+
+// FailureInfo is why the model last failed; for a runtime that exited, its termination message.
+type FailureInfo struct {
+	Location string `json:"location,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Message  string `json:"message,omitempty"`
+	ExitCode int32  `json:"exitCode,omitempty"`
+}
+
+// ModelCopies counts the model's copies.
+type ModelCopies struct {
+	FailedCopies int `json:"failedCopies"`
+	TotalCopies  int `json:"totalCopies,omitempty"`
+}
+
+// DeepCopyObject is runtime.Object's copy.
+func (in *InferenceService) DeepCopyObject() runtime.Object {
+	if in == nil {
+		return nil
+	}
+	return in.DeepCopy()
+}
+
+// DeepCopy copies the service; the copy shares no memory with it.
+func (in *InferenceService) DeepCopy() *InferenceService {
+	if in == nil {
+		return nil
+	}
+	out := &InferenceService{TypeMeta: in.TypeMeta}
+	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	p := in.Spec.Predictor
+	out.Spec.Predictor = PredictorSpec{MinReplicas: copyPtr(p.MinReplicas), MaxReplicas: p.MaxReplicas}
+	if m := p.Model; m != nil {
+		c := *m
+		c.Runtime, c.StorageURI, c.ProtocolVersion = copyPtr(m.Runtime), copyPtr(m.StorageURI), copyPtr(m.ProtocolVersion)
+		m.Resources.DeepCopyInto(&c.Resources)
+		out.Spec.Predictor.Model = &c
+	}
+	st := in.Status
+	out.Status = InferenceServiceStatus{
+		Conditions: append([]Condition(nil), st.Conditions...),
+		Address:    copyPtr(st.Address),
+		URL:        st.URL,
+		ModelStatus: ModelStatus{
+			TransitionStatus:    st.ModelStatus.TransitionStatus,
+			ModelRevisionStates: copyPtr(st.ModelStatus.ModelRevisionStates),
+			LastFailureInfo:     copyPtr(st.ModelStatus.LastFailureInfo),
+			ModelCopies:         copyPtr(st.ModelStatus.ModelCopies),
+		},
+	}
+	return out
+}
+
+// DeepCopyObject is runtime.Object's copy.
+func (in *InferenceServiceList) DeepCopyObject() runtime.Object {
+	if in == nil {
+		return nil
+	}
+	out := &InferenceServiceList{TypeMeta: in.TypeMeta}
+	in.ListMeta.DeepCopyInto(&out.ListMeta)
+	if in.Items != nil {
+		out.Items = make([]InferenceService, len(in.Items))
+		for i := range in.Items {
+			out.Items[i] = *in.Items[i].DeepCopy()
+		}
+	}
+	return out
+}
+
+// copyPtr copies what p points to (a struct of values, or a value).
+func copyPtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}

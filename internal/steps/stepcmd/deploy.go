@@ -1,0 +1,80 @@
+package stepcmd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/kube/kubecfg"
+	"github.com/gangboost/gangboost/internal/steps/deploy"
+	"github.com/gangboost/gangboost/internal/steps/deploy/kube"
+	"github.com/gangboost/gangboost/internal/steps/deploy/local"
+)
+
+// Deploy is deploy-inferenceservice: it serves model_uri as a KServe InferenceService (or, with
+// GANGBOOST_BACKEND=local, a local gangboost-runtime process), waits until it is Ready and
+// writes url, external_url, grpc_address and model_name.
+func Deploy(args []string) int {
+	var kubeconfig *string
+	flags := func(fs *flag.FlagSet) {
+		kubeconfig = fs.String("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, else the in-cluster service account")
+	}
+	return kfp.RunComponent("deploy-inferenceservice", args, flags, func(ctx context.Context, e *kfp.Executor) error {
+		return deployModel(ctx, e, *kubeconfig)
+	})
+}
+
+func deployModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) error {
+	var err error
+	var backend deploy.Backend
+	var svc *deploy.Service
+	if kfp.LocalBackend() {
+		if svc, err = deploy.ServiceFromExecutor(exec, "local"); err != nil {
+			return err
+		}
+		if backend, err = localServingBackend(); err != nil {
+			return err
+		}
+	} else {
+		step := kubecfg.Load(kubeconfig)
+		// Inputs are checked before the cluster is contacted.
+		if svc, err = deploy.ServiceFromExecutor(exec, step.Namespace); err != nil {
+			return err
+		}
+		cfg, err := step.RESTConfig()
+		if err != nil {
+			return err
+		}
+		if backend, err = kube.New(cfg); err != nil {
+			return err
+		}
+	}
+	d := &deploy.Deployer{Backend: backend, Log: os.Stdout}
+	ep, err := d.Run(ctx, svc)
+	if err != nil {
+		return err
+	}
+	if err := deploy.WriteOutputs(exec, ep); err != nil {
+		return err
+	}
+	fmt.Printf("%s serves %s at %s\n", svc.Name, svc.ModelURI, ep.URL)
+	return nil
+}
+
+// localServingBackend is the local serving backend: gangboost-runtime from $GANGBOOST_BIN_DIR
+// (default this executable's folder), processes recorded in $GANGBOOST_LOCAL_STATE.
+func localServingBackend() (*local.Backend, error) {
+	binDir, err := kfp.BinDir()
+	if err != nil {
+		return nil, err
+	}
+	state := os.Getenv(kfp.EnvLocalState)
+	if state == "" {
+		return nil, errors.New("GANGBOOST_BACKEND=local needs GANGBOOST_LOCAL_STATE: the folder where the served process is recorded (the local runner sets it)")
+	}
+	return &local.Backend{Runtime: filepath.Join(binDir, "gangboost-runtime"), StateDir: state}, nil
+}
