@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
+	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 	"github.com/gangboost/gangboost/test/cluster"
 
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
@@ -64,7 +65,7 @@ func assertNothingLeft(t *testing.T, work string, mark leaktest.Mark, groups []i
 		t.Errorf("processes started by the run are still running: %v", left)
 	}
 	for _, g := range groups {
-		if m := localrun.GroupMembers(g); len(m) > 0 {
+		if m := procgroup.Members(g); len(m) > 0 {
 			t.Errorf("recorded process group %d still has %v", g, m)
 		}
 	}

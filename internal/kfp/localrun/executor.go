@@ -45,8 +45,9 @@ type Executor interface {
 // processes is the default Executor: each step a process of the binary in the runner's bin
 // folder, in its own process group, with the runner's environment under the step's.
 type processes struct {
-	r     *runner
-	mu    sync.Mutex
+	r  *runner
+	mu sync.Mutex
+	// steps are the finished steps whose output is still open.
 	steps []*step
 }
 
@@ -63,12 +64,14 @@ func (p *processes) Execute(ctx context.Context, c *Container) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("start %s: %w", bin, err)
 	}
-	p.mu.Lock()
-	p.steps = append(p.steps, s)
-	p.mu.Unlock()
 	code, _, err := s.wait(ctx, p.r.opts.Grace, func() {
 		p.r.printf("[%s] stopping: SIGTERM to its process group, SIGKILL after %v\n", c.Task, p.r.opts.Grace)
 	})
+	if s.outputOpen() {
+		p.mu.Lock()
+		p.steps = append(p.steps, s)
+		p.mu.Unlock()
+	}
 	return code, err
 }
 
@@ -88,7 +91,8 @@ func (p *processes) env(step []string) []string {
 	return append(env, step...)
 }
 
-// close stops reading the steps' output (a process that left its group may hold a pipe open).
+// close stops reading the output of the finished steps whose pipe a process that left their group
+// still holds open.
 func (p *processes) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

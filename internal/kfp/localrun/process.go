@@ -5,17 +5,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 )
 
 // A step runs as its own process group, as a container has its own PID namespace: when the step's
@@ -94,103 +94,22 @@ func StopProcesses(stateDir string, grace time.Duration) ([]Process, error) {
 
 func (p Process) running() bool {
 	if p.PGID > 0 {
-		return len(GroupMembers(p.PGID)) > 0
+		return len(procgroup.Members(p.PGID)) > 0
 	}
-	return alive(p.PID)
+	return procgroup.Alive(p.PID)
 }
 
 func (p Process) stop(grace time.Duration) {
 	if p.PGID > 0 {
-		StopGroup(p.PGID, grace)
+		procgroup.StopGroup(p.PGID, grace)
 		return
 	}
 	_ = syscall.Kill(p.PID, syscall.SIGTERM)
 	deadline := time.Now().Add(grace)
-	for alive(p.PID) && time.Now().Before(deadline) {
+	for procgroup.Alive(p.PID) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	_ = syscall.Kill(p.PID, syscall.SIGKILL)
-}
-
-// StopGroup sends TERM to a process group, waits up to grace for it to empty, then sends KILL and
-// waits for it to empty.
-func StopGroup(pgid int, grace time.Duration) {
-	if pgid <= 1 || len(GroupMembers(pgid)) == 0 {
-		return
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	if waitGroupEmpty(pgid, grace) {
-		return
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	waitGroupEmpty(pgid, 5*time.Second)
-}
-
-func waitGroupEmpty(pgid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if len(GroupMembers(pgid)) == 0 {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// procStat is the part of /proc/<pid>/stat the runner reads.
-type procStat struct {
-	pid, ppid, pgid int
-	state           byte
-}
-
-func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStat{}, false
-	}
-	// pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 3 {
-		return procStat{}, false
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	pgid, _ := strconv.Atoi(f[2])
-	return procStat{pid: pid, ppid: ppid, pgid: pgid, state: f[0][0]}, true
-}
-
-// alive reports whether a process exists and is not a zombie (an exited process nobody reaped:
-// PID 1 in a container may never reap).
-func alive(pid int) bool {
-	s, ok := readStat(pid)
-	return ok && s.state != 'Z' && s.state != 'X'
-}
-
-func allPIDs() []int {
-	ents, _ := os.ReadDir("/proc")
-	pids := make([]int, 0, len(ents))
-	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// GroupMembers are the live (not zombie) processes of a process group.
-func GroupMembers(pgid int) []int {
-	var out []int
-	for _, pid := range allPIDs() {
-		if s, ok := readStat(pid); ok && s.pgid == pgid && s.state != 'Z' && s.state != 'X' {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // ProcessesWithEnv are the live processes whose environment holds the exact entry kv (readable for
@@ -200,8 +119,8 @@ func ProcessesWithEnv(kv string) []int {
 	needle := append([]byte(kv), 0)
 	self := os.Getpid()
 	var out []int
-	for _, pid := range allPIDs() {
-		if pid == self || !alive(pid) {
+	for _, pid := range procgroup.PIDs() {
+		if pid == self || !procgroup.Alive(pid) {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
@@ -215,11 +134,14 @@ func ProcessesWithEnv(kv string) []int {
 	return out
 }
 
-// step is one running step: its process, its group, its output.
+// step is one running step: its process group and its output.
 type step struct {
-	cmd     *exec.Cmd
-	readers sync.WaitGroup
-	pipeR   *os.File
+	proc *procgroup.Process
+	// output is the read end of the pipe the step's processes print to; the reader closes it
+	// once every process holding the write end has closed it.
+	output *os.File
+	// outputDone is closed when the output has been read to its end.
+	outputDone chan struct{}
 }
 
 func startStep(argv, env []string, dir string, output func(string)) (*step, error) {
@@ -234,17 +156,18 @@ func startStep(argv, env []string, dir string, output func(string)) (*step, erro
 	cmd.Stdout = w
 	cmd.Stderr = w
 	// Its own process group (stopped as a whole), and killed if the runner itself dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	proc, err := procgroup.Start(cmd)
+	w.Close() // the step's processes hold their own copies
+	if err != nil {
 		r.Close()
-		w.Close()
 		return nil, err
 	}
-	w.Close()
-	s := &step{cmd: cmd, pipeR: r}
-	s.readers.Add(1)
+	s := &step{proc: proc, output: r, outputDone: make(chan struct{})}
 	go func() {
-		defer s.readers.Done()
+		defer close(s.outputDone)
+		// Every finished step releases its pipe here: a run of a thousand steps must not hold a
+		// thousand descriptors.
+		defer r.Close()
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64*1024), 1024*1024)
 		for sc.Scan() {
@@ -257,52 +180,52 @@ func startStep(argv, env []string, dir string, output func(string)) (*step, erro
 // wait waits for the step's main process; when ctx ends first, the step's group is stopped (TERM,
 // then KILL after grace). Either way, whatever is left in its group afterwards is stopped.
 func (s *step) wait(ctx context.Context, grace time.Duration, onInterrupt func()) (exitCode int, interrupted bool, err error) {
-	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
-	pgid := s.cmd.Process.Pid
+	pgid := s.proc.PID()
 	select {
-	case err = <-done:
+	case <-s.proc.Done():
 	case <-ctx.Done():
 		interrupted = true
 		if onInterrupt != nil {
 			onInterrupt()
 		}
-		stopped := make(chan struct{})
-		go func() { StopGroup(pgid, grace); close(stopped) }()
-		err = <-done
-		<-stopped
+		procgroup.StopGroup(pgid, grace)
+		<-s.proc.Done()
 	}
+	err = s.proc.Err()
 	// The container ends with its main process.
-	StopGroup(pgid, 2*time.Second)
+	procgroup.StopGroup(pgid, 2*time.Second)
 	// Output still buffered in the pipe is read; a process that left the group and kept the pipe
 	// open keeps being read in the background until the run closes it.
-	waitTimeout(&s.readers, time.Second)
+	select {
+	case <-s.outputDone:
+	case <-time.After(time.Second):
+	}
 	if err == nil {
 		return 0, interrupted, nil
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal()), interrupted, fmt.Errorf("killed by signal %s", ws.Signal())
-		}
-		return ee.ExitCode(), interrupted, fmt.Errorf("exit status %d", ee.ExitCode())
+	code := procgroup.ExitCode(err)
+	if ws, ok := s.proc.State().Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return code, interrupted, fmt.Errorf("killed by signal %s", ws.Signal())
+	}
+	if code >= 0 {
+		return code, interrupted, fmt.Errorf("exit status %d", code)
 	}
 	return -1, interrupted, err
 }
 
-func (s *step) close() {
-	_ = s.pipeR.Close()
+// outputOpen reports whether a process that left the step's group still holds its output open.
+func (s *step) outputOpen() bool {
+	select {
+	case <-s.outputDone:
+		return false
+	default:
+		return true
+	}
 }
 
-func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
-	c := make(chan struct{})
-	go func() { wg.Wait(); close(c) }()
-	select {
-	case <-c:
-		return true
-	case <-time.After(d):
-		return false
-	}
+// close stops reading the step's output.
+func (s *step) close() {
+	_ = s.output.Close()
 }
 
 type tailBuffer struct {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
 	"github.com/gangboost/gangboost/test/leaktest"
 )
@@ -115,7 +116,7 @@ type syncBuffer = syncbuf.Buffer
 func assertNothingLeft(t *testing.T, workDir string, mark leaktest.Mark, groups ...int) {
 	t.Helper()
 	for _, g := range groups {
-		if m := GroupMembers(g); len(m) > 0 {
+		if m := procgroup.Members(g); len(m) > 0 {
 			t.Errorf("process group %d still has processes %v", g, m)
 		}
 	}
