@@ -108,13 +108,9 @@ func (p *Process) Exited() bool {
 	}
 }
 
-// Signal sends sig to every process of the group. A group whose leader has been reaped may be
-// gone and its id reused, so it is not signalled then.
-func (p *Process) Signal(sig syscall.Signal) {
-	if !p.Exited() {
-		_ = Signal(p.PID(), sig)
-	}
-}
+// Signal sends sig to every process of the group, which may outlive its leader: the kernel does
+// not reuse its id while a member runs.
+func (p *Process) Signal(sig syscall.Signal) { _ = Signal(p.PID(), sig) }
 
 // Stop ends the group as the kubelet ends a container: SIGTERM to the group, SIGKILL to it when
 // the leader has not ended within grace, and SIGKILL once more, after the leader has ended, to

@@ -105,7 +105,7 @@ func TestStopKillsWhatIgnoresSIGTERMAfterGrace(t *testing.T) {
 
 func TestStopKillsMembersThatOutliveTheLeader(t *testing.T) {
 	// The leader ends on SIGTERM at once; its child ignores it and must not be left running.
-	p, child := startShell(t, `(trap '' TERM; while :; do sleep 1; done) & echo $!; trap 'exit 0' TERM; wait`)
+	p, child := startShell(t, `trap 'exit 0' TERM; (trap '' TERM; while :; do sleep 1; done) & echo $!; wait`)
 	pid, err := strconv.Atoi(child)
 	if err != nil {
 		t.Fatal(err)

@@ -8,12 +8,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 	"github.com/gangboost/gangboost/internal/training/gangenv"
 )
 
@@ -42,7 +42,7 @@ type gang struct {
 type proc struct {
 	rank    int
 	name    string
-	cmd     *exec.Cmd
+	proc    *procgroup.Process
 	logR    *os.File
 	logDone chan struct{}
 	alive   bool
@@ -73,22 +73,21 @@ func (g *gang) start() error {
 			g.abortStart()
 			return fmt.Errorf("gang %s: start %s: log pipe: %w", g.job.Name, p.name, err)
 		}
-		p.cmd = &exec.Cmd{
+		cmd := &exec.Cmd{
 			Path:   g.path,
 			Args:   append([]string{g.job.Command}, g.job.Args...),
 			Env:    gangenv.ReplicaEnv(g.job.Env, loopback, g.res.MasterPort, workerAddrs, g.res.WorkerPort, rank),
 			Dir:    g.job.Dir,
 			Stdout: pw,
 			Stderr: pw,
-			// A process group per replica, as a container is one: stopping a replica stops
-			// whatever it started. Pdeathsig ends the replica if the launcher itself dies.
-			SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 		}
 		if beforeStart != nil {
 			err = beforeStart(rank)
 		}
 		if err == nil {
-			err = startOnLockedThread(p.cmd)
+			// A process group per replica, as a container is one: stopping a replica stops
+			// whatever it started; the replica ends if the launcher itself dies.
+			p.proc, err = procgroup.Start(cmd)
 		}
 		pw.Close() // the child holds its own copy
 		if err != nil {
@@ -97,13 +96,13 @@ func (g *gang) start() error {
 			return fmt.Errorf("gang %s: start %s: %w (stopped the %d replicas already started)", g.job.Name, p.name, err, stopped)
 		}
 		p.alive, p.logR = true, pr
-		g.res.Replicas[rank].Pid = p.cmd.Process.Pid
+		g.res.Replicas[rank].Pid = p.proc.PID()
 		g.res.Replicas[rank].Started = time.Now()
 		g.procs = append(g.procs, p)
 		go g.logs.pump(pr, "["+p.name+"] ", p.logDone)
 		go func() {
-			err := p.cmd.Wait()
-			g.exits <- exit{rank: p.rank, state: p.cmd.ProcessState, err: err, at: time.Now()}
+			<-p.proc.Done()
+			g.exits <- exit{rank: p.rank, state: p.proc.State(), err: p.proc.Err(), at: time.Now()}
 		}()
 	}
 	if g.job.Started != nil {
@@ -117,7 +116,7 @@ func (g *gang) start() error {
 // abortStart kills the replicas started so far and waits for them; it returns how many.
 func (g *gang) abortStart() int {
 	for _, p := range g.procs {
-		killGroup(p.cmd.Process.Pid, syscall.SIGKILL)
+		p.proc.Signal(syscall.SIGKILL)
 	}
 	for range g.procs {
 		g.record(<-g.exits, true)
@@ -149,7 +148,7 @@ func (g *gang) wait(ctx context.Context) error {
 			if p.alive {
 				names = append(names, p.name)
 				g.res.Replicas[p.rank].Killed = true
-				killGroup(p.cmd.Process.Pid, syscall.SIGTERM)
+				p.proc.Signal(syscall.SIGTERM)
 			}
 		}
 		if len(names) > 0 {
@@ -195,7 +194,7 @@ func (g *gang) wait(ctx context.Context) error {
 			killAt = nil
 			for _, p := range g.procs {
 				if p.alive {
-					killGroup(p.cmd.Process.Pid, syscall.SIGKILL)
+					p.proc.Signal(syscall.SIGKILL)
 				}
 			}
 		}
@@ -222,7 +221,7 @@ func (g *gang) record(e exit, killed bool) *ReplicaError {
 	p := g.procs[e.rank]
 	p.alive = false
 	// When a container's main process ends, the rest of the container goes with it.
-	killGroup(p.cmd.Process.Pid, syscall.SIGKILL)
+	p.proc.Signal(syscall.SIGKILL)
 	r := &g.res.Replicas[e.rank]
 	r.Duration = e.at.Sub(r.Started)
 	r.Killed = r.Killed || killed
@@ -251,40 +250,6 @@ func (g *gang) drainLogs() {
 			<-p.logDone
 		}
 	}
-}
-
-func killGroup(pid int, sig syscall.Signal) {
-	// ESRCH (the group is gone) is the expected outcome once a replica has ended.
-	_ = syscall.Kill(-pid, sig)
-}
-
-// starter starts processes from one goroutine locked to its OS thread for the life of the
-// program: Pdeathsig fires when the thread that forked the child ends, and Go may end other
-// threads (a goroutine that exits while locked to its thread takes the thread with it), which
-// would kill a healthy replica.
-var starter struct {
-	once sync.Once
-	reqs chan startReq
-}
-
-type startReq struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-func startOnLockedThread(cmd *exec.Cmd) error {
-	starter.once.Do(func() {
-		starter.reqs = make(chan startReq)
-		go func() {
-			runtime.LockOSThread() // never unlocked: the thread must outlive every child
-			for r := range starter.reqs {
-				r.done <- r.cmd.Start()
-			}
-		}()
-	})
-	done := make(chan error, 1)
-	starter.reqs <- startReq{cmd: cmd, done: done}
-	return <-done
 }
 
 // logSink writes whole lines from all replicas to one writer, never interleaving two lines.
