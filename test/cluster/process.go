@@ -13,81 +13,58 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 )
 
 // process is one control-plane component running as a child process.
 type process struct {
 	Name    string
 	LogPath string
-	cmd     *exec.Cmd
-	logFile *os.File
-	done    chan struct{}
-	err     error
+	proc    *procgroup.Process
 }
 
 // startProcess starts bin in its own process group with its output in
 // logDir/<name>.log. The process group lets stop() end the component and
-// anything it forked; Pdeathsig makes the kernel kill it if the test binary
-// dies without cleanup (go test -timeout panics, SIGKILL).
+// anything it forked; the kernel kills it if the test binary dies without
+// cleanup (go test -timeout panics, SIGKILL).
 func startProcess(logDir, name, bin string, args, env []string) (*process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	// The component holds its own copy of the log file.
+	defer f.Close()
 	fmt.Fprintf(f, "$ %s %s\n", bin, strings.Join(args, " "))
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout = f
 	cmd.Stderr = f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		f.Close()
+	proc, err := procgroup.Start(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("start %s (%s): %w", name, bin, err)
 	}
-	p := &process{Name: name, LogPath: logPath, cmd: cmd, logFile: f, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	return p, nil
+	return &process{Name: name, LogPath: logPath, proc: proc}, nil
 }
 
 // PID is the process id, which is also its process group id.
-func (p *process) PID() int { return p.cmd.Process.Pid }
+func (p *process) PID() int { return p.proc.PID() }
 
 // exited reports whether the process has ended, and how.
 func (p *process) exited() (bool, error) {
-	select {
-	case <-p.done:
-		if p.err == nil {
-			return true, errors.New("exited with status 0")
-		}
-		return true, p.err
-	default:
+	if !p.proc.Exited() {
 		return false, nil
 	}
+	if err := p.proc.Err(); err != nil {
+		return true, err
+	}
+	return true, errors.New("exited with status 0")
 }
 
 // stop sends SIGTERM to the process group, then SIGKILL after grace.
-func (p *process) stop(grace time.Duration) {
-	if ok, _ := p.exited(); ok {
-		return
-	}
-	pgid := p.PID()
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-p.done
-	}
-	// Children that ignored SIGTERM and outlived the leader.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-}
+func (p *process) stop(grace time.Duration) { p.proc.Stop(grace) }
 
 // tailFile returns the last n lines of a file.
 func tailFile(path string, n int) string {

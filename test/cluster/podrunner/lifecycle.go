@@ -19,6 +19,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 )
 
 // run executes init containers in order, then the containers together,
@@ -166,61 +168,38 @@ func (r *Runner) exec(ctx context.Context, pod *corev1.Pod, proc *podProc, l *la
 	cmd.Env = l.env
 	cmd.Dir = l.dir
 	cmd.Stdout, cmd.Stderr = f, f
-	// Own process group: deletion kills what the container forked too;
-	// Pdeathsig: nothing outlives the test binary.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if r.opts.MountVolumes {
 		// Go makes the new namespace's mounts private, so nothing reaches the host's.
-		cmd.SysProcAttr.Unshareflags = syscall.CLONE_NEWNS
+		cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
 	}
 	proc.mu.Lock()
 	if ctx.Err() != nil {
 		proc.mu.Unlock()
 		return 137, "", ctx.Err()
 	}
-	if err := cmd.Start(); err != nil {
+	// Own process group: deletion kills what the container forked too, and nothing outlives
+	// the test binary.
+	container, err := procgroup.Start(cmd)
+	if err != nil {
 		proc.mu.Unlock()
 		fmt.Fprintf(f, "start: %v\n", err)
 		return 128, err.Error(), err
 	}
-	proc.cmds = append(proc.cmds, cmd)
+	proc.containers = append(proc.containers, container)
 	proc.mu.Unlock()
-	waited := make(chan struct{})
 	if started != nil {
 		pctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		pgid := cmd.Process.Pid
 		grace := r.opts.GracePeriod
-		started(pctx, func() {
-			proc.mu.Lock()
-			select {
-			case <-waited:
-				proc.mu.Unlock()
-				return
-			default:
-			}
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			proc.mu.Unlock()
-			select {
-			case <-waited:
-			case <-time.After(grace):
-				_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			}
-		})
+		started(pctx, func() { container.Stop(grace) })
 	}
-	err = cmd.Wait()
+	err = container.Err()
 	proc.mu.Lock()
-	proc.cmds = slices.DeleteFunc(proc.cmds, func(c *exec.Cmd) bool { return c == cmd })
-	close(waited)
+	proc.containers = slices.DeleteFunc(proc.containers, func(c *procgroup.Process) bool { return c == container })
 	proc.mu.Unlock()
 	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
-		err = nil
+	if c := procgroup.ExitCode(err); err != nil && c >= 0 {
+		code, err = c, nil
 	}
 	msg := ""
 	if l.fallbackToLogs && code != 0 {

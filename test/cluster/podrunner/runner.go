@@ -63,7 +63,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -79,6 +78,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 )
 
 // Options configure a Runner.
@@ -187,7 +188,8 @@ type podProc struct {
 	exited chan struct{}
 	ports  []int
 	mu     sync.Mutex
-	cmds   []*exec.Cmd
+	// containers are the running containers' processes.
+	containers []*procgroup.Process
 	// state is the pod's status as reported, once its containers start.
 	state *podState
 }
@@ -443,9 +445,9 @@ func portFree(port int) error {
 func (proc *podProc) signal(sig syscall.Signal) {
 	proc.mu.Lock()
 	defer proc.mu.Unlock()
-	// exec removes a command once waited for, so every one here runs.
-	for _, c := range proc.cmds {
-		_ = syscall.Kill(-c.Process.Pid, sig)
+	// exec removes a container once it has ended, so every one here runs.
+	for _, c := range proc.containers {
+		c.Signal(sig)
 	}
 }
 

@@ -9,7 +9,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,9 +22,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
 )
 
@@ -94,11 +93,11 @@ var _ deploy.Backend = (*Backend)(nil)
 
 // proc is a runtime process Apply started; Wait makes it the served version or stops it.
 type proc struct {
-	rec     Record
-	log     string // its log file
-	dir     string // the model folder it serves
-	exited  chan struct{}
-	waitErr error // set when exited is closed
+	rec Record
+	log string // its log file
+	dir string // the model folder it serves
+	// proc is the runtime process, reaped when it ends while this process lives.
+	proc *procgroup.Process
 
 	// lastReady is the last answer of /v2/health/ready; failure what ended the wait.
 	lastReady string
@@ -165,21 +164,16 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 	cmd.Dir = dir
 	// Its own session: the step's end, or a Ctrl-C in the step's terminal, does not stop the
 	// service; the local runner stops the process group it records.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	rt, err := procgroup.StartDetached(cmd)
+	if err != nil {
 		os.Remove(logFile.Name())
 		return fmt.Errorf("local service %s: start %s: %w", s.Name, runtimeBin, err)
 	}
 	p := &proc{
 		rec: Record{PID: cmd.Process.Pid, PGID: cmd.Process.Pid, Name: s.Name,
 			URL: "http://127.0.0.1:" + strconv.Itoa(httpPort), GRPC: "127.0.0.1:" + strconv.Itoa(grpcPort)},
-		log: logFile.Name(), dir: dir, exited: make(chan struct{}),
+		log: logFile.Name(), dir: dir, proc: rt,
 	}
-	go func() {
-		// Reaps the process if it ends while this process lives.
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
 	b.mu.Lock()
 	if b.started == nil {
 		b.started = map[string]*proc{}
@@ -204,7 +198,7 @@ func (b *Backend) Wait(ctx context.Context, s *deploy.Service, progress func(str
 	err := b.waitReady(ctx, p, progress)
 	if err != nil {
 		p.failure = err.Error()
-		b.stop(p.rec, p.exited)
+		b.stop(p.rec, p.proc)
 		failed := FailedLogPath(b.StateDir, s.Name)
 		if os.Rename(p.log, failed) == nil {
 			p.log = failed
@@ -213,14 +207,14 @@ func (b *Backend) Wait(ctx context.Context, s *deploy.Service, progress func(str
 	}
 	old, oldErr := ReadRecord(b.StateDir, s.Name)
 	if err := writeRecord(b.StateDir, p.rec); err != nil {
-		b.stop(p.rec, p.exited)
+		b.stop(p.rec, p.proc)
 		return nil, err
 	}
 	// The old version's log goes with it; the new one takes the service's log name.
 	_ = os.Rename(p.log, LogPath(b.StateDir, s.Name))
 	p.log = LogPath(b.StateDir, s.Name)
 	progress(fmt.Sprintf("recorded in %s, log %s", RecordPath(b.StateDir, s.Name), p.log))
-	if oldErr == nil && old.PID != p.rec.PID && alive(old.PID) {
+	if oldErr == nil && old.PID != p.rec.PID && procgroup.Alive(old.PID) {
 		grace := b.SwitchGrace
 		if grace == 0 {
 			grace = time.Second
@@ -257,8 +251,8 @@ func (b *Backend) waitReady(ctx context.Context, p *proc, progress func(string))
 	}
 	for {
 		select {
-		case <-p.exited:
-			return fmt.Errorf("runtime pid %d exited before it was ready: %v", p.rec.PID, p.waitErr)
+		case <-p.proc.Done():
+			return fmt.Errorf("runtime pid %d exited before it was ready: %v", p.rec.PID, p.proc.Err())
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case <-tick.C:
@@ -298,15 +292,15 @@ func (b *Backend) Describe(ctx context.Context, s *deploy.Service) string {
 	var out strings.Builder
 	fmt.Fprintf(&out, "runtime pid %d (model folder %s, %s)", p.rec.PID, p.dir, p.rec.URL)
 	select {
-	case <-p.exited:
-		fmt.Fprintf(&out, " ended: %v\n", p.waitErr)
+	case <-p.proc.Done():
+		fmt.Fprintf(&out, " ended: %v\n", p.proc.Err())
 	default:
 		out.WriteString(" still running\n")
 	}
 	if p.lastReady != "" {
 		fmt.Fprintf(&out, "last /v2/health/ready: %s\n", p.lastReady)
 	}
-	if rec, err := ReadRecord(b.StateDir, s.Name); err == nil && rec.PID != p.rec.PID && alive(rec.PID) {
+	if rec, err := ReadRecord(b.StateDir, s.Name); err == nil && rec.PID != p.rec.PID && procgroup.Alive(rec.PID) {
 		fmt.Fprintf(&out, "the previous version (pid %d, %s) keeps serving\n", rec.PID, rec.URL)
 	}
 	n := b.LogTailLines
@@ -358,47 +352,20 @@ func writeRecord(stateDir string, r Record) error {
 }
 
 // stop sends SIGTERM to the process group (the runtime drains in-flight requests), and SIGKILL
-// when it has not ended within StopTimeout. exited, when known, is closed once it is reaped.
-func (b *Backend) stop(r Record, exited <-chan struct{}) {
-	pgid := r.PGID
-	if pgid <= 0 {
-		pgid = r.PID
-	}
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+// when it has not ended within StopTimeout. started is the process when this process started it
+// (and reaps it), nil for a recorded one.
+func (b *Backend) stop(r Record, started *procgroup.Process) {
 	timeout := b.StopTimeout
 	if timeout == 0 {
 		timeout = 30 * time.Second
 	}
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if exited != nil {
-			select {
-			case <-exited:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-		} else {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if exited == nil && !alive(r.PID) {
-			return
-		}
+	if started != nil {
+		started.Stop(timeout)
+		return
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-}
-
-// alive reports whether pid runs (a zombie, ended but not yet reaped by its parent, does not).
-func alive(pid int) bool {
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return false
+	pgid := r.PGID
+	if pgid <= 0 {
+		pgid = r.PID
 	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	// pid (comm) state ...: comm may hold spaces and parentheses; the state follows the last ')'.
-	if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) {
-		return stat[i+2] != 'Z'
-	}
-	return true
+	procgroup.StopGroup(pgid, timeout)
 }

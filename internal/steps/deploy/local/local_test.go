@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
 )
 
@@ -201,7 +202,7 @@ func TestLocalRollout(t *testing.T) {
 	if err != nil || rec2.URL != ep2.URL || rec2.PID == rec1.PID {
 		t.Errorf("record after the rollout = %+v, %v; want v2's at %s", rec2, err, ep2.URL)
 	}
-	if alive(rec1.PID) {
+	if procgroup.Alive(rec1.PID) {
 		t.Errorf("v1's runtime (pid %d) still runs after the rollout", rec1.PID)
 	}
 	mu.Lock()
