@@ -14,6 +14,7 @@ import (
 
 	"github.com/gangboost/gangboost/test/cluster"
 	"github.com/gangboost/gangboost/test/cluster/podrunner"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 // TestMain starts the test control plane (two nodes with one GPU each, Volcano, the Training
@@ -54,10 +55,10 @@ func TestGangSchedulingNotebook(t *testing.T) {
 	if keep := os.Getenv("GANGBOOST_KEEP_NOTEBOOKS"); keep != "" {
 		out = filepath.Join(keep, "gang-scheduling.executed.ipynb")
 	}
-	cmd := exec.Command(debianPython, "-c", execute, filepath.Join(repoRoot(), "notebooks", "gang-scheduling.ipynb"), out,
-		filepath.Join(repoRoot(), "notebooks"))
+	cmd := exec.Command(debianPython, "-c", execute, filepath.Join(testbin.Root(t), "notebooks", "gang-scheduling.ipynb"), out,
+		filepath.Join(testbin.Root(t), "notebooks"))
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "NAMESPACE="+ns,
-		"GANGBOOST_MANIFESTS="+filepath.Join(repoRoot(), "manifests"))
+		"GANGBOOST_MANIFESTS="+filepath.Join(testbin.Root(t), "manifests"))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("notebook failed: %v\n%s\ncontrol plane logs:\n%s", err, b, c.LogTails(40))
 	}

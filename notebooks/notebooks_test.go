@@ -4,7 +4,6 @@ package notebooks
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gangboost/gangboost/test/evaltest"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 // debianPython is Debian's interpreter, for which python3-nbclient, -ipykernel, -matplotlib,
@@ -29,11 +31,6 @@ NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"
 nbformat.write(nb, sys.argv[2])
 `
 
-func repoRoot() string {
-	wd, _ := os.Getwd()
-	return filepath.Dir(wd)
-}
-
 func requirePython(t *testing.T) {
 	t.Helper()
 	if err := exec.Command(debianPython, "-c", "import nbclient, nbformat, ipykernel, matplotlib, requests, numpy").Run(); err != nil {
@@ -44,18 +41,9 @@ func requirePython(t *testing.T) {
 // startRuntime serves the iris model on a free port and returns its base URL.
 func startRuntime(t *testing.T) string {
 	t.Helper()
-	bin := os.Getenv("GANGBOOST_BIN_DIR")
-	if bin == "" {
-		bin = filepath.Join(repoRoot(), "bin")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(filepath.Join(bin, "gangboost-runtime"), "--model_name", "iris",
-		"--model_dir", filepath.Join(repoRoot(), "runtime", "testdata", "models", "iris"),
+	port := evaltest.FreePort(t)
+	cmd := exec.Command(testbin.Installed(t, "gangboost-runtime"), "--model_name", "iris",
+		"--model_dir", filepath.Join(testbin.Root(t), "runtime", "testdata", "models", "iris"),
 		"--http_port", strconv.Itoa(port), "--grpc_port", "0")
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start gangboost-runtime (make build): %v", err)
@@ -83,9 +71,9 @@ func TestPredictNotebook(t *testing.T) {
 	if keep := os.Getenv("GANGBOOST_KEEP_NOTEBOOKS"); keep != "" {
 		out = filepath.Join(keep, "predict.executed.ipynb") // to look at what it shows
 	}
-	cmd := exec.Command(debianPython, "-c", execute, filepath.Join(repoRoot(), "notebooks", "predict.ipynb"), out, t.TempDir())
+	cmd := exec.Command(debianPython, "-c", execute, filepath.Join(testbin.Root(t), "notebooks", "predict.ipynb"), out, t.TempDir())
 	cmd.Env = append(os.Environ(), "GANGBOOST_ENDPOINT="+url, "GANGBOOST_MODEL=iris",
-		"GANGBOOST_MODEL_METADATA="+filepath.Join(repoRoot(), "runtime", "testdata", "models", "iris", "metadata.json"),
+		"GANGBOOST_MODEL_METADATA="+filepath.Join(testbin.Root(t), "runtime", "testdata", "models", "iris", "metadata.json"),
 		"MPLBACKEND=module://matplotlib_inline.backend_inline")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("notebook failed: %v\n%s", err, b)
@@ -153,7 +141,7 @@ func outputsText(t *testing.T, path string) string {
 
 // The committed notebooks carry no outputs: what they show comes from running them.
 func TestNotebooksAreStripped(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(repoRoot(), "notebooks", "*.ipynb"))
+	files, _ := filepath.Glob(filepath.Join(testbin.Root(t), "notebooks", "*.ipynb"))
 	if len(files) == 0 {
 		t.Fatal("no notebooks")
 	}

@@ -15,10 +15,10 @@ import (
 
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
-	"github.com/gangboost/gangboost/test/cluster"
 
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
 	"github.com/gangboost/gangboost/test/leaktest"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 // The demo tests run `gangboost pipeline run --local` as `make demo` does: the built binaries
@@ -29,7 +29,7 @@ var demoBinaries = []string{"gangboost", "prepare-data", "launch-xgboostjob", "d
 
 func requireDemoBinaries(t *testing.T) string {
 	t.Helper()
-	bin := cluster.BinDir()
+	bin := testbin.Dir(t)
 	for _, b := range demoBinaries {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
 			t.Fatalf("%s is not built (run `make build`, or set GANGBOOST_BIN_DIR): %v", b, err)

@@ -21,9 +21,13 @@ import (
 	"github.com/gangboost/gangboost/internal/kfp/kfptest"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
 	"github.com/gangboost/gangboost/internal/steps/deploy/local"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 var update = flag.Bool("update", false, "rewrite component.yaml from deploy.Component")
+
+// TestMain removes the component binary the tests build.
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 const generator = "internal/steps/deploy.Component: go test ./components/deploy-inferenceservice -update"
 
@@ -78,31 +82,17 @@ func TestREADME(t *testing.T) {
 	}
 }
 
-func binDir(t *testing.T) string {
-	if d := os.Getenv("GANGBOOST_BIN_DIR"); d != "" {
-		return d
-	}
-	abs, err := filepath.Abs("../../bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return abs
-}
-
 // TestLocalBackend runs the component as the local pipeline runner does (GANGBOOST_BACKEND=local,
 // the claim a local folder at pvc_mount_path): it serves the model with gangboost-runtime,
 // records the process, and its ExecutorOutput names the URL that serves the model.
 func TestLocalBackend(t *testing.T) {
-	bins := binDir(t)
+	bins := testbin.Dir(t)
 	for _, b := range []string{"gangboost-train", "gangboost-runtime"} {
 		if _, err := os.Stat(filepath.Join(bins, b)); err != nil {
 			t.Fatalf("%s not in %s (run `make build`, or set GANGBOOST_BIN_DIR): %v", b, bins, err)
 		}
 	}
-	self := filepath.Join(t.TempDir(), "deploy-inferenceservice")
-	if out, err := exec.Command("go", "build", "-o", self, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	self := testbin.Built(t, "./components/deploy-inferenceservice")
 	claim, state, outDir := t.TempDir(), t.TempDir(), t.TempDir()
 	model := filepath.Join(claim, "models", "iris", "v1")
 	if out, err := exec.Command(filepath.Join(bins, "gangboost-train"), "--dataset", "iris", "--objective", "multi:softprob",

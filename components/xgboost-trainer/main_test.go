@@ -21,28 +21,22 @@ import (
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/plumbing/sysmem"
-	"github.com/gangboost/gangboost/internal/training/localgang"
 
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
+	"github.com/gangboost/gangboost/test/evaltest"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 // trainerBin is gangboost-train built once for every test in this package.
 var trainerBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gangboost-train-test")
-	if err != nil {
-		panic(err)
-	}
-	trainerBin = filepath.Join(dir, "gangboost-train")
-	out, err := exec.Command("go", "build", "-o", trainerBin, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build gangboost-train: %v\n%s", err, out)
+	var err error
+	if trainerBin, err = testbin.Build("./components/xgboost-trainer"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m)
 }
 
 // writeCSV writes n rows of a synthetic binary classification problem with f features, a few
@@ -77,17 +71,6 @@ func writeCSV(t *testing.T, path string, n, f int, seed int64) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	// The gang uses the port and the one after it (tracker, gang watch); picked as the local
-	// launcher picks them, outside the ephemeral range, so nothing takes them before rank 0 binds.
-	port, err := localgang.FreePort(true, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
-}
-
 // rank is one process of a gang started by the test itself, with the Training Operator's env.
 type rank struct {
 	cmd *exec.Cmd
@@ -105,7 +88,8 @@ func startGang(t *testing.T, world int, args ...string) []*rank {
 // files would read them.
 func startGangEach(t *testing.T, world int, argsOf func(rank int) []string) []*rank {
 	t.Helper()
-	port := freePort(t)
+	// The gang uses the port and the one after it (tracker, gang watch): FreePort keeps both free.
+	port := evaltest.FreePort(t)
 	var ranks []*rank
 	for r := 0; r < world; r++ {
 		cmd := exec.Command(trainerBin, argsOf(r)...)

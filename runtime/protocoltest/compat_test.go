@@ -96,7 +96,7 @@ func copyFile(t *testing.T, src, dir, name string) {
 // content, the legacy binary format (.bst) included; two model files or only a pickle keep the
 // server not ready with a message naming them.
 func TestModelFoldersAsXGBServerTakesThem(t *testing.T) {
-	seeds := filepath.Join(repoRoot(), "runtime", "forest", "testdata")
+	seeds := filepath.Join(root, "runtime", "forest", "testdata")
 	body := []byte(`{"inputs":[{"name":"x","shape":[2,3],"datatype":"FP32","data":[1,2,3,0.5,-1,7]}],"outputs":[{"name":"output-0"},{"name":"contribs"}]}`)
 	jsonDir := t.TempDir()
 	copyFile(t, filepath.Join(seeds, "seed_binary.json"), jsonDir, "model.json")

@@ -5,63 +5,47 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
+	"github.com/gangboost/gangboost/test/evaltest"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 var runtimeBin string
 
-// repoRoot is the repository root, from this file's location.
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+// root is the checkout (repodir.Root).
+var root string
 
-func modelsDir() string { return filepath.Join(repoRoot(), "runtime", "testdata", "models") }
+func modelsDir() string { return filepath.Join(root, "runtime", "testdata", "models") }
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gangboost-runtime-test")
-	if err != nil {
-		panic(err)
+	var err error
+	if root, err = repodir.Root(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	runtimeBin = filepath.Join(dir, "gangboost-runtime")
 	if bin := os.Getenv("GANGBOOST_RUNTIME_UNDER_TEST"); bin != "" {
 		// Run the suite against another build, e.g. an older one to show a test fails there.
 		runtimeBin = bin
-	} else {
-		cmd := exec.Command("go", "build", "-o", runtimeBin, "./runtime/cmd/gangboost-runtime")
-		cmd.Dir = repoRoot()
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build gangboost-runtime: %v\n%s", err, out)
-			os.Exit(1)
-		}
+	} else if runtimeBin, err = testbin.Build("./runtime/cmd/gangboost-runtime", "CGO_ENABLED=0"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbin.Main(m)
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// freePort is the shared test port picker.
+var freePort = evaltest.FreePort
 
 type logBuffer = syncbuf.Buffer
 

@@ -22,7 +22,7 @@ func TestKServeStylePythonClient(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(modelsDir(), c.dir)
 			s := start(t, "--model_name", c.name, "--model_dir", dir)
-			out, err := exec.Command(debianPython, filepath.Join(repoRoot(), "runtime", "testdata", "kserve_client.py"),
+			out, err := exec.Command(debianPython, filepath.Join(root, "runtime", "testdata", "kserve_client.py"),
 				s.URL, c.name, filepath.Join(dir, c.file), c.nfeat).CombinedOutput()
 			if err != nil {
 				t.Fatalf("client failed: %v\n%s", err, out)
@@ -48,7 +48,7 @@ func TestKServeClientCompatibility(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := filepath.Join(modelsDir(), c.dir)
 			s := start(t, "--model_name", c.name, "--model_dir", dir)
-			out, err := exec.Command(debianPython, filepath.Join(repoRoot(), "runtime", "testdata", "kserve_compat.py"),
+			out, err := exec.Command(debianPython, filepath.Join(root, "runtime", "testdata", "kserve_compat.py"),
 				s.URL, c.name, filepath.Join(dir, c.file), c.names).CombinedOutput()
 			if err != nil {
 				t.Fatalf("client failed: %v\n%s", err, out)

@@ -20,6 +20,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/gangboost/gangboost/internal/plumbing/ci"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 func requireKubectl(t *testing.T) {
@@ -30,15 +31,6 @@ func requireKubectl(t *testing.T) {
 		}
 		t.Skipf("kubectl (kustomize) not found: %v", err)
 	}
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	r, err := RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
 }
 
 func findObject(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
@@ -63,7 +55,7 @@ func TestRenderOperatorConfig(t *testing.T) {
 	requireKubectl(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	m, err := RenderOperatorConfig(ctx, repoRoot(t))
+	m, err := RenderOperatorConfig(ctx, testbin.Root(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +124,7 @@ func TestRenderOperatorConfig(t *testing.T) {
 // actions and plugins, the training queue and the priority classes.
 func TestRenderVolcanoConfig(t *testing.T) {
 	requireKubectl(t)
-	vc, err := RenderVolcanoConfig(context.Background(), repoRoot(t))
+	vc, err := RenderVolcanoConfig(context.Background(), testbin.Root(t))
 	if err != nil {
 		t.Fatal(err)
 	}

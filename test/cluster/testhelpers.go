@@ -15,20 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/gangboost/gangboost/internal/plumbing/ci"
+	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 )
-
-// BinDir is where `make build` puts gangboost's binaries, which the pod runner runs for the
-// images of the tests: $GANGBOOST_BIN_DIR, else <repo>/bin.
-func BinDir() string {
-	if d := os.Getenv("GANGBOOST_BIN_DIR"); d != "" {
-		return d
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		return "bin"
-	}
-	return filepath.Join(root, "bin")
-}
 
 // WaitFor polls cond every 100 ms until it is true, and fails t naming desc and cond's last
 // error when timeout passes first. An error from cond is kept as the reason and polling goes on:
@@ -152,11 +140,17 @@ func (c *Cluster) RequirePodMounts(t testing.TB) {
 }
 
 // GangboostCommands maps each of gangboost's binaries named (gangboost-train, launch-xgboostjob, ...) to
-// its file in BinDir: the pod runner's Options.Commands for pods of gangboost's images.
+// its file in the folder `make build` puts them in (repodir.BinDir): the pod runner's
+// Options.Commands for pods of gangboost's images. It panics outside a checkout with
+// $GANGBOOST_BIN_DIR unset, where the test cluster's own tools cannot be found either.
 func GangboostCommands(names ...string) map[string]string {
+	dir, err := repodir.BinDir()
+	if err != nil {
+		panic("cluster.GangboostCommands: " + err.Error())
+	}
 	m := make(map[string]string, len(names))
 	for _, n := range names {
-		m[n] = filepath.Join(BinDir(), n)
+		m[n] = filepath.Join(dir, n)
 	}
 	return m
 }

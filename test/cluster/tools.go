@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 )
 
 // Tool is one group of control-plane binaries built from its own module
@@ -111,36 +113,18 @@ func CacheDir() (string, error) {
 	return filepath.Join(base, "gangboost", "cluster"), nil
 }
 
-// ToolsModuleDir finds test/cluster/tools of this repository: $GANGBOOST_REPO
-// if set, else the nearest parent of the working directory holding it (go
-// test runs in the package folder).
+// ToolsModuleDir is test/cluster/tools of the checkout (repodir.Root: $GANGBOOST_REPO, else the
+// checkout above the working directory, where go test runs a package's tests).
 func ToolsModuleDir() (string, error) {
-	if repo := os.Getenv("GANGBOOST_REPO"); repo != "" {
-		return filepath.Join(repo, "test", "cluster", "tools"), nil
-	}
-	dir, err := os.Getwd()
+	root, err := repodir.Root()
 	if err != nil {
 		return "", err
 	}
-	for d := dir; ; d = filepath.Dir(d) {
-		cand := filepath.Join(d, "test", "cluster", "tools")
-		if _, err := os.Stat(filepath.Join(cand, "kube", "go.mod")); err == nil {
-			return cand, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no test/cluster/tools/kube/go.mod above %s; set GANGBOOST_REPO to the repository root", dir)
-		}
-	}
+	return filepath.Join(root, "test", "cluster", "tools"), nil
 }
 
-// RepoRoot is the repository holding test/cluster/tools.
-func RepoRoot() (string, error) {
-	tools, err := ToolsModuleDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Dir(filepath.Dir(filepath.Dir(tools))), nil
-}
+// RepoRoot is the checkout, found as repodir.Root finds it.
+var RepoRoot = repodir.Root
 
 func (t Tool) module() string {
 	if t.Module != "" {

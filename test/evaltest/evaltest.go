@@ -6,7 +6,6 @@ package evaltest
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,19 +16,24 @@ import (
 	"time"
 
 	claimlayout "github.com/gangboost/gangboost/internal/contract/claim"
+	"github.com/gangboost/gangboost/internal/plumbing/netport"
+	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 	"github.com/gangboost/gangboost/internal/steps/prepare"
-	"github.com/gangboost/gangboost/test/cluster"
 )
 
 // ClaimName is the claim the fixtures' model_uri names.
 const ClaimName = "gangboost-models"
 
-// Binary is bin/<name> (cluster.BinDir), failing t with the command that builds it.
+// Binary is bin/<name> (repodir.BinDir), failing t with the command that builds it.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
-	p := filepath.Join(cluster.BinDir(), name)
+	bin, err := repodir.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(bin, name)
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%v: run make build", err)
+		t.Fatalf("%v: run make build, or set %s", err, repodir.EnvBinDir)
 	}
 	return p
 }
@@ -65,15 +69,19 @@ func Train(t testing.TB, claim string, res *prepare.Result, model string, flags 
 	return uri.String()
 }
 
-// FreePort is a loopback port nobody listens on at the moment.
+// ports are the ports tests of this process were handed: two servers a test starts side by side
+// never get the same one.
+var ports netport.Set
+
+// FreePort is a port nobody listens on at the moment, with its next port free too, outside the
+// ephemeral range (netport), and not handed to a test of this process before.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := ports.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // Serve starts gangboost-runtime serving modelDir as model, waits until it is live, and stops it

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,13 +23,17 @@ import (
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/plumbing/ci"
+	"github.com/gangboost/gangboost/internal/plumbing/repodir"
+	"github.com/gangboost/gangboost/test/evaltest"
 )
 
 // store is a container storage of this test run only, so every run builds from scratch and
 // reuses nothing an earlier run left.
 var (
-	store    string
-	binDir   string
+	store  string
+	binDir string
+	// root is the checkout (repodir.Root).
+	root     string
 	version  string
 	registry = "ghcr.io/gangboost"
 	built    string // build-images.sh's report: sizes and build times
@@ -41,6 +44,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	var err error
+	if root, err = repodir.Root(); err != nil {
+		fmt.Fprintln(os.Stderr, "images:", err)
+		return 1
+	}
 	version = readVersion()
 	if !hasTools() {
 		if ci.Running() {
@@ -50,9 +58,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "images: skipping image tests: buildah, podman or runc missing (apt-get install -y buildah podman runc)")
 		return m.Run() // the version checks still run
 	}
-	binDir = os.Getenv("GANGBOOST_BIN_DIR")
-	if binDir == "" {
-		binDir = filepath.Join(repoRoot(), "bin")
+	if binDir, err = repodir.BinDir(); err != nil {
+		fmt.Fprintln(os.Stderr, "images:", err)
+		return 1
 	}
 	for _, b := range []string{"gangboost-runtime", "gangboost-train"} {
 		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
@@ -75,7 +83,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cmd := exec.Command(filepath.Join(repoRoot(), "scripts", "build-images.sh"))
+	cmd := exec.Command(filepath.Join(root, "scripts", "build-images.sh"))
 	cmd.Env = append(os.Environ(), "BUILDAH_STORAGE="+strings.Join(storageFlags(), " "),
 		"DIST="+filepath.Join(dir, "dist"), "GANGBOOST_BIN_DIR="+binDir, "VERSION="+version, "REGISTRY="+registry)
 	out, err := cmd.CombinedOutput()
@@ -108,13 +116,8 @@ func storageFlags() []string {
 	return []string{"--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run")}
 }
 
-func repoRoot() string {
-	wd, _ := os.Getwd()
-	return filepath.Join(wd, "..", "..")
-}
-
 func readVersion() string {
-	b, err := os.ReadFile(filepath.Join(repoRoot(), "VERSION"))
+	b, err := os.ReadFile(filepath.Join(root, "VERSION"))
 	if err != nil {
 		panic(err)
 	}
@@ -139,16 +142,6 @@ func requireImages(t *testing.T) {
 	if store == "" {
 		t.Skip("buildah, podman or runc missing")
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func TestImagesBuiltFromScratch(t *testing.T) {
@@ -183,7 +176,7 @@ func TestRuntimeImageServes(t *testing.T) {
 	requireImages(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	models := filepath.Join(repoRoot(), "runtime", "testdata", "models", "iris")
+	models := filepath.Join(root, "runtime", "testdata", "models", "iris")
 	body := []byte(`{"inputs":[{"name":"x","shape":[2,4],"datatype":"FP32","data":[5.1,3.5,1.4,0.2,6.7,3.0,5.2,2.3]}],"outputs":[{"name":"output-0"},{"name":"contribs"}]}`)
 
 	answer := func(url string) (int, []byte) {
@@ -210,7 +203,7 @@ func TestRuntimeImageServes(t *testing.T) {
 		return resp.StatusCode, idField.ReplaceAll(b, nil)
 	}
 
-	hp, gp := freePort(t), freePort(t)
+	hp, gp := evaltest.FreePort(t), evaltest.FreePort(t)
 	name := "gangboost-runtime-test-" + strconv.Itoa(hp)
 	probe := buildWriteProbe(t)
 	ctr := podman(ctx, "run", "--rm", "--name", name, "--network", "host", "--read-only", "--cap-drop", "ALL",
@@ -230,7 +223,7 @@ func TestRuntimeImageServes(t *testing.T) {
 	}()
 	code, got := answer("http://127.0.0.1:" + strconv.Itoa(hp))
 
-	bp := freePort(t)
+	bp := evaltest.FreePort(t)
 	host := exec.CommandContext(ctx, filepath.Join(binDir, "gangboost-runtime"), "--model_name", "iris", "--model_dir", models,
 		"--http_port", strconv.Itoa(bp), "--grpc_port", "0")
 	if err := host.Start(); err != nil {
@@ -327,7 +320,7 @@ func TestTrainerImageTrainsAsAGang(t *testing.T) {
 	if err := os.Chmod(pvc, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := evaltest.FreePort(t)
 	const world = 3
 	var wg sync.WaitGroup
 	outs := make([][]byte, world)
@@ -374,7 +367,7 @@ func TestImageBinariesAndComponentCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	commands := map[string]bool{"gangboost-train": true}
-	specs, _ := filepath.Glob(filepath.Join(repoRoot(), "components", "*", "component.yaml"))
+	specs, _ := filepath.Glob(filepath.Join(root, "components", "*", "component.yaml"))
 	for _, spec := range specs {
 		cmd, img := componentCommand(t, spec)
 		if img != image("gangboost") {

@@ -16,7 +16,6 @@ var imageRef = regexp.MustCompile(`(?:ghcr\.io/gangboost/(?:gangboost(?:-runtime
 // Every reference to gangboost's images in manifests, component specs and pipeline packages,
 // and the version the runtime reports, is the version in VERSION: one place to change.
 func TestImageReferencesCarryTheVersion(t *testing.T) {
-	root := repoRoot()
 	// runtime/service.Version is internal/contract/version's.
 	if gbversion.Version != version || gbversion.Registry != registry {
 		t.Errorf("internal/contract/version says %s at %s; VERSION is %s at %s", gbversion.Version, gbversion.Registry, version, registry)

@@ -20,6 +20,7 @@ import (
 	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
 	"github.com/gangboost/gangboost/test/leaktest"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 // The end-to-end tests run testdata/tiny-pipeline.yaml, whose components are testdata/kfpstep built
@@ -39,11 +40,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(helperMain())
 	}
-	code := m.Run()
-	if stepsDir != "" {
-		os.RemoveAll(stepsDir)
-	}
-	os.Exit(code)
+	testbin.Main(m)
 }
 
 func helperMain() int {
@@ -75,17 +72,11 @@ func helperMain() int {
 func buildSteps(t *testing.T) string {
 	t.Helper()
 	stepsOnce.Do(func() {
-		stepsDir, stepsErr = os.MkdirTemp("", "localrun-bin-")
-		if stepsErr != nil {
+		var bin string
+		if bin, stepsErr = testbin.Build("./internal/kfp/localrun/testdata/kfpstep", "CGO_ENABLED=0"); stepsErr != nil {
 			return
 		}
-		bin := filepath.Join(stepsDir, "kfpstep")
-		cmd := exec.Command("go", "build", "-o", bin, "./testdata/kfpstep")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			stepsErr = fmt.Errorf("go build testdata/kfpstep: %v\n%s", err, out)
-			return
-		}
+		stepsDir = filepath.Dir(bin)
 		for _, name := range []string{"produce", "transform", "consume"} {
 			if stepsErr = os.Symlink("kfpstep", filepath.Join(stepsDir, name)); stepsErr != nil {
 				return

@@ -17,7 +17,7 @@ import (
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/training/dataset"
-	"github.com/gangboost/gangboost/test/cluster"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 func readFile(t *testing.T, path string) []byte {
@@ -227,7 +227,7 @@ func TestForeignFolderKept(t *testing.T) {
 // TestTrainerReadsSplit: the real gangboost-train trains on the written train.csv, evaluates on
 // test.csv, and records the species as its classes in the trainer's own order.
 func TestTrainerReadsSplit(t *testing.T) {
-	train := filepath.Join(cluster.BinDir(), "gangboost-train")
+	train := filepath.Join(testbin.Dir(t), "gangboost-train")
 	if _, err := os.Stat(train); err != nil {
 		t.Fatalf("%v: run make build (or go build -o bin/gangboost-train ./components/xgboost-trainer)", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/kube/kubecfg"
+	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
 	"github.com/gangboost/gangboost/internal/steps/deploy/kube"
 	"github.com/gangboost/gangboost/internal/steps/deploy/local"
@@ -66,9 +67,9 @@ func deployModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) err
 }
 
 // localServingBackend is the local serving backend: gangboost-runtime from $GANGBOOST_BIN_DIR
-// (default this executable's folder), processes recorded in $GANGBOOST_LOCAL_STATE.
+// (default <repo>/bin, repodir.BinDir), processes recorded in $GANGBOOST_LOCAL_STATE.
 func localServingBackend() (*local.Backend, error) {
-	binDir, err := kfp.BinDir()
+	binDir, err := repodir.BinDir()
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/kube/kubecfg"
+	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 	"github.com/gangboost/gangboost/internal/steps/launch"
 	"github.com/gangboost/gangboost/internal/steps/launch/kube"
 	"github.com/gangboost/gangboost/internal/steps/launch/local"
@@ -75,10 +76,10 @@ func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string
 }
 
 // localJobBackend is the local job backend (GANGBOOST_BACKEND=local, set by the local pipeline
-// runner): the gang runs as gangboost-train processes from $GANGBOOST_BIN_DIR (default this
-// executable's folder), with the folder where this step sees the claim standing for it.
+// runner): the gang runs as gangboost-train processes from $GANGBOOST_BIN_DIR (default <repo>/bin,
+// repodir.BinDir), with the folder where this step sees the claim standing for it.
 func localJobBackend(claim string) (*local.Backend, error) {
-	binDir, err := kfp.BinDir()
+	binDir, err := repodir.BinDir()
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gangboost/gangboost/internal/plumbing/netport"
 )
 
 // Defaults for the zero values of Job's durations.
@@ -332,8 +334,8 @@ func (l *Launcher) releasePorts(ports ...int) {
 	l.mu.Unlock()
 }
 
-// freePort picks a free port no running gang holds (see FreePort), optionally one whose successor
-// is free as well. l.mu is held.
+// freePort picks a free port no running gang holds (see netport.Pick), optionally one whose
+// successor is free as well. l.mu is held.
 func (l *Launcher) freePort(withNext bool) (int, error) {
-	return FreePort(withNext, func(p int) bool { return l.ports[p] })
+	return netport.Pick(withNext, func(p int) bool { return l.ports[p] })
 }

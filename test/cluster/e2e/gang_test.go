@@ -20,6 +20,7 @@ import (
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/gangboost/gangboost/test/cluster"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 // TestControlPlane reports the start figures and checks the training
@@ -348,7 +349,7 @@ func blockerPod(ns, name, node string) *corev1.Pod {
 // real models.
 func requireTrainer(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join(cluster.BinDir(), "gangboost-train")
+	p := filepath.Join(testbin.Dir(t), "gangboost-train")
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("trainer %s not found (run `make build`, or set GANGBOOST_BIN_DIR): %v", p, err)
 	}

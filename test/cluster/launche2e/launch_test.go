@@ -18,11 +18,12 @@ import (
 	"github.com/gangboost/gangboost/internal/steps/launch"
 	"github.com/gangboost/gangboost/internal/steps/launch/kube"
 	"github.com/gangboost/gangboost/test/cluster"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 func requireTrainer(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(cluster.BinDir(), "gangboost-train")); err != nil {
+	if _, err := os.Stat(filepath.Join(testbin.Dir(t), "gangboost-train")); err != nil {
 		t.Fatalf("trainer not built (run `make build`, or set GANGBOOST_BIN_DIR): %v", err)
 	}
 }

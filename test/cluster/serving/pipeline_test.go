@@ -19,6 +19,7 @@ import (
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
 	"github.com/gangboost/gangboost/test/cluster"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 // pipelineRunner is the service account of manifests/rbac/pipeline-runner.yaml, which KFP would
@@ -61,7 +62,7 @@ func TestPipelineOnCluster(t *testing.T) {
 		Package: pkg, Backend: localrun.BackendKubernetes, Executor: pods,
 		Claims:  map[string]string{claim: e.pvcDir},
 		Params:  map[string]string{"namespace": e.ns, "workers": "2", "num_round": "20"},
-		WorkDir: t.TempDir(), BinDir: cluster.BinDir(), Out: &out,
+		WorkDir: t.TempDir(), BinDir: testbin.Dir(t), Out: &out,
 	})
 	t.Logf("pipeline ran in %s", time.Since(start).Round(time.Millisecond))
 	if err != nil {

@@ -37,6 +37,7 @@ import (
 	"github.com/gangboost/gangboost/runtime/grpc/inference"
 	"github.com/gangboost/gangboost/test/cluster"
 	"github.com/gangboost/gangboost/test/cluster/podrunner"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 const (
@@ -179,7 +180,7 @@ func (e *servingEnv) train(dir string) {
 
 func (e *servingEnv) trainRounds(dir string, rounds int) {
 	e.t.Helper()
-	trainer := filepath.Join(cluster.BinDir(), "gangboost-train")
+	trainer := filepath.Join(testbin.Dir(e.t), "gangboost-train")
 	if _, err := os.Stat(trainer); err != nil {
 		e.t.Fatalf("trainer %s not found (run `make build`, or set GANGBOOST_BIN_DIR): %v", trainer, err)
 	}

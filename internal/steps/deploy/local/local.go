@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/plumbing/netport"
 	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
 )
@@ -104,16 +104,6 @@ type proc struct {
 	failure   string
 }
 
-// freePort is a TCP port nobody listens on at the moment.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Apply starts a gangboost-runtime process for the service in its own session, logging to a file
 // beside the records. A version already serving under the name keeps serving until Wait has the
 // new one ready.
@@ -139,16 +129,16 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 	if err := os.MkdirAll(ProcessesDir(b.StateDir), 0o755); err != nil {
 		return fmt.Errorf("local state folder: %w", err)
 	}
-	httpPort, err := freePort()
+	httpPort, err := netport.Free()
 	if err != nil {
 		return err
 	}
-	grpcPort, err := freePort()
+	grpcPort, err := netport.Free()
 	if err != nil {
 		return err
 	}
 	for grpcPort == httpPort {
-		if grpcPort, err = freePort(); err != nil {
+		if grpcPort, err = netport.Free(); err != nil {
 			return err
 		}
 	}

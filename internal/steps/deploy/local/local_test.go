@@ -19,36 +19,14 @@ import (
 
 	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
+	"github.com/gangboost/gangboost/test/testbin"
 )
-
-// binDir is where `make build` puts gangboost-train and gangboost-runtime: $GANGBOOST_BIN_DIR,
-// else <repo>/bin.
-func binDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("GANGBOOST_BIN_DIR"); d != "" {
-		return d
-	}
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	return filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "bin")
-}
-
-func binary(t *testing.T, name string) string {
-	t.Helper()
-	p := filepath.Join(binDir(t), name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s not found (run `make build`, or set GANGBOOST_BIN_DIR): %v", p, err)
-	}
-	return p
-}
 
 // train writes an Iris model of rounds rounds to claim/models/iris/<version>.
 func train(t *testing.T, claim, version string, rounds int) {
 	t.Helper()
 	dir := filepath.Join(claim, "models", "iris", version)
-	out, err := exec.Command(binary(t, "gangboost-train"), "--dataset", "iris", "--objective", "multi:softprob",
+	out, err := exec.Command(testbin.Installed(t, "gangboost-train"), "--dataset", "iris", "--objective", "multi:softprob",
 		"--num-round", fmt.Sprint(rounds), "--max-depth", "3", "--nthread", "1", "--model-dir", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("train %s: %v\n%s", dir, err, out)
@@ -116,7 +94,7 @@ func TestLocalRollout(t *testing.T) {
 	claim, state := t.TempDir(), t.TempDir()
 	train(t, claim, "v1", 20)
 	train(t, claim, "v2", 3)
-	b := &Backend{Runtime: binary(t, "gangboost-runtime"), StateDir: state, StopTimeout: 5 * time.Second}
+	b := &Backend{Runtime: testbin.Installed(t, "gangboost-runtime"), StateDir: state, StopTimeout: 5 * time.Second}
 	t.Cleanup(func() { stopRecorded(t, state, "iris") })
 	var log strings.Builder
 	d := &deploy.Deployer{Backend: b, Log: &log}
@@ -248,7 +226,7 @@ func TestLocalMissingModel(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(claim, "models", "missing", "v1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b := &Backend{Runtime: binary(t, "gangboost-runtime"), StateDir: state, StopTimeout: 5 * time.Second}
+	b := &Backend{Runtime: testbin.Installed(t, "gangboost-runtime"), StateDir: state, StopTimeout: 5 * time.Second}
 	t.Cleanup(func() { stopRecorded(t, state, "iris") })
 	var log strings.Builder
 	d := &deploy.Deployer{Backend: b, Log: &log}

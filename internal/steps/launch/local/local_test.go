@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,42 +13,14 @@ import (
 	"github.com/gangboost/gangboost/internal/steps/launch"
 
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
-var trainer struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // trainerBinary builds gangboost-train once for the package's tests.
-func trainerBinary(t *testing.T) string {
-	t.Helper()
-	trainer.once.Do(func() {
-		dir, err := os.MkdirTemp("", "gangboost-train-")
-		if err != nil {
-			trainer.err = err
-			return
-		}
-		trainer.path = filepath.Join(dir, "gangboost-train")
-		out, err := exec.Command("go", "build", "-o", trainer.path, "github.com/gangboost/gangboost/components/xgboost-trainer").CombinedOutput()
-		if err != nil {
-			trainer.err = errors.New("go build gangboost-train: " + err.Error() + "\n" + string(out))
-		}
-	})
-	if trainer.err != nil {
-		t.Fatal(trainer.err)
-	}
-	return trainer.path
-}
+func trainerBinary(t *testing.T) string { return testbin.Built(t, "./components/xgboost-trainer") }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if trainer.path != "" {
-		os.RemoveAll(filepath.Dir(trainer.path))
-	}
-	os.Exit(code)
-}
+// TestMain removes the trainer the tests built.
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 func irisJob(name string, flags ...string) *launch.Job {
 	return &launch.Job{

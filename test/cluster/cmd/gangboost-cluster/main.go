@@ -33,6 +33,7 @@ import (
 	"github.com/gangboost/gangboost/internal/contract/version"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/internal/kfp/localrun/demo"
+	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 	"github.com/gangboost/gangboost/test/cluster"
 	"github.com/gangboost/gangboost/test/cluster/podrunner"
 )
@@ -170,9 +171,13 @@ func runPipeline(ctx context.Context, c *cluster.Cluster, file, workDir, pvcDir 
 	if err != nil {
 		return err
 	}
+	binDir, err := repodir.BinDir()
+	if err != nil {
+		return err
+	}
 	opts := localrun.Options{
 		Package: pkg, Backend: localrun.BackendKubernetes, Params: overrides, WorkDir: workDir,
-		BinDir: cluster.BinDir(), Claims: map[string]string{claim: pvcDir}, Out: os.Stdout,
+		BinDir: binDir, Claims: map[string]string{claim: pvcDir}, Out: os.Stdout,
 		Finished: func(res *localrun.Result) {
 			if res.State == localrun.StateSucceeded {
 				demo.Summarize(res).Write(os.Stdout, false)
