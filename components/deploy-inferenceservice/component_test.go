@@ -19,6 +19,7 @@ import (
 
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/kfp/kfptest"
+	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
 	"github.com/gangboost/gangboost/internal/steps/deploy/local"
 	"github.com/gangboost/gangboost/test/testbin"
@@ -118,7 +119,7 @@ func TestLocalBackend(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	t.Cleanup(func() {
 		if r, err := local.ReadRecord(state, "iris"); err == nil {
-			_ = syscall.Kill(-r.PGID, syscall.SIGKILL)
+			_ = procgroup.Signal(r.PGID, syscall.SIGKILL)
 		}
 	})
 	if err != nil {

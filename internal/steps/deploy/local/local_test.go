@@ -82,7 +82,7 @@ func same(a, b []float32) bool {
 // stopRecorded stops the process a record names, as the local runner does at the end of a run.
 func stopRecorded(t *testing.T, state, name string) {
 	if r, err := ReadRecord(state, name); err == nil {
-		_ = syscall.Kill(-r.PGID, syscall.SIGKILL)
+		_ = procgroup.Signal(r.PGID, syscall.SIGKILL)
 	}
 }
 
