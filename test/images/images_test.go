@@ -25,6 +25,7 @@ import (
 	"github.com/gangboost/gangboost/internal/plumbing/ci"
 	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 	"github.com/gangboost/gangboost/test/evaltest"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 // store is a container storage of this test run only, so every run builds from scratch and
@@ -40,7 +41,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	code := run(m)
+	testbin.Remove()
+	os.Exit(code)
 }
 
 func run(m *testing.M) int {
@@ -300,11 +303,13 @@ func buildWriteProbe(t *testing.T) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	b, err := os.ReadFile(testbin.Built(t, "./test/images/testdata/writeprobe", "CGO_ENABLED=0"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	bin := filepath.Join(dir, "writeprobe")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/writeprobe")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build testdata/writeprobe: %v\n%s", err, out)
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
