@@ -22,7 +22,7 @@ import (
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/kfp/kfptest"
 	"github.com/gangboost/gangboost/internal/steps/prepare"
-	"github.com/gangboost/gangboost/test/cluster"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 // boundInputs are the inputs that bound a download; a test that does not set them leaves them
@@ -45,7 +45,7 @@ type binaryRun struct {
 
 func startBinary(t *testing.T, params map[string]any) *binaryRun {
 	t.Helper()
-	bin := filepath.Join(cluster.BinDir(), "prepare-data")
+	bin := filepath.Join(testbin.Dir(t), "prepare-data")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%v: run make build (or go build -o bin/prepare-data ./components/prepare-data)", err)
 	}
