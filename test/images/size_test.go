@@ -33,7 +33,7 @@ func TestGangboostImageCarriesTheComponentsOnce(t *testing.T) {
 	}
 	defer podman(context.Background(), "image", "unmount", image("gangboost")).Run()
 	bin := filepath.Join(strings.TrimSpace(string(out)), "usr", "local", "bin")
-	specs, _ := filepath.Glob(filepath.Join(repoRoot(), "components", "*", "component.yaml"))
+	specs, _ := filepath.Glob(filepath.Join(root, "components", "*", "component.yaml"))
 	for _, spec := range specs {
 		cmd, _ := componentCommand(t, spec)
 		if target, err := os.Readlink(filepath.Join(bin, filepath.Base(cmd))); err != nil || target != "gangboost-components" {
