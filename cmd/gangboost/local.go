@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
@@ -50,74 +48,27 @@ func runLocalTo(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 2
 	}
 	if *binDir == "" {
-		self, err := os.Executable()
-		if err == nil {
-			self, err = filepath.EvalSymlinks(self)
-		}
+		dir, err := localrun.ProgramDir()
 		if err != nil {
 			fmt.Fprintf(stderr, "gangboost pipeline run --local: find this program's folder (set --bin-dir): %v\n", err)
 			return 1
 		}
-		*binDir = filepath.Dir(self)
+		*binDir = dir
 	}
-	pkg, err := localrun.ReadPackage(file)
-	if err != nil {
-		fmt.Fprintf(stderr, "gangboost pipeline run --local: %v\n", err)
-		return 1
+	opts, err := demo.RunOptions(file, params, stdout, *keepServing)
+	if err == nil {
+		opts.Claims, err = localrun.ParseClaimDirs(claimDirs)
 	}
-	overrides, err := localrun.ParseOverrides(params)
-	if err != nil {
-		fmt.Fprintf(stderr, "gangboost pipeline run --local: %v\n", err)
-		return 2
+	var res *localrun.Result
+	if err == nil {
+		opts.WorkDir, opts.BinDir, opts.Backend, opts.Grace = *workDir, *binDir, *backend, *grace
+		res, err = localrun.Run(ctx, opts)
 	}
-	claims := map[string]string{}
-	for _, kv := range claimDirs {
-		claim, dir, ok := strings.Cut(kv, "=")
-		if !ok || claim == "" || dir == "" {
-			fmt.Fprintf(stderr, "gangboost pipeline run --local: --claim-dir %q: want claim=DIR\n", kv)
-			return 2
-		}
-		if claims[claim], err = filepath.Abs(dir); err != nil {
-			fmt.Fprintf(stderr, "gangboost pipeline run --local: --claim-dir %q: %v\n", kv, err)
-			return 2
-		}
+	code, message := localrun.ExitStatus(res, err, *backend)
+	if message != "" {
+		fmt.Fprintf(stderr, "gangboost pipeline run --local: %s\n", message)
 	}
-	res, err := localrun.Run(ctx, localrun.Options{
-		Package: pkg, Params: overrides, WorkDir: *workDir, BinDir: *binDir, KeepServing: *keepServing,
-		Backend: *backend, Claims: claims,
-		Out: stdout, Grace: *grace,
-		Finished: func(res *localrun.Result) {
-			if res.State == localrun.StateSucceeded {
-				demo.Summarize(res).Write(stdout, *keepServing)
-			}
-		},
-	})
-	var se *localrun.StepError
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, localrun.ErrInterrupted):
-		if *backend == localrun.BackendKubernetes {
-			// The steps' processes are stopped here; what they created on the cluster is not.
-			fmt.Fprintln(stderr, "gangboost pipeline run --local: interrupted; every process the run started here is stopped, "+
-				"but what its steps created on the cluster (an XGBoostJob, an InferenceService) keeps running: delete it with kubectl if it is not wanted")
-		} else {
-			fmt.Fprintln(stderr, "gangboost pipeline run --local: interrupted; every process the run started is stopped, the training gang's too")
-		}
-		return 130
-	case errors.As(err, &se):
-		fmt.Fprintf(stderr, "gangboost pipeline run --local: %v\n", err)
-		if res != nil {
-			fmt.Fprintf(stderr, "  log: %s\n  report: %s\n", res.Task(se.Task).LogFile, res.Report)
-		}
-		if se.ExitCode > 0 {
-			return se.ExitCode
-		}
-		return 1
-	default:
-		fmt.Fprintf(stderr, "gangboost pipeline run --local: %v\n", err)
-		return 1
-	}
+	return code
 }
 
 // localFile takes the package file out of the arguments: --local FILE, --local=FILE, or (with a

@@ -47,6 +47,24 @@ type Summary struct {
 	SummaryFile     string
 }
 
+// RunOptions are the Options of a demo run of the package file with the --param name=value
+// overrides (localrun.NewOptions): the steps' output to out and, when the run succeeds, the
+// summary after it, while the model server still answers the summary's curl line. keepServing
+// leaves the server up after the run, and the summary says which.
+func RunOptions(file string, params []string, out io.Writer, keepServing bool) (localrun.Options, error) {
+	o, err := localrun.NewOptions(file, params)
+	if err != nil {
+		return o, err
+	}
+	o.Out, o.KeepServing = out, keepServing
+	o.Finished = func(res *localrun.Result) {
+		if res.State == localrun.StateSucceeded {
+			Summarize(res).Write(out, keepServing)
+		}
+	}
+	return o, nil
+}
+
 // Summarize reads a run's outputs.
 func Summarize(res *localrun.Result) Summary {
 	s := Summary{State: res.State, Seconds: res.Seconds, Report: res.Report, SummaryFile: res.Summary}

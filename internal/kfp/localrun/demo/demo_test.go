@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,5 +56,60 @@ func TestFormatCounts(t *testing.T) {
 		if got := format(in); got != want {
 			t.Errorf("format(%v) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// served is a succeeded run whose summary has a curl line: an endpoint and a test set.
+func served(t *testing.T) *localrun.Result {
+	work := t.TempDir()
+	test := filepath.Join(work, "pvc", "models", "test.csv")
+	if err := os.MkdirAll(filepath.Dir(test), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(test, []byte("x,y\n1.5,0\n"), 0o644)
+	return &localrun.Result{WorkDir: work, State: localrun.StateSucceeded, Seconds: 2, Report: "/r/report.html",
+		Parameters: map[string]any{"pvc_name": "models"},
+		Tasks: []*localrun.TaskResult{
+			{Name: "prepare-data", Component: prepareData, Outputs: map[string]any{"test_path": "test.csv", "label": "y"}},
+			{Name: "deploy-inferenceservice", Component: deploy, Outputs: map[string]any{"url": "http://127.0.0.1:4000", "model_name": "iris"}},
+		}}
+}
+
+// TestRunOptions: the package and overrides as localrun reads them; the summary follows a
+// successful run only, and says whether the endpoint stays up.
+func TestRunOptions(t *testing.T) {
+	var out bytes.Buffer
+	o, err := RunOptions("../testdata/tiny-pipeline.yaml", []string{"text=hi"}, &out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Package == nil || o.Params["text"] != "hi" || o.Out != &out || o.KeepServing || o.Finished == nil {
+		t.Fatalf("options %+v", o)
+	}
+	failed := served(t)
+	failed.State = localrun.StateFailed
+	o.Finished(failed)
+	if out.Len() != 0 {
+		t.Errorf("a failed run printed a summary:\n%s", out.String())
+	}
+	o.Finished(served(t))
+	if s := out.String(); !strings.HasPrefix(s, "\n== gangboost demo: SUCCEEDED in 2.0s ==\n") || !strings.Contains(s, "report     /r/report.html") ||
+		!strings.Contains(s, "try        curl -s http://127.0.0.1:4000/v2/models/iris/infer") || !strings.Contains(s, "(the endpoint stopped with the run") {
+		t.Errorf("summary:\n%s", s)
+	}
+
+	var kept bytes.Buffer
+	o, err = RunOptions("../testdata/tiny-pipeline.yaml", nil, &kept, true)
+	if err != nil || !o.KeepServing {
+		t.Fatalf("keepServing: %+v %v", o, err)
+	}
+	o.Finished(served(t))
+	if s := kept.String(); !strings.Contains(s, "try        curl") || strings.Contains(s, "the endpoint stopped with the run") {
+		t.Errorf("keepServing summary:\n%s", s)
+	}
+
+	var usage *localrun.UsageError
+	if _, err := RunOptions("../testdata/tiny-pipeline.yaml", []string{"text"}, &out, false); !errors.As(err, &usage) {
+		t.Errorf("malformed --param: %v, want a usage error", err)
 	}
 }

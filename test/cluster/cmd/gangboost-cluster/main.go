@@ -163,27 +163,14 @@ func install(ctx context.Context, c *cluster.Cluster, pvcDir string) error {
 // runPipeline runs a pipeline package on the control plane with every step a pod (as root) and
 // prints the run's summary as make demo does.
 func runPipeline(ctx context.Context, c *cluster.Cluster, file, workDir, pvcDir string, params []string) error {
-	pkg, err := localrun.ReadPackage(file)
+	opts, err := demo.RunOptions(file, params, os.Stdout, false)
 	if err != nil {
 		return err
 	}
-	overrides, err := localrun.ParseOverrides(params)
-	if err != nil {
+	if opts.BinDir, err = repodir.BinDir(); err != nil {
 		return err
 	}
-	binDir, err := repodir.BinDir()
-	if err != nil {
-		return err
-	}
-	opts := localrun.Options{
-		Package: pkg, Backend: localrun.BackendKubernetes, Params: overrides, WorkDir: workDir,
-		BinDir: binDir, Claims: map[string]string{claim: pvcDir}, Out: os.Stdout,
-		Finished: func(res *localrun.Result) {
-			if res.State == localrun.StateSucceeded {
-				demo.Summarize(res).Write(os.Stdout, false)
-			}
-		},
-	}
+	opts.Backend, opts.WorkDir, opts.Claims = localrun.BackendKubernetes, workDir, map[string]string{claim: pvcDir}
 	if err := c.PodMounts(); err == nil {
 		fmt.Printf("gangboost-cluster: each step runs as a pod in %s under service account %s\n", namespace, runner)
 		opts.Executor = &cluster.StepPods{C: c, Namespace: namespace, ServiceAccount: runner}
