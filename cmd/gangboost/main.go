@@ -159,41 +159,19 @@ func upload(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: gangboost pipeline upload --host URL [flags] FILE")
 		return 2
 	}
-	file := fs.Arg(0)
-	pkg, err := os.ReadFile(file)
+	up, err := kfpapi.PrepareUpload(fs.Arg(0), kfpapi.PublishOptions{Name: *name, Description: *description, Namespace: s.namespace, Version: *versionName})
 	if err != nil {
 		return fail(stderr, err)
-	}
-	// KFP's API server drops a platform document it cannot parse without a word; refuse such a
-	// package here instead.
-	p, err := pipelines.Parse(pkg)
-	if err != nil {
-		return fail(stderr, fmt.Errorf("%s: %w", file, err))
-	}
-	if errs := pipelines.Check(p); len(errs) > 0 {
-		return fail(stderr, fmt.Errorf("%s: %w", file, errors.Join(errs...)))
 	}
 	c, err := kfpapi.Connect(s.host, s.token)
 	if err != nil {
 		return fail(stderr, err)
 	}
-	if *name == "" {
-		*name = p.Spec.GetPipelineInfo().GetName()
-	}
-	if *description == "" {
-		*description = p.Spec.GetPipelineInfo().GetDescription()
-	}
-	pub, err := c.Publish(ctx, pkg, kfpapi.PublishOptions{Name: *name, Description: *description, Namespace: s.namespace, Version: *versionName})
-	switch {
-	case err != nil:
+	pub, err := c.Publish(ctx, up.Package, up.PublishOptions)
+	if err != nil {
 		return fail(stderr, err)
-	case pub.Created:
-		fmt.Fprintf(stdout, "uploaded pipeline %s: pipeline_id %s\n", *name, pub.PipelineID)
-	case pub.Existed:
-		fmt.Fprintf(stdout, "pipeline %s already has version %s: pipeline_id %s pipeline_version_id %s\n", *name, pub.Version, pub.PipelineID, pub.VersionID)
-	default:
-		fmt.Fprintf(stdout, "uploaded version %s of pipeline %s: pipeline_id %s pipeline_version_id %s\n", pub.Version, *name, pub.PipelineID, pub.VersionID)
 	}
+	fmt.Fprintln(stdout, pub)
 	fmt.Fprintln(stdout, c.PipelineURL(pub.PipelineID))
 	return 0
 }

@@ -24,6 +24,8 @@ type PublishOptions struct {
 
 // Published is what Publish did.
 type Published struct {
+	// Name is the pipeline's name (PublishOptions.Name).
+	Name       string
 	PipelineID string
 	// Created: a new pipeline (KFP made its first version); otherwise a version was added, or
 	// Existed.
@@ -32,6 +34,18 @@ type Published struct {
 	Version, VersionID string
 	// Existed: the pipeline already had a version of that name, and nothing was uploaded.
 	Existed bool
+}
+
+// String says what Publish did, with the IDs KFP gave, in one line.
+func (p *Published) String() string {
+	switch {
+	case p.Created:
+		return fmt.Sprintf("uploaded pipeline %s: pipeline_id %s", p.Name, p.PipelineID)
+	case p.Existed:
+		return fmt.Sprintf("pipeline %s already has version %s: pipeline_id %s pipeline_version_id %s", p.Name, p.Version, p.PipelineID, p.VersionID)
+	default:
+		return fmt.Sprintf("uploaded version %s of pipeline %s: pipeline_id %s pipeline_version_id %s", p.Version, p.Name, p.PipelineID, p.VersionID)
+	}
 }
 
 // Publish uploads pkg as pipeline o.Name, or, when a pipeline of that name exists (or is created
@@ -52,7 +66,7 @@ func (c *Client) Publish(ctx context.Context, pkg []byte, o PublishOptions) (*Pu
 		created, err := c.UploadPipeline(ctx, fileName, pkg, UploadOptions{Name: o.Name, DisplayName: o.Name, Description: o.Description, Namespace: o.Namespace})
 		switch {
 		case err == nil:
-			return &Published{PipelineID: created.PipelineID, Created: true}, nil
+			return &Published{Name: o.Name, PipelineID: created.PipelineID, Created: true}, nil
 		case !IsConflict(err):
 			return nil, err
 		}
@@ -64,13 +78,13 @@ func (c *Client) Publish(ctx context.Context, pkg []byte, o PublishOptions) (*Pu
 	v, err := c.UploadPipelineVersion(ctx, existing.PipelineID, fileName, pkg, UploadOptions{Name: o.Version, DisplayName: o.Version, Description: o.Description})
 	if IsConflict(err) {
 		if same, ferr := c.FindVersion(ctx, existing.PipelineID, o.Version); ferr == nil && same != nil {
-			return &Published{PipelineID: existing.PipelineID, Version: o.Version, VersionID: same.PipelineVersionID, Existed: true}, nil
+			return &Published{Name: o.Name, PipelineID: existing.PipelineID, Version: o.Version, VersionID: same.PipelineVersionID, Existed: true}, nil
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Published{PipelineID: existing.PipelineID, Version: o.Version, VersionID: v.PipelineVersionID}, nil
+	return &Published{Name: o.Name, PipelineID: existing.PipelineID, Version: o.Version, VersionID: v.PipelineVersionID}, nil
 }
 
 // PipelineURL is the pipeline's page in the KFP UI.
