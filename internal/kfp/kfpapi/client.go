@@ -1,6 +1,6 @@
 // Package kfpapi is a client of Kubeflow Pipelines' v2beta1 REST API for what the gangboost CLI
-// does: upload a pipeline package (or a new version of it), find a pipeline and its latest
-// version, and create a run. Field names are the API server's (protojson with proto names).
+// does: upload a pipeline package (or a new version of it) once it is checked as the server will
+// read it, find a pipeline and its latest version, and create a run. Field names are the API server's (protojson with proto names).
 package kfpapi
 
 import (
