@@ -276,3 +276,48 @@ func TestGzipBombFailsWithLittleMemory(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+// TestEndlessCSVFailsAtTheMemoryBound: an endless CSV, parsed as it streams in, fails once the
+// parsed rows would pass max_matrix_bytes (here 64 MiB: 8 Mi rows of 2 features), long before
+// the 1 GiB max_download_bytes, with a message naming the URL, the bound and the rows read; the
+// process's peak RSS stays near what the bound admits (the matrix, 8 bytes of labels a row while
+// parsing, buffers and the runtime: about 150 MiB) and nothing is left on disk.
+func TestEndlessCSVFailsAtTheMemoryBound(t *testing.T) {
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		row := bytes.Repeat([]byte("1.5,2.5,0\n"), 4096)
+		w.Write([]byte("a,b,y\n"))
+		for r.Context().Err() == nil {
+			n, err := w.Write(row)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	params := map[string]any{"dataset": srv.URL + "/endless.csv", "name": "endless", "label": "y", "max_matrix_bytes": 64 << 20}
+	r := startBinary(t, params)
+	start := time.Now()
+	select {
+	case <-r.done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("prepare-data still running after 2 minutes, %d MiB sent; stderr:\n%s", sent.Load()>>20, r.stderr.String())
+	}
+	t.Logf("exit %d after %v, %d MiB sent, peak RSS %d MiB; stderr: %s", r.exitCode, time.Since(start).Round(time.Millisecond),
+		sent.Load()>>20, r.maxRSSKiB>>10, r.stderr.String())
+	for _, want := range []string{"/endless.csv: ", "more than max_matrix_bytes 64 MiB", "after 8388608 data rows", "raise max_matrix_bytes", "more memory"} {
+		if !strings.Contains(r.stderr.String(), want) {
+			t.Errorf("exit %d, stderr %q: want 1 and %q", r.exitCode, r.stderr.String(), want)
+		}
+	}
+	if r.exitCode != 1 {
+		t.Errorf("exit %d, want 1", r.exitCode)
+	}
+	if r.maxRSSKiB > 200<<10 {
+		t.Errorf("peak RSS %d MiB, want under 200 MiB", r.maxRSSKiB>>10)
+	}
+	if left := r.leftovers(t); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}

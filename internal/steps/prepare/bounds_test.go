@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gangboost/gangboost/internal/training/dataset"
 )
 
 // folderBytes is the number of bytes in the files under dir, and their count.
@@ -100,6 +103,48 @@ func TestDownloadByteBound(t *testing.T) {
 	runBounded(t, srv.URL+"/endless.csv", lim, srv.URL+"/endless.csv: the download passed max_download_bytes (1 MiB)")
 	t.Logf("the server sent %d bytes", sent.Load())
 	runBounded(t, srv.URL+"/large.csv", lim, srv.URL+"/large.csv: the server announces 3 MiB, more than max_download_bytes (1 MiB)")
+}
+
+// An endless CSV stops once its parsed rows would pass max_matrix_bytes, long before
+// max_download_bytes, and the error names the URL, the bound, the rows read and what to do; a CSV
+// on the claim stops the same way.
+func TestMatrixBound(t *testing.T) {
+	var sent atomic.Int64
+	srv := httptest.NewServer(endlessCSV(&sent))
+	defer srv.Close()
+
+	// 1 MiB holds 131072 rows of 2 features.
+	lim := Limits{MaxMatrixBytes: 1 << 20}
+	err := runBounded(t, srv.URL+"/endless.csv", lim, srv.URL+"/endless.csv: after 131072 data rows the parsed data set (2 features x 4 bytes a row) would need more than max_matrix_bytes 1 MiB;",
+		"raise max_matrix_bytes if the memory is there, or give the step's pod more memory")
+	t.Logf("the server sent %d bytes", sent.Load())
+	if mt := (*dataset.MatrixTooLargeError)(nil); !errors.As(err, &mt) || mt.Rows != 131073 || mt.Max != 1<<20 {
+		t.Errorf("error %#v: want a MatrixTooLargeError at row 131073 of 1 MiB", err)
+	}
+	if sent.Load() > 16<<20 {
+		t.Errorf("the server sent %d bytes for 1.3 MiB of CSV rows: the parse did not stop at the bound", sent.Load())
+	}
+
+	claim := t.TempDir()
+	if err := os.WriteFile(filepath.Join(claim, "big.csv"), syntheticCSV(200), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(context.Background(), Options{Dataset: "big.csv", Name: "big", Label: "target", TestFraction: 0.2, Seed: 1,
+		Claim: claim, Limits: Limits{MaxMatrixBytes: 100}})
+	if err == nil || !strings.HasPrefix(err.Error(), "big.csv: after ") || !strings.Contains(err.Error(), "more than max_matrix_bytes 100 B;") {
+		t.Errorf("error %v: want the matrix bound on big.csv", err)
+	}
+}
+
+// Without max_matrix_bytes the bound is a quarter of the memory available, and the error says so.
+func TestMatrixBoundDefault(t *testing.T) {
+	defer func(f func() (uint64, error)) { availableMemory = f }(availableMemory)
+	availableMemory = func() (uint64, error) { return 4 << 20, nil }
+	var sent atomic.Int64
+	srv := httptest.NewServer(endlessCSV(&sent))
+	defer srv.Close()
+	runBounded(t, srv.URL+"/endless.csv", Limits{}, "after 131072 data rows",
+		"more than max_matrix_bytes 1 MiB (not given: a quarter of the memory this step may take)")
 }
 
 // A body of exactly max_download_bytes is read whole.

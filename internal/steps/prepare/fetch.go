@@ -80,6 +80,11 @@ type Limits struct {
 	// StallTimeout bounds the time spent waiting for the server's answer, and then for each
 	// stallBytes of its body: a server that never answers, or trickles a byte a second, stalls.
 	StallTimeout time.Duration
+	// MaxMatrixBytes bounds the parsed data set's dense matrix, rows x features x 4 bytes,
+	// checked as each row is parsed (the rows are held in memory for the split), so that a data
+	// set larger than the step's memory fails with a message instead of the OOM killer. 0 means
+	// a quarter of the memory this process may still take (see defaultMaxMatrix).
+	MaxMatrixBytes int64
 }
 
 func (l Limits) withDefaults() Limits {

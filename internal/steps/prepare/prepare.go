@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
+	"github.com/gangboost/gangboost/internal/plumbing/sysmem"
 	"github.com/gangboost/gangboost/internal/training/dataset"
 )
 
@@ -162,11 +163,47 @@ func load(ctx context.Context, o Options, logf func(string, ...any)) (m *dataset
 	if isURL(source) {
 		logf("reading %s as it downloads", source)
 	}
-	m, err = dataset.LoadReader(r, dataset.Spec{Path: source, Format: "csv", Label: o.Label}, dataset.Shard{})
+	maxMatrix, given := o.Limits.MaxMatrixBytes, o.Limits.MaxMatrixBytes > 0
+	if !given {
+		maxMatrix = defaultMaxMatrix(logf)
+	}
+	m, err = dataset.LoadReader(r, dataset.Spec{Path: source, Format: "csv", Label: o.Label,
+		Limits: dataset.Limits{MaxMatrixBytes: maxMatrix}}, dataset.Shard{})
+	if mt := (*dataset.MatrixTooLargeError)(nil); errors.As(err, &mt) {
+		return nil, "", matrixTooLarge(source, mt, given)
+	}
 	if err != nil {
 		return nil, "", err
 	}
 	return m, source, nil
+}
+
+// availableMemory is sysmem.Available; tests replace it.
+var availableMemory = sysmem.Available
+
+// defaultMaxMatrix is max_matrix_bytes when not given: a quarter of the memory this process may
+// still take, as the trainer's --max-matrix-bytes. A quarter, because the matrix is not the only
+// copy of the data: the labels and the parse's chunks come with it, the split copies the rows
+// into train and test, and Go's collector lets the heap grow to twice what is live.
+func defaultMaxMatrix(logf func(string, ...any)) int64 {
+	avail, err := availableMemory()
+	if err != nil {
+		logf("no bound on the parsed data: cannot tell the memory available (%v); give max_matrix_bytes", err)
+		return 0
+	}
+	return int64(min(avail/4, math.MaxInt64))
+}
+
+// matrixTooLarge says, in the component's terms, that the parsed rows passed max_matrix_bytes.
+func matrixTooLarge(source string, mt *dataset.MatrixTooLargeError, given bool) error {
+	bound := "max_matrix_bytes " + sysmem.FormatBytes(mt.Max)
+	if !given {
+		bound += " (not given: a quarter of the memory this step may take)"
+	}
+	return &dataset.DataError{File: source, Err: mt, Msg: fmt.Sprintf(
+		"after %d data rows the parsed data set (%d features x 4 bytes a row) would need more than %s; "+
+			"the step holds every row in memory for the split: raise max_matrix_bytes if the memory is there, or give the step's pod more memory",
+		mt.Rows-1, mt.Cols, bound)}
 }
 
 // open opens the CSV o names (a URL, an absolute path or a path on the claim) as a stream of

@@ -116,12 +116,27 @@ func lineTooLongError(file string, line, max int) *DataError {
 		max)}
 }
 
+// MatrixTooLargeError is a load stopped by Limits.MaxMatrixBytes. The DataError that reports it
+// wraps it (errors.As finds it), so that a caller whose bound has another name than the trainer's
+// --max-matrix-bytes can say what to do in its own terms.
+type MatrixTooLargeError struct {
+	// Rows are the rows this rank kept, counting the one that did not fit; Cols its features.
+	Rows, Cols int
+	// Bytes is Rows x Cols x 4; Max the bound it passed.
+	Bytes, Max uint64
+}
+
 func matrixTooLargeError(file string, s Shard, rows, cols int, l Limits, why string) *DataError {
 	need := uint64(rows) * uint64(cols) * 4
-	return &DataError{File: file, Msg: fmt.Sprintf(
+	return &DataError{File: file, Err: &MatrixTooLargeError{Rows: rows, Cols: cols, Bytes: need, Max: uint64(l.MaxMatrixBytes)}, Msg: fmt.Sprintf(
 		"rank %d's rows need a dense matrix of at least %d rows x %d features x 4 bytes = %s, more than --max-matrix-bytes %s%s; "+
 			"train on more ranks (each keeps 1/world of the rows), use fewer features, or raise --max-matrix-bytes if the memory is there",
 		s.Rank, rows, cols, sysmem.FormatBytes(need), sysmem.FormatBytes(uint64(l.MaxMatrixBytes)), why)}
+}
+
+func (e *MatrixTooLargeError) Error() string {
+	return fmt.Sprintf("%d rows x %d features x 4 bytes = %s, more than the bound of %s",
+		e.Rows, e.Cols, sysmem.FormatBytes(e.Bytes), sysmem.FormatBytes(e.Max))
 }
 
 // Load reads the data set spec names and keeps shard s's rows.
@@ -243,7 +258,12 @@ type DataError struct {
 	Column     int // 0 when the problem is not in one column
 	ColumnName string
 	Msg        string
+	// Err, when set, is the kind of problem in a form a program can read (e.g. a
+	// *MatrixTooLargeError); Msg says it for people.
+	Err error
 }
+
+func (e *DataError) Unwrap() error { return e.Err }
 
 func (e *DataError) Error() string {
 	var b strings.Builder
