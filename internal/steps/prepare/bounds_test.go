@@ -136,15 +136,15 @@ func TestMatrixBound(t *testing.T) {
 	}
 }
 
-// Without max_matrix_bytes the bound is a quarter of the memory available, and the error says so.
+// Without max_matrix_bytes the bound is an eighth of the memory available, and the error says so.
 func TestMatrixBoundDefault(t *testing.T) {
 	defer func(f func() (uint64, error)) { availableMemory = f }(availableMemory)
-	availableMemory = func() (uint64, error) { return 4 << 20, nil }
+	availableMemory = func() (uint64, error) { return 8 << 20, nil }
 	var sent atomic.Int64
 	srv := httptest.NewServer(endlessCSV(&sent))
 	defer srv.Close()
 	runBounded(t, srv.URL+"/endless.csv", Limits{}, "after 131072 data rows",
-		"more than max_matrix_bytes 1 MiB (not given: a quarter of the memory this step may take)")
+		"more than max_matrix_bytes 1 MiB (not given: an eighth of the memory this step may take)")
 }
 
 // A body of exactly max_download_bytes is read whole.

@@ -83,7 +83,7 @@ type Limits struct {
 	// MaxMatrixBytes bounds the parsed data set's dense matrix, rows x features x 4 bytes,
 	// checked as each row is parsed (the rows are held in memory for the split), so that a data
 	// set larger than the step's memory fails with a message instead of the OOM killer. 0 means
-	// a quarter of the memory this process may still take (see defaultMaxMatrix).
+	// an eighth of the memory this process may still take (see defaultMaxMatrix).
 	MaxMatrixBytes int64
 }
 

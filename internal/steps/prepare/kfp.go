@@ -36,7 +36,7 @@ var Inputs = []kfp.Input{
 	{Name: "max_gzip_ratio", Type: kfp.Integer, Default: DefaultMaxGzipRatio, Description: "most times larger than its compressed size gzip data may get (a decompression bomb gets a thousand)"},
 	{Name: "download_timeout_seconds", Type: kfp.Integer, Default: int(DefaultDownloadTimeout / time.Second), Description: "how long reading an http(s) data set may take in all"},
 	{Name: "stall_timeout_seconds", Type: kfp.Integer, Default: int(DefaultStallTimeout / time.Second), Description: "how long the server of an http(s) data set may keep the step waiting for its answer, then for each 16 KiB of its body"},
-	{Name: "max_matrix_bytes", Type: kfp.Integer, Default: 0, Description: "most bytes the parsed rows may take as a dense matrix (rows x features x 4 bytes), checked as they are parsed; 0: a quarter of the memory the step may take"},
+	{Name: "max_matrix_bytes", Type: kfp.Integer, Default: 0, Description: "most bytes the parsed rows may take as a dense matrix (rows x features x 4 bytes), checked as they are parsed; 0: an eighth of the memory the step may take"},
 }
 
 // Component is the prepare-data component run from image; component.yaml is generated from it.
@@ -82,7 +82,7 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, fetch Fetcher, log io.Wri
 		StallTimeout:     time.Duration(positive("stall_timeout_seconds", int64(DefaultStallTimeout/time.Second))) * time.Second,
 	}
 	if o.Limits.MaxMatrixBytes = in.Int("max_matrix_bytes", 0); o.Limits.MaxMatrixBytes < 0 {
-		errs = append(errs, fmt.Errorf("max_matrix_bytes = %d: want a number of bytes, or 0 for a quarter of the memory the step may take", o.Limits.MaxMatrixBytes))
+		errs = append(errs, fmt.Errorf("max_matrix_bytes = %d: want a number of bytes, or 0 for an eighth of the memory the step may take", o.Limits.MaxMatrixBytes))
 	}
 	if err := errors.Join(append(errs, in.Err())...); err != nil {
 		return err
@@ -91,6 +91,7 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, fetch Fetcher, log io.Wri
 	if err := claim.CheckName(claimName); err != nil {
 		return err
 	}
+	limitHeap()
 	res, err := Run(ctx, o)
 	if err != nil {
 		return err

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -181,24 +183,38 @@ func load(ctx context.Context, o Options, logf func(string, ...any)) (m *dataset
 // availableMemory is sysmem.Available; tests replace it.
 var availableMemory = sysmem.Available
 
-// defaultMaxMatrix is max_matrix_bytes when not given: a quarter of the memory this process may
-// still take, as the trainer's --max-matrix-bytes. A quarter, because the matrix is not the only
-// copy of the data: the labels and the parse's chunks come with it, the split copies the rows
-// into train and test, and Go's collector lets the heap grow to twice what is live.
+// defaultMaxMatrix is max_matrix_bytes when not given: an eighth of the memory this process may
+// still take. The matrix is not the only copy of the data: while it is parsed the labels take 8
+// bytes a row, then the split copies the rows into train and test and the two CSVs are formatted
+// in memory before they are published. A 2-feature CSV that just fits a 64 MiB bound peaks at 4
+// times the bound live (260 MiB RSS with the heap held to it), 7.5 times with Go's collector left
+// to let the heap grow to twice what is live (470 MiB); hence also limitHeap.
 func defaultMaxMatrix(logf func(string, ...any)) int64 {
 	avail, err := availableMemory()
 	if err != nil {
 		logf("no bound on the parsed data: cannot tell the memory available (%v); give max_matrix_bytes", err)
 		return 0
 	}
-	return int64(min(avail/4, math.MaxInt64))
+	return int64(min(avail/8, math.MaxInt64))
+}
+
+// limitHeap tells Go's collector the memory this process may take (unless GOMEMLIMIT says
+// otherwise), so that it collects harder near the pod's limit instead of letting the heap reach
+// twice what is live and the OOM killer end the step.
+func limitHeap() {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	if avail, err := availableMemory(); err == nil {
+		debug.SetMemoryLimit(int64(min(avail, math.MaxInt64)))
+	}
 }
 
 // matrixTooLarge says, in the component's terms, that the parsed rows passed max_matrix_bytes.
 func matrixTooLarge(source string, mt *dataset.MatrixTooLargeError, given bool) error {
 	bound := "max_matrix_bytes " + sysmem.FormatBytes(mt.Max)
 	if !given {
-		bound += " (not given: a quarter of the memory this step may take)"
+		bound += " (not given: an eighth of the memory this step may take)"
 	}
 	return &dataset.DataError{File: source, Err: mt, Msg: fmt.Sprintf(
 		"after %d data rows the parsed data set (%d features x 4 bytes a row) would need more than %s; "+

@@ -31,6 +31,7 @@ func SplitTrainTest(m *Matrix, testFraction float64, seed int64) (train, test *M
 		groups = [][]int{all}
 	}
 	isTest := make([]bool, m.Rows)
+	tests := 0
 	for _, g := range groups {
 		// Fisher-Yates with a plain modulo: the bias is far below anything a split can show.
 		for i := len(g) - 1; i > 0; i-- {
@@ -41,8 +42,13 @@ func SplitTrainTest(m *Matrix, testFraction float64, seed int64) (train, test *M
 		for _, i := range g[:n] {
 			isTest[i] = true
 		}
+		tests += n
 	}
+	// Allocated at their final size: grown by append, the two parts would take up to twice the
+	// matrix again while it is still held.
 	train, test = m.emptyLike(), m.emptyLike()
+	train.Data, train.Labels = make([]float32, 0, (m.Rows-tests)*m.Cols), make([]float32, 0, m.Rows-tests)
+	test.Data, test.Labels = make([]float32, 0, tests*m.Cols), make([]float32, 0, tests)
 	for i := 0; i < m.Rows; i++ {
 		dst := train
 		if isTest[i] {
