@@ -82,6 +82,7 @@ func TestGangAllOrNothing(t *testing.T) {
 		name: "iris-gang", workers: 1, gpus: 1, minAvailable: &two,
 		command: trainCommand(pvcMountPath + "/models/iris/v1"),
 	})
+	phases := recordPodGroupPhases(t, e.c, e.ns)
 	e.create(job)
 
 	pg := e.podGroup(job.Name)
@@ -125,7 +126,8 @@ func TestGangAllOrNothing(t *testing.T) {
 		}
 	}
 	// Several scheduling cycles (1s each) with one GPU free: still no pod
-	// may be placed.
+	// may be placed. (On a slow machine fewer cycles run in the pause; a pod
+	// bound in any of them still fails the order check below.)
 	time.Sleep(3 * time.Second)
 	if _, _, n := boundSpan(e.rec.snapshot(job.Name)); n != 0 {
 		t.Fatalf("%d pod(s) of the gang bound while only one GPU was free:\n%s", n, e.rec.String())
@@ -135,14 +137,47 @@ func TestGangAllOrNothing(t *testing.T) {
 	if err := e.c.Kube.CoreV1().Pods(e.ns).Delete(ctx, blocker.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// A hang detector: freeing the GPU must place the gang at all.
 	cluster.WaitFor(e.t, 60*time.Second, "both gang pods bound", func(context.Context) (bool, error) {
 		_, _, n := boundSpan(e.rec.snapshot(job.Name))
 		return n == 2, nil
 	})
+	// How far apart the binds land depends on the machine's load (they are
+	// separate API writes), so it is logged, not asserted.
 	first, last, _ := boundSpan(e.rec.snapshot(job.Name))
 	t.Logf("blocker deletion -> all gang pods bound: %s (binds %s apart)", last.Sub(deleted).Round(time.Millisecond), last.Sub(first).Round(time.Millisecond))
-	if gap := last.Sub(first); gap > 3*time.Second {
-		t.Errorf("gang pods bound %s apart, want together:\n%s", gap, e.rec.String())
+
+	// All or nothing, by the order of the API server's writes rather than
+	// by the clock: Volcano binds a gang's pods only in a session that has
+	// room for all of them, and that needs the blocker's GPU back, so each
+	// gang pod's bind is a later write than the blocker's end. A pod placed
+	// on the one free GPU while the blocker held the other (some but not all
+	// of the gang bound) would carry an earlier resourceVersion.
+	blk, ok := e.rec.pod(blocker.Name)
+	if !ok || blk.finishedRV == 0 {
+		t.Fatalf("the recorder never saw blocker %s end:\n%s", blocker.Name, e.rec.String())
+	}
+	for _, p := range e.rec.snapshot(job.Name) {
+		if p.boundRV <= blk.finishedRV {
+			t.Errorf("pod %s bound (rv %d) before the blocker released its GPU (rv %d): part of the gang was placed while the whole gang could not fit\n%s",
+				p.name, p.boundRV, blk.finishedRV, e.rec.String())
+		}
+	}
+	// The PodGroup was admitted (Inqueue) before its pods existed and went
+	// Running only with the whole gang placed, after the blocker's end.
+	cluster.WaitFor(e.t, 30*time.Second, "PodGroup "+job.Name+" Running", func(context.Context) (bool, error) {
+		got, ended := phases.of(job.Name)
+		return ended || slices.ContainsFunc(got, func(p phaseChange) bool { return p.phase == schedulingv1beta1.PodGroupRunning }), nil
+	})
+	t.Logf("PodGroup %s phases: %s", job.Name, phases.String(job.Name))
+	got, _ := phases.of(job.Name)
+	inqueue := slices.IndexFunc(got, func(p phaseChange) bool { return p.phase == schedulingv1beta1.PodGroupInqueue })
+	running := slices.IndexFunc(got, func(p phaseChange) bool { return p.phase == schedulingv1beta1.PodGroupRunning })
+	switch {
+	case inqueue < 0 || running < 0 || running < inqueue:
+		t.Errorf("PodGroup %s phases %s, want Inqueue then Running", job.Name, phases.String(job.Name))
+	case got[running].rv <= blk.finishedRV:
+		t.Errorf("PodGroup %s Running (rv %d) before the blocker released its GPU (rv %d)", job.Name, got[running].rv, blk.finishedRV)
 	}
 
 	e.waitJobCondition(job.Name, kubeflowv1.JobSucceeded, 3*time.Minute)

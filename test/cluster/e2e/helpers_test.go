@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -242,6 +244,12 @@ type podRecord struct {
 	seen            time.Time // first seen (created)
 	bound           time.Time // first seen with spec.nodeName
 	finished        time.Time // first seen Succeeded or Failed (or deleted)
+	// boundRV and finishedRV are the resourceVersions of the writes seen
+	// at bound and finished: the test control plane's API server keeps its
+	// objects in etcd, whose resourceVersion is the etcd revision, a total
+	// order of all writes. Comparing them orders two pods' transitions
+	// exactly, however late the test's watch delivers them.
+	boundRV, finishedRV uint64
 }
 
 // podRecorder watches a namespace and keeps, per pod, when it was bound
@@ -273,12 +281,13 @@ func recordPods(t *testing.T, c *cluster.Cluster, ns string) *podRecorder {
 			rec = &podRecord{name: p.Name, job: p.Labels[jobNameLabel], seen: now}
 			r.pods[p.Name] = rec
 		}
+		rv, _ := strconv.ParseUint(p.ResourceVersion, 10, 64)
 		if p.Spec.NodeName != "" && rec.bound.IsZero() {
-			rec.bound, rec.node = now, p.Spec.NodeName
+			rec.bound, rec.node, rec.boundRV = now, p.Spec.NodeName, rv
 		}
 		terminal := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 		if (terminal || deleted) && rec.finished.IsZero() {
-			rec.finished = now
+			rec.finished, rec.finishedRV = now, rv
 		}
 	}
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -312,10 +321,21 @@ func (r *podRecorder) snapshot(job string) []podRecord {
 	return out
 }
 
+// pod returns the record of one pod; ok is false if the recorder has not
+// seen it.
+func (r *podRecorder) pod(name string) (rec podRecord, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.pods[name]; p != nil {
+		return *p, true
+	}
+	return podRecord{}, false
+}
+
 func (r *podRecorder) String() string {
 	var b strings.Builder
 	for _, p := range r.snapshot("") {
-		fmt.Fprintf(&b, "  %-32s job=%-16s node=%-12s created=%s bound=%s finished=%s\n", p.name, p.job, p.node, stamp(p.seen), stamp(p.bound), stamp(p.finished))
+		fmt.Fprintf(&b, "  %-32s job=%-16s node=%-12s created=%s bound=%s (rv %d) finished=%s (rv %d)\n", p.name, p.job, p.node, stamp(p.seen), stamp(p.bound), p.boundRV, stamp(p.finished), p.finishedRV)
 	}
 	return b.String()
 }
@@ -353,4 +373,97 @@ func podGroupCondition(pg *schedulingv1beta1.PodGroup, typ schedulingv1beta1.Pod
 		}
 	}
 	return nil
+}
+
+// phaseChange is one PodGroup phase the watch saw, with the resourceVersion
+// of the write (see podRecord for why resourceVersions order writes).
+type phaseChange struct {
+	phase schedulingv1beta1.PodGroupPhase
+	rv    uint64
+}
+
+// phaseRecorder keeps the phases a namespace's PodGroups went through. It
+// watches rather than polls: every write is a watch event, so a phase that
+// lasts less than a poll interval (a short job passes Running on its way to
+// Completed) is still seen.
+type phaseRecorder struct {
+	mu     sync.Mutex
+	phases map[string][]phaseChange
+	// ended is set when the watch closed before the test stopped it.
+	ended bool
+}
+
+func recordPodGroupPhases(t *testing.T, c *cluster.Cluster, ns string) *phaseRecorder {
+	t.Helper()
+	wc, err := client.NewWithWatch(c.Config, client.Options{Scheme: c.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	// resourceVersion "0": start from the API server's watch cache as it
+	// is. Unset, the server first waits for that cache to reach etcd's
+	// current revision, which a cache of rarely written PodGroups does not
+	// within its 3 s ("Too large resource version") when etcd sends it no
+	// progress notifications. The namespace is new, so nothing is missed.
+	w, err := wc.Watch(ctx, &schedulingv1beta1.PodGroupList{}, client.InNamespace(ns),
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+	if err != nil {
+		cancel()
+		t.Fatalf("watch PodGroups in %s: %v", ns, err)
+	}
+	r := &phaseRecorder{phases: map[string][]phaseChange{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			pg, ok := ev.Object.(*schedulingv1beta1.PodGroup)
+			if !ok {
+				continue
+			}
+			rv, _ := strconv.ParseUint(pg.ResourceVersion, 10, 64)
+			r.mu.Lock()
+			seen := r.phases[pg.Name]
+			if len(seen) == 0 || seen[len(seen)-1].phase != pg.Status.Phase {
+				r.phases[pg.Name] = append(seen, phaseChange{phase: pg.Status.Phase, rv: rv})
+			}
+			r.mu.Unlock()
+		}
+		r.mu.Lock()
+		r.ended = ctx.Err() == nil
+		r.mu.Unlock()
+	}()
+	t.Cleanup(func() {
+		w.Stop()
+		cancel()
+		<-done
+	})
+	return r
+}
+
+// of returns the phases one PodGroup went through, in order, and whether
+// the watch ended early (then later phases may be missing).
+func (r *phaseRecorder) of(name string) (phases []phaseChange, ended bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.phases[name]), r.ended
+}
+
+func (r *phaseRecorder) String(name string) string {
+	phases, ended := r.of(name)
+	parts := make([]string, 0, len(phases))
+	for _, p := range phases {
+		parts = append(parts, fmt.Sprintf("%s (rv %d)", orDash(string(p.phase)), p.rv))
+	}
+	s := strings.Join(parts, " -> ")
+	if ended {
+		s += " (watch ended early)"
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
