@@ -3,6 +3,10 @@
 // /proc for live processes whose environment or command line carries it. Every process inherits
 // its parent's environment unless it clears it, so a helper that a step started, which left the
 // step's process group and was never recorded, is still found.
+//
+// Which processes exist and which still run comes from procgroup (PIDs, Alive), the one reader of
+// /proc process state; what does not depend on the code under test is how a leak is recognised,
+// by the mark rather than by any group or pid that code recorded.
 package leaktest
 
 import (
@@ -11,9 +15,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 )
 
 // Var is the environment variable a Mark sets.
@@ -45,15 +50,14 @@ func (p Proc) String() string { return fmt.Sprintf("pid %d (%s)", p.PID, p.Cmdli
 // too) and vanish when their parent reaps them.
 func (m Mark) Processes() []Proc {
 	env := []byte(m.Env())
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	var out []Proc
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil || pid == os.Getpid() || zombie(d) {
+	for _, pid := range procgroup.PIDs() {
+		if pid == os.Getpid() || !procgroup.Alive(pid) {
 			continue
 		}
-		environ, _ := os.ReadFile(filepath.Join(d, "environ"))
-		cmdline, _ := os.ReadFile(filepath.Join(d, "cmdline"))
+		dir := "/proc/" + strconv.Itoa(pid)
+		environ, _ := os.ReadFile(dir + "/environ")
+		cmdline, _ := os.ReadFile(dir + "/cmdline")
 		found := false
 		for _, kv := range bytes.Split(environ, []byte{0}) {
 			if bytes.Equal(kv, env) {
@@ -65,18 +69,4 @@ func (m Mark) Processes() []Proc {
 		}
 	}
 	return out
-}
-
-// zombie reports whether the process in /proc/<pid> has exited (state Z or X) or is gone.
-func zombie(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "stat"))
-	if err != nil {
-		return true
-	}
-	// The state follows the command name, which is in parentheses and may hold any byte.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return true
-	}
-	return b[i+2] == 'Z' || b[i+2] == 'X'
 }

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 )
 
 // The check finds a process deliberately left running with the mark in its environment, and one
@@ -17,36 +19,36 @@ func TestProcessesFindsALeakedProcess(t *testing.T) {
 	if got := m.Processes(); len(got) != 0 {
 		t.Fatalf("a new mark is carried by %v", got)
 	}
-	start := func(cmd *exec.Cmd) *exec.Cmd {
+	start := func(cmd *exec.Cmd) *procgroup.Process {
 		t.Helper()
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
+		p, err := procgroup.Start(cmd)
+		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
-		return cmd
+		t.Cleanup(func() { p.Signal(syscall.SIGKILL); <-p.Done() })
+		return p
 	}
-	byEnv := exec.Command("sleep", "60")
-	byEnv.Env = append(os.Environ(), m.Env())
-	start(byEnv)
+	byEnvCmd := exec.Command("sleep", "60")
+	byEnvCmd.Env = append(os.Environ(), m.Env())
+	byEnv := start(byEnvCmd)
 	byArg := start(exec.Command("sh", "-c", "sleep 60; : "+string(m)))
 
 	var pids []int
 	for _, p := range m.Processes() {
 		pids = append(pids, p.PID)
 	}
-	if !slices.Contains(pids, byEnv.Process.Pid) || !slices.Contains(pids, byArg.Process.Pid) {
-		t.Errorf("Processes() = %v; want the leaked pids %d (mark in its environment) and %d (on its command line)", m.Processes(), byEnv.Process.Pid, byArg.Process.Pid)
+	if !slices.Contains(pids, byEnv.PID()) || !slices.Contains(pids, byArg.PID()) {
+		t.Errorf("Processes() = %v; want the leaked pids %d (mark in its environment) and %d (on its command line)", m.Processes(), byEnv.PID(), byArg.PID())
 	}
 	if got := New().Processes(); len(got) != 0 {
 		t.Errorf("another mark finds %v", got)
 	}
-	for _, c := range []*exec.Cmd{byEnv, byArg} {
-		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-		_ = c.Wait()
+	for _, p := range []*procgroup.Process{byEnv, byArg} {
+		p.Signal(syscall.SIGKILL)
+		<-p.Done()
 	}
-	// The leader is reaped by Wait, but sh's forked child (killed with the group) is reaped by
-	// init on its own time: wait for it to go, as a hang detector rather than a timing.
+	// The leader has ended once Done is closed, but sh's forked child, killed with the group, is
+	// torn down on the kernel's own time: wait for it to go, as a hang detector, not a timing.
 	deadline := time.Now().Add(30 * time.Second)
 	for len(m.Processes()) != 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
