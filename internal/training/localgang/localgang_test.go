@@ -19,6 +19,7 @@ import (
 
 	"github.com/gangboost/gangboost/internal/training/gangenv"
 
+	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
 )
 
@@ -407,19 +408,18 @@ func TestCancelStopsEveryReplicaAndItsChildren(t *testing.T) {
 	}
 }
 
-// processAlive reports whether pid runs (a zombie waiting for init to reap it does not).
+// processAlive reports whether pid still runs (procgroup.Alive: a zombie waiting for init to reap
+// it does not) after the kernel has had its time to tear a killed process down: it polls for up to
+// 30 s, a hang detector, so that a slow teardown on a loaded machine is not taken for a survivor.
 func processAlive(pid int) bool {
-	for range 100 { // reparenting and reaping take a moment
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return false
-		}
-		if _, after, ok := strings.Cut(string(stat), ") "); ok && strings.HasPrefix(after, "Z") {
-			return false
+	deadline := time.Now().Add(30 * time.Second)
+	for procgroup.Alive(pid) {
+		if time.Now().After(deadline) {
+			return true
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return true
+	return false
 }
 
 func TestSIGKILLAfterTerminationGrace(t *testing.T) {
