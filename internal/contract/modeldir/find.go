@@ -22,61 +22,103 @@ var pickleExtensions = map[string]bool{".pkl": true, ".pickle": true, ".joblib":
 // one, is an error naming what the folder holds; a folder holding only a pickle gets an error
 // saying how to convert it.
 func FindModelFile(dir string) (string, error) {
-	models, pickles, others, err := scan(dir)
+	c, err := scan(dir)
 	if err != nil {
 		return "", err
 	}
 	switch {
-	case len(models) == 1:
-		return filepath.Join(dir, models[0]), nil
-	case len(models) > 1:
+	case len(c.models) == 1:
+		return filepath.Join(dir, c.models[0]), nil
+	case len(c.models) > 1:
 		return "", fmt.Errorf("%s holds %d model files (%s); a model folder holds one: remove all but the one to serve",
-			dir, len(models), strings.Join(models, ", "))
-	case len(pickles) > 0:
+			dir, len(c.models), strings.Join(c.models, ", "))
+	case len(c.pickles) > 0:
 		return "", fmt.Errorf("%s is a Python pickle; gangboost never loads pickles (unpickling runs code): load it in Python and save the booster with booster.save_model(\"model.json\")",
-			filepath.Join(dir, pickles[0]))
+			filepath.Join(dir, c.pickles[0]))
 	}
-	found := "it is empty"
-	if len(others) > 0 {
-		found = "it holds " + strings.Join(others, ", ")
-	}
-	return "", fmt.Errorf("no model file in %s: want one XGBoost save_model file (.json, .ubj, or the legacy binary .bst/.model/.bin); %s", dir, found)
+	return "", fmt.Errorf("no model file in %s: want one XGBoost save_model file (.json, .ubj, or the legacy binary .bst/.model/.bin); %s", dir, c.describe(dir))
 }
 
 // HoldsModel reports whether dir itself holds a model file (or a pickle, or several): whether
 // it is one model's folder rather than a repository of model folders.
 func HoldsModel(dir string) bool {
-	models, pickles, _, err := scan(dir)
-	return err == nil && len(models)+len(pickles) > 0
+	c, err := scan(dir)
+	return err == nil && len(c.models)+len(c.pickles) > 0
 }
 
-// scan sorts the files of dir (symlinks followed) into model files, pickles and others,
-// skipping hidden files and metadata.json.
-func scan(dir string) (models, pickles, others []string, err error) {
+// contents is what scan found in a folder.
+type contents struct {
+	models, pickles []string
+	// others are the files that are neither, then hidden files, then sub-folders ("name/").
+	others   []string
+	metadata bool // metadata.json is there
+}
+
+// describe says what a folder without a model file holds, for an error. metadata.json alone is
+// the folder of a model whose file was removed, or not copied with it: it names that file.
+func (c contents) describe(dir string) string {
+	held := c.others
+	if c.metadata {
+		held = append([]string{MetadataFile}, held...)
+	}
+	if len(held) == 0 {
+		return "it is empty"
+	}
+	listed := held
+	if len(listed) > maxListed {
+		listed = append(listed[:maxListed:maxListed], fmt.Sprintf("and %d more", len(held)-maxListed))
+	}
+	found := "it holds " + strings.Join(listed, ", ")
+	if !c.metadata {
+		return found
+	}
+	found += " but no model file"
+	if md, err := ReadMetadata(dir); err == nil && md.ModelFile != "" {
+		found += fmt.Sprintf(" (its metadata.json is for %s)", md.ModelFile)
+	}
+	return found + ": copy the model file next to metadata.json, or train the model again"
+}
+
+// scan sorts the entries of dir (symlinks followed) into model files, pickles and others,
+// noting metadata.json apart.
+func scan(dir string) (contents, error) {
+	var c contents
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("read model folder: %w", err)
+		return c, fmt.Errorf("read model folder: %w", err)
 	}
+	var hidden, folders []string
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasPrefix(name, ".") || name == MetadataFile {
+		if name == MetadataFile {
+			c.metadata = true
 			continue
 		}
-		// Follow symlinks (KServe's storage initializer and ConfigMap mounts use them); skip
-		// folders. Anything else is a file to consider, a pipe that delivers a model too.
-		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.IsDir() {
+		// Follow symlinks (KServe's storage initializer and ConfigMap mounts use them).
+		// Anything but a folder is a file to consider, a pipe that delivers a model too.
+		st, err := os.Stat(filepath.Join(dir, name))
+		switch {
+		case err != nil:
+			continue
+		case st.IsDir():
+			folders = append(folders, name+"/")
+			continue
+		case strings.HasPrefix(name, "."):
+			// Hidden files (the trainer's temporary files) are never the model.
+			hidden = append(hidden, name)
 			continue
 		}
 		ext := strings.ToLower(filepath.Ext(name))
 		switch {
 		case modelExtensions[ext]:
-			models = append(models, name)
+			c.models = append(c.models, name)
 		case pickleExtensions[ext]:
-			pickles = append(pickles, name)
+			c.pickles = append(c.pickles, name)
 		default:
-			others = append(others, name)
+			c.others = append(c.others, name)
 		}
 	}
-	sort.Strings(models)
-	return models, pickles, others, nil
+	sort.Strings(c.models)
+	c.others = append(append(c.others, hidden...), folders...)
+	return c, nil
 }
