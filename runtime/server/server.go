@@ -177,6 +177,10 @@ func (s *Server) Run(ctx context.Context) error {
 	select {
 	case err := <-errc:
 		stopNow(httpSrv, gs)
+		// A load that fails at once can come before Serve has taken its listener, which
+		// http.Server.Close then does not close (Serve does, later, in its own goroutine): close
+		// them here, so the ports refuse connections once Run has returned.
+		s.close()
 		return err
 	case <-ctx.Done():
 	}
