@@ -263,23 +263,15 @@ func TestNamespaceAndPVC(t *testing.T) {
 	}
 }
 
+// servedVersions are the XGBoost major versions the runtimes declare: those whose model files the
+// evaluator (runtime/forest) is verified to serve (see the comment in clusterservingruntime.yaml).
+var servedVersions = []string{"1", "2"}
+
+// gangboostRuntimes names the runtimes of clusterservingruntime.yaml.
+var gangboostRuntimes = []string{restRuntime, grpcRuntime}
+
 func TestClusterServingRuntimes(t *testing.T) {
 	set := loadManifests(t)
-	defaults := loadKServeDefaults(t)
-
-	// The highest priority any KServe runtime gives xgboost for auto-selection; ours must beat it.
-	var defaultMax int32
-	for _, rt := range defaults {
-		for _, f := range rt.Spec.SupportedModelFormats {
-			if f.Name == "xgboost" && f.IsAutoSelectEnabled() && f.Priority != nil && *f.Priority > defaultMax {
-				defaultMax = *f.Priority
-			}
-		}
-	}
-	if defaultMax == 0 {
-		t.Fatalf("%s: no auto-selected xgboost runtime found; the fixture is wrong", kserveDefaults)
-	}
-
 	tests := []struct {
 		name      string
 		protocols []constants.InferenceServiceProtocol
@@ -307,15 +299,17 @@ func TestClusterServingRuntimes(t *testing.T) {
 					continue
 				}
 				versions = append(versions, *f.Version)
-				if !f.IsAutoSelectEnabled() {
-					t.Errorf("xgboost %s: autoSelect is off", *f.Version)
+				// Opt-in: KServe must never pick gangboost for an InferenceService that does not
+				// name it, so other teams' xgboost services stay on their runtimes.
+				if f.AutoSelect == nil || *f.AutoSelect || f.IsAutoSelectEnabled() {
+					t.Errorf("xgboost %s: autoSelect %v, want false (an InferenceService opts in by naming the runtime)", *f.Version, ptrString(f.AutoSelect))
 				}
-				if f.Priority == nil || *f.Priority <= defaultMax {
-					t.Errorf("xgboost %s: priority %v, want above %d (KServe v0.19's highest for xgboost)", *f.Version, f.Priority, defaultMax)
+				if f.Priority != nil {
+					t.Errorf("xgboost %s: priority %d, want none (priority only ranks auto-selected runtimes)", *f.Version, *f.Priority)
 				}
 			}
-			if !slices.Equal(versions, []string{"1", "2", "3"}) {
-				t.Errorf("xgboost versions = %v, want [1 2 3]", versions)
+			if !slices.Equal(versions, servedVersions) {
+				t.Errorf("xgboost versions = %v, want %v (the versions the evaluator is verified to serve)", versions, servedVersions)
 			}
 			if !slices.Equal(spec.ProtocolVersions, tt.protocols) {
 				t.Errorf("protocolVersions = %v, want %v", spec.ProtocolVersions, tt.protocols)
@@ -438,67 +432,117 @@ func TestRuntimesAdmittedBesideKServeDefaults(t *testing.T) {
 		existing = append(existing, rt)
 	}
 
-	// The check can fail: at priority 2, kserve-mlserver (xgboost 1 and 2, v2, priority 2) clashes.
+	// The check can fail: auto-selected at priority 2, the runtime would clash with
+	// kserve-mlserver (xgboost 1 and 2, v2, priority 2).
 	clash := set.runtimes[restRuntime].DeepCopy()
 	for i := range clash.Spec.SupportedModelFormats {
+		clash.Spec.SupportedModelFormats[i].AutoSelect = ptr(true)
 		clash.Spec.SupportedModelFormats[i].Priority = ptr(int32(2))
 	}
 	resp := admit(t, s, clash, loadKServeDefaults(t))
 	if resp.Allowed || !strings.Contains(resp.Result.Message, "kserve-mlserver") {
-		t.Errorf("priority 2 beside kserve-mlserver: allowed %v (%s), want denied naming kserve-mlserver", resp.Allowed, resp.Result.Message)
+		t.Errorf("autoSelect at priority 2 beside kserve-mlserver: allowed %v (%s), want denied naming kserve-mlserver", resp.Allowed, resp.Result.Message)
 	}
 }
 
 func ptr[T any](v T) *T { return &v }
 
-// TestAutoSelection asks KServe's runtime selection which runtime an InferenceService with
-// modelFormat xgboost and no explicit runtime gets, with KServe's defaults installed.
-func TestAutoSelection(t *testing.T) {
-	set := loadManifests(t)
-	b := fake.NewClientBuilder().WithScheme(newScheme(t))
-	for _, rt := range loadKServeDefaults(t) {
-		b = b.WithObjects(rt)
+func ptrString[T any](p *T) string {
+	if p == nil {
+		return "unset"
 	}
-	for _, rt := range set.runtimes {
+	return fmt.Sprint(*p)
+}
+
+// supporting asks KServe's runtime selection (what its predictor reconciler calls for an
+// InferenceService without spec.predictor.model.runtime) which runtimes it would pick from, in
+// order, in a cluster holding runtimes.
+func supporting(t *testing.T, runtimes []*v1alpha1.ClusterServingRuntime, version *string, protocol constants.InferenceServiceProtocol) []string {
+	t.Helper()
+	b := fake.NewClientBuilder().WithScheme(newScheme(t))
+	for _, rt := range runtimes {
 		b = b.WithObjects(rt.DeepCopy())
 	}
-	cl := b.Build()
-	tests := []struct {
-		version  *string
-		protocol constants.InferenceServiceProtocol
-		want     string
-	}{
-		{nil, constants.ProtocolV2, restRuntime},
-		{ptr("1"), constants.ProtocolV2, restRuntime},
-		{ptr("2"), constants.ProtocolV2, restRuntime},
-		{ptr("3"), constants.ProtocolV2, restRuntime},
-		{ptr("2"), constants.ProtocolV1, restRuntime},
-		{nil, constants.ProtocolGRPCV2, grpcRuntime},
-		{ptr("2"), constants.ProtocolGRPCV2, grpcRuntime},
+	m := v1beta1.ModelSpec{
+		ModelFormat:            v1beta1.ModelFormat{Name: "xgboost", Version: version},
+		PredictorExtensionSpec: v1beta1.PredictorExtensionSpec{ProtocolVersion: ptr(protocol)},
 	}
-	for _, tt := range tests {
-		v := "any"
-		if tt.version != nil {
-			v = *tt.version
-		}
-		t.Run(fmt.Sprintf("xgboost-%s-%s", v, tt.protocol), func(t *testing.T) {
-			m := v1beta1.ModelSpec{
-				ModelFormat:            v1beta1.ModelFormat{Name: "xgboost", Version: tt.version},
-				PredictorExtensionSpec: v1beta1.PredictorExtensionSpec{ProtocolVersion: ptr(tt.protocol)},
-			}
-			got, err := m.GetSupportingRuntimes(context.Background(), cl, namespace, false, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) == 0 || got[0].Name != tt.want {
-				var names []string
-				for _, r := range got {
-					names = append(names, r.Name)
+	got, err := m.GetSupportingRuntimes(context.Background(), b.Build(), namespace, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range got {
+		names = append(names, r.Name)
+	}
+	return names
+}
+
+// TestRuntimeSelectionOptIn checks that KServe's runtime selection leaves gangboost out for an
+// xgboost InferenceService that names no runtime: with KServe's own runtimes installed it gets
+// one of them, with only gangboost's installed it gets none (KServe reports NoSupportingRuntime).
+func TestRuntimeSelectionOptIn(t *testing.T) {
+	set := loadManifests(t)
+	var ours []*v1alpha1.ClusterServingRuntime
+	for _, name := range gangboostRuntimes {
+		ours = append(ours, set.runtimes[name])
+	}
+	withDefaults := append(loadKServeDefaults(t), ours...)
+	for _, version := range []*string{nil, ptr("1"), ptr("2"), ptr("3")} {
+		for _, protocol := range []constants.InferenceServiceProtocol{constants.ProtocolV1, constants.ProtocolV2, constants.ProtocolGRPCV2} {
+			t.Run(fmt.Sprintf("xgboost-%s-%s", ptrString(version), protocol), func(t *testing.T) {
+				got := supporting(t, withDefaults, version, protocol)
+				for _, name := range got {
+					if slices.Contains(gangboostRuntimes, name) {
+						t.Errorf("beside KServe's runtimes, KServe picks from %v: %s takes an InferenceService that does not name it", got, name)
+					}
 				}
-				t.Errorf("KServe picks from %v, want %s first", names, tt.want)
-			}
-		})
+				if got := supporting(t, ours, version, protocol); len(got) != 0 {
+					t.Errorf("with only gangboost's runtimes, KServe picks from %v, want none", got)
+				}
+			})
+		}
 	}
+	// KServe's own runtimes still take xgboost 1 over V2 (kserve-mlserver) and V1
+	// (kserve-xgbserver), so the check above does not pass for want of any runtime.
+	if got := supporting(t, withDefaults, ptr("1"), constants.ProtocolV2); len(got) == 0 {
+		t.Errorf("xgboost 1 over v2: no KServe runtime picked; the fixture %s is wrong", kserveDefaults)
+	}
+
+	// The check can fail: the same runtime with autoSelect on is picked.
+	auto := set.runtimes[restRuntime].DeepCopy()
+	for i := range auto.Spec.SupportedModelFormats {
+		auto.Spec.SupportedModelFormats[i].AutoSelect = ptr(true)
+	}
+	if got := supporting(t, []*v1alpha1.ClusterServingRuntime{auto}, nil, constants.ProtocolV2); !slices.Equal(got, []string{restRuntime}) {
+		t.Errorf("%s with autoSelect true: KServe picks from %v, want [%s]", restRuntime, got, restRuntime)
+	}
+}
+
+// TestNamedRuntimeVersions checks what KServe's predictor reconciler accepts for an InferenceService
+// that names a gangboost runtime: modelFormat xgboost with no version or a declared one; another
+// version is refused (NoSupportingRuntime, "Specified runtime does not support specified
+// framework/version") rather than served on a guess.
+func TestNamedRuntimeVersions(t *testing.T) {
+	set := loadManifests(t)
+	for _, name := range gangboostRuntimes {
+		rt := set.runtimes[name]
+		for _, version := range append([]*string{nil, ptr("0"), ptr("9")}, ptrs(servedVersions)...) {
+			m := v1beta1.ModelSpec{ModelFormat: v1beta1.ModelFormat{Name: "xgboost", Version: version}, Runtime: ptr(name)}
+			want := version == nil || slices.Contains(servedVersions, *version)
+			if got := m.RuntimeSupportsModel(&rt.Spec); got != want {
+				t.Errorf("%s, modelFormat xgboost version %s: KServe accepts %v, want %v", name, ptrString(version), got, want)
+			}
+		}
+	}
+}
+
+func ptrs[T any](vs []T) []*T {
+	out := make([]*T, len(vs))
+	for i := range vs {
+		out[i] = &vs[i]
+	}
+	return out
 }
 
 func TestInferenceServices(t *testing.T) {

@@ -187,7 +187,7 @@ func (s *Service) Validate() error {
 		errs = append(errs, fmt.Errorf("protocol_version = %q, want v1, v2 or grpc-v2", s.ProtocolVersion))
 	}
 	if s.Runtime == "" {
-		errs = append(errs, errors.New("runtime is empty: name the ServingRuntime (gangboost-xgboost)"))
+		errs = append(errs, errors.New("runtime is empty: name the ClusterServingRuntime (gangboost-xgboost, or gangboost-xgboost-grpc for grpc-v2); the gangboost runtimes are not auto-selected, so KServe would serve the model with another runtime or none"))
 	}
 	if s.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout_seconds = %d, want more than 0", int64(s.Timeout/time.Second)))

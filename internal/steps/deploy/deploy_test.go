@@ -113,6 +113,21 @@ func TestServiceFromExecutorRejects(t *testing.T) {
 			}
 		})
 	}
+	// The gangboost runtimes are opt-in: the InferenceService must always name one.
+	t.Run("runtime empty", func(t *testing.T) {
+		e, _ := executor(t, withDefaults(map[string]any{"name": "iris", "model_uri": base["model_uri"], "runtime": ""}))
+		s, err := ServiceFromExecutor(e, "ns")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Runtime != "gangboost-xgboost" {
+			t.Fatalf("an empty runtime input gives runtime %q, want the default gangboost-xgboost", s.Runtime)
+		}
+		s.Runtime = ""
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "runtime is empty") || !strings.Contains(err.Error(), "not auto-selected") {
+			t.Fatalf("Validate with no runtime = %v, want it to say the runtime must be named", err)
+		}
+	})
 	t.Run("no namespace", func(t *testing.T) {
 		e, _ := executor(t, withDefaults(base))
 		if _, err := ServiceFromExecutor(e, ""); err == nil || !strings.Contains(err.Error(), "namespace") {

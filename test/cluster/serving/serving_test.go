@@ -408,6 +408,97 @@ func TestInferenceServices(t *testing.T) {
 		checkSame(t, "V2 gRPC output-0", got, want)
 	})
 
+	t.Run("UnnamedRuntime", func(t *testing.T) {
+		e := *e
+		e.t = t
+		// Another team's xgboost InferenceService: modelFormat only, no runtime. The gangboost
+		// runtimes are opt-in (autoSelect false) and KServe's own are not installed here, so
+		// KServe's controller finds no supporting runtime: no Deployment, no pod.
+		isvc := e.inferenceService("inferenceservice.yaml")
+		isvc.Name = "iris-unnamed"
+		isvc.Spec.Predictor.Model.Runtime = nil
+		start := e.create(isvc)
+		ctx := context.Background()
+		noPredictor := func(ctx context.Context) error {
+			pods, err := e.pods(ctx, isvc.Name)
+			if err == nil && len(pods) > 0 {
+				return fmt.Errorf("InferenceService %s without a runtime got pod %s (runtime image %s)", isvc.Name, pods[0].Name, pods[0].Spec.Containers[0].Image)
+			}
+			err = e.c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: isvc.Name + "-predictor"}, &appsv1.Deployment{})
+			if err == nil {
+				return fmt.Errorf("InferenceService %s without a runtime got Deployment %s-predictor", isvc.Name, isvc.Name)
+			}
+			return nil
+		}
+		var cur v1beta1.InferenceService
+		cluster.WaitFor(e.t, 60*time.Second, "KServe's NoSupportingRuntime on "+isvc.Name, func(ctx context.Context) (bool, error) {
+			if err := noPredictor(ctx); err != nil {
+				return false, cluster.Abort(err)
+			}
+			if err := e.c.Client.Get(ctx, client.ObjectKeyFromObject(isvc), &cur); err != nil {
+				return false, nil
+			}
+			f := cur.Status.ModelStatus.LastFailureInfo
+			return f != nil && f.Reason == v1beta1.NoSupportingRuntime, nil
+		})
+		t.Logf("KServe reported %s %s after create: transitionStatus %s, lastFailureInfo %+v",
+			cur.Status.ModelStatus.LastFailureInfo.Reason, time.Since(start).Round(time.Millisecond),
+			cur.Status.ModelStatus.TransitionStatus, *cur.Status.ModelStatus.LastFailureInfo)
+		if cur.Status.ModelStatus.TransitionStatus != v1beta1.InvalidSpec {
+			t.Errorf("modelStatus.transitionStatus %s, want %s", cur.Status.ModelStatus.TransitionStatus, v1beta1.InvalidSpec)
+		}
+		if cur.Spec.Predictor.Model.Runtime != nil || cur.Status.ClusterServingRuntimeName != "" || cur.Status.IsReady() {
+			t.Errorf("runtime %v, status.clusterServingRuntimeName %q, Ready %v; want no runtime chosen and not Ready",
+				cur.Spec.Predictor.Model.Runtime, cur.Status.ClusterServingRuntimeName, cur.Status.IsReady())
+		}
+		// The controller's Warning event on the InferenceService says the same.
+		var msg string
+		cluster.WaitFor(e.t, 30*time.Second, "KServe's Warning event on "+isvc.Name, func(ctx context.Context) (bool, error) {
+			evs, err := e.c.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{
+				FieldSelector: "involvedObject.kind=InferenceService,involvedObject.name=" + isvc.Name})
+			if err != nil {
+				return false, nil
+			}
+			for _, ev := range evs.Items {
+				if ev.Type == corev1.EventTypeWarning && strings.Contains(ev.Message, "no runtime found") {
+					msg = ev.Reason + ": " + ev.Message
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		t.Logf("event %s", msg)
+		for _, c := range cur.Status.Conditions {
+			t.Logf("InferenceService condition %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+		}
+		if err := noPredictor(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		// Opting in: the same InferenceService naming gangboost-xgboost is served.
+		patch := client.MergeFrom(cur.DeepCopy())
+		runtimeName := "gangboost-xgboost"
+		cur.Spec.Predictor.Model.Runtime = &runtimeName
+		optIn := time.Now()
+		if err := e.c.Client.Patch(ctx, &cur, patch); err != nil {
+			t.Fatal(err)
+		}
+		e.waitReady(isvc.Name, optIn)
+		e.checkPredictorPod(isvc.Name, "models/iris/v1")
+		var got v1beta1.InferenceService
+		if err := e.c.Client.Get(ctx, client.ObjectKeyFromObject(isvc), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.ClusterServingRuntimeName != runtimeName {
+			t.Errorf("status.clusterServingRuntimeName %q, want %s", got.Status.ClusterServingRuntimeName, runtimeName)
+		}
+		addr, err := podrunner.ServiceAddr(ctx, e.c.Kube, namespace, isvc.Name+"-predictor", 80)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSame(t, "V2 REST output-0 once the runtime is named", restInfer(t, addr, isvc.Name, irisRows, 4), want)
+	})
+
 	t.Run("Rollout", func(t *testing.T) {
 		e := *e
 		e.t = t
