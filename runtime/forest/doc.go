@@ -4,20 +4,31 @@
 // Booster.predict returns. The format is told by content, never by file name; Python
 // pickles (joblib included) are refused with a message saying how to convert them.
 //
-// Supported: gbtree, dart (weight_drop applied) and gblinear boosters; objectives
+// Supported: gbtree, dart (weight_drop applied, also where XGBoost 3.3 and later save
+// dart as a gbtree with weight_drop) and gblinear boosters; objectives
 // reg:squarederror (and the old reg:linear), reg:squaredlogerror, reg:pseudohubererror,
 // reg:absoluteerror, reg:quantileerror, reg:logistic, binary:logistic,
 // binary:logitraw, binary:hinge, count:poisson, reg:gamma, reg:tweedie, survival:cox,
-// multi:softmax, multi:softprob, rank:pairwise, rank:ndcg, rank:map; base_score in
-// the objective's probability space (converted like ObjFunction::ProbToMargin), one
-// per target in 3.x files; missing values (NaN) following each node's default
-// direction; num_parallel_tree (trees grouped by tree_info); pruned trees with deleted
-// nodes; categorical splits (partition and one-hot); multi-output regression with one
-// tree per target. The layouts of XGBoost 1.x, 2.x and 3.x files are read, including
-// the bare NaN and Infinity tokens XGBoost writes. Multi-target trees with vector
-// leaves (multi_strategy=multi_output_tree) and unknown objectives fail at load with
-// an error naming them; so do the binary format's features libxgboost 1.x cannot read
+// survival:aft, multi:softmax, multi:softprob, rank:pairwise, rank:ndcg, rank:map;
+// base_score in the objective's probability space (converted like
+// ObjFunction::ProbToMargin), one per target or class in 3.x files; missing values
+// (NaN) following each node's default direction; num_parallel_tree (trees grouped by
+// tree_info); pruned trees with deleted nodes; categorical splits (partition and
+// one-hot) on category codes; multi-output regression with one tree per target. The
+// layouts of XGBoost 1.x, 2.x and 3.x files are read, including the bare NaN and
+// Infinity tokens XGBoost writes.
+//
+// Semantics that changed between XGBoost versions follow the "version" the file
+// carries: from 3.4, the predictions of reg:quantileerror with several quantiles are
+// sorted per row so quantiles never cross (margins are not), and a multi-class
+// gblinear model adds base_score[0] to every class; a 3.1 to 3.3 gblinear file with
+// distinct per-class intercepts is refused. Refused at load with an error naming
+// them: multi-target trees with vector leaves (multi_strategy=multi_output_tree),
+// category names saved with a 3.x model (a non-empty "cats" encoder), unknown
+// objectives and boosters, and the binary format's features libxgboost 1.x cannot read
 // either (prediction buffers and multi-root trees of XGBoost < 0.7, vector leaves).
+// testdata/zoo holds models saved by XGBoost 3.4.1 and 2.1.4 with XGBoost's own
+// outputs; zoo_test.go requires every one to match or be refused.
 //
 // Predictions are float32 computations in XGBoost's order (base margin, then each
 // tree's leaf value in tree order), so they agree with libxgboost's to float32

@@ -17,6 +17,12 @@ func FuzzParse(f *testing.F) {
 		files, _ := filepath.Glob(filepath.Join("testdata", ext))
 		seeds = append(seeds, files...)
 	}
+	// XGBoost 3.4 layouts: dart saved as gbtree, per-class intercepts, the "cats"
+	// encoder, categorical splits.
+	for _, name := range []string{"dart_reg/ubj/model.ubj", "gblinear_multi/json/model.json",
+		"reg_quantileerror_4/json/model.json", "cat_mixed_reg/ubj/model.ubj"} {
+		seeds = append(seeds, filepath.Join("testdata", "zoo", "xgb-3.4.1", filepath.FromSlash(name)))
+	}
 	for _, p := range seeds {
 		data, err := os.ReadFile(p)
 		if err != nil {

@@ -39,6 +39,12 @@ type rawModel struct {
 	numTreesSet  bool
 	numTrees     int64
 	weightDrop   []float32
+	// dartInModel: weight_drop sits inside the gbtree model, as XGBoost 3.3 and later
+	// save a dart booster (name "gbtree"); before, dart wrapped a gbtree object.
+	dartInModel bool
+	// catsValues counts the values in 3.x's gbtree "cats" (category names saved
+	// with the model); empty when the model was trained on category codes.
+	catsValues   int
 	linWeights   []float32
 	linSeen      bool
 	baseScore    string
@@ -294,6 +300,11 @@ func readModelBody(w *walker, raw *rawModel) error {
 				raw.trees = append(raw.trees, tr)
 				return nil
 			})
+		case "weight_drop":
+			raw.dartInModel = true
+			raw.weightDrop, err = w.float32s()
+		case "cats":
+			raw.catsValues, err = w.countScalars()
 		case "weights":
 			raw.linSeen = true
 			raw.linWeights, err = w.float32s()

@@ -139,6 +139,10 @@ type Model struct {
 	// shapChunk is how many rows of contributions take about a millisecond.
 	shapChunk int
 
+	// sortRows: each row's default outputs are sorted ascending (reg:quantileerror
+	// with several quantiles, saved by XGBoost 3.4 or later).
+	sortRows bool
+
 	// gblinear: weights[f*numGroup+g], bias at weights[numFeature*numGroup+g].
 	linW []float32
 }
@@ -290,10 +294,15 @@ func build(raw *rawModel) (*Model, error) {
 		m.baseMargin[g] = v
 	}
 
+	if raw.catsValues > 0 {
+		return nil, fmt.Errorf("learner.gradient_booster.model.cats: the model saves category names (%d values), which are not supported: the evaluator reads category codes; train on codes (integer-coded columns) instead of named categories", raw.catsValues)
+	}
 	switch raw.booster {
 	case "gbtree", "dart":
 		m.booster = boosterTree
-		if raw.booster == "dart" {
+		if raw.booster == "dart" || raw.dartInModel {
+			// XGBoost 3.3 and later save dart as "gbtree" with weight_drop in
+			// the model; the weights apply all the same.
 			m.booster = boosterDart
 		}
 		if err := m.buildTrees(raw); err != nil {
@@ -306,13 +315,47 @@ func build(raw *rawModel) (*Model, error) {
 			return nil, fmt.Errorf("learner.gradient_booster.model.weights: expected (num_feature+1)*groups = %d weights, got %d", want, len(raw.linWeights))
 		}
 		m.linW = raw.linWeights
+		if err := m.linearBaseMargin(raw, base); err != nil {
+			return nil, err
+		}
 	case "":
 		return nil, fmt.Errorf("learner.gradient_booster.name missing")
 	default:
 		return nil, fmt.Errorf("learner.gradient_booster.name: unsupported booster %q (want gbtree, dart or gblinear)", raw.booster)
 	}
+	// XGBoost 3.4 sorts each row's quantile predictions so they never cross (the
+	// margins stay as they are).
+	m.sortRows = raw.objective == "reg:quantileerror" && m.numGroup > 1 && !versionBefore(raw.version, 3, 4)
 	m.shapChunk = m.contribsChunk()
 	return m, nil
+}
+
+// linearBaseMargin sets the intercepts of a multi-output gblinear model. XGBoost 3.4's
+// GBLinear adds base_score[0] to every output, whatever the other values; 3.1 to 3.3
+// wrote one value per output, and how they entered a linear model is not pinned down
+// here, so such files are refused unless all values are equal.
+func (m *Model) linearBaseMargin(raw *rawModel, base []float32) error {
+	if m.numGroup < 2 || !strings.HasPrefix(strings.TrimSpace(raw.baseScore), "[") {
+		return nil
+	}
+	switch {
+	case !versionBefore(raw.version, 3, 4):
+		for g := range m.baseMargin {
+			m.baseMargin[g] = m.baseMargin[0]
+		}
+	case !slices.ContainsFunc(base, func(v float32) bool { return v != base[0] }):
+	default:
+		return fmt.Errorf("learner.learner_model_param.base_score: a gblinear model with one intercept per output (%d values) saved by XGBoost %s is not supported; save it with XGBoost 3.4 or later", len(base), versionString(raw.version))
+	}
+	return nil
+}
+
+func versionString(v []int64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ".")
 }
 
 // versionBefore reports whether the model's "version" field is older than major.minor;
@@ -446,7 +489,7 @@ func (m *Model) buildTrees(raw *rawModel) error {
 // each right child right after its left sibling.
 func (m *Model) flattenTree(tr *rawTree, weight float32) (treeMeta, error) {
 	if tr.multiTarget || tr.leafVecSize > 1 {
-		return treeMeta{}, fmt.Errorf("multi-target trees (size_leaf_vector=%d) are not supported", tr.leafVecSize)
+		return treeMeta{}, fmt.Errorf("multi-target trees (size_leaf_vector=%d) are not supported: vector leaves (multi_strategy=multi_output_tree) cannot be evaluated; train with multi_strategy=one_output_per_tree", tr.leafVecSize)
 	}
 	n := len(tr.left)
 	if n == 0 {

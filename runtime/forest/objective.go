@@ -59,11 +59,13 @@ var objectives = map[string]objective{
 	"reg:gamma":       {kindRegression, tExp, mLog},
 	"reg:tweedie":     {kindRegression, tExp, mLog},
 	"survival:cox":    {kindRegression, tExp, mLog},
-	"multi:softmax":   {kindMulti, tArgmax, mIdentity},
-	"multi:softprob":  {kindMulti, tSoftprob, mIdentity},
-	"rank:pairwise":   {kindRank, tIdentity, mIdentity},
-	"rank:ndcg":       {kindRank, tIdentity, mIdentity},
-	"rank:map":        {kindRank, tIdentity, mIdentity},
+	// AFTObj: PredTransform exp, ProbToMargin log (src/objective/aft_obj.cc).
+	"survival:aft":   {kindRegression, tExp, mLog},
+	"multi:softmax":  {kindMulti, tArgmax, mIdentity},
+	"multi:softprob": {kindMulti, tSoftprob, mIdentity},
+	"rank:pairwise":  {kindRank, tIdentity, mIdentity},
+	"rank:ndcg":      {kindRank, tIdentity, mIdentity},
+	"rank:map":       {kindRank, tIdentity, mIdentity},
 }
 
 // probToMargin converts base_score to the margin the trees add to, in float32 like

@@ -187,6 +187,7 @@ func (m *Model) predictBlock(out, rows []float32, nrows, width int, kind OutputK
 		}
 		m.margins(out, rows, nrows)
 		m.transformInPlace(out, nrows)
+		m.sortRowsInPlace(out, nrows)
 	case OutputLabel:
 		switch m.obj.kind {
 		case kindMulti:
@@ -208,6 +209,7 @@ func (m *Model) predictBlock(out, rows []float32, nrows, width int, kind OutputK
 		default:
 			m.margins(out, rows, nrows)
 			m.transformInPlace(out, nrows)
+			m.sortRowsInPlace(out, nrows)
 		}
 	case OutputProba:
 		if m.obj.kind == kindMulti {
@@ -281,6 +283,17 @@ func (m *Model) transformInPlace(out []float32, nrows int) {
 		for r := 0; r < nrows; r++ {
 			softmaxInPlace(out[r*ng : (r+1)*ng])
 		}
+	}
+}
+
+// sortRowsInPlace sorts each row's numGroup outputs when the model asks for it.
+func (m *Model) sortRowsInPlace(out []float32, nrows int) {
+	if !m.sortRows {
+		return
+	}
+	ng := m.numGroup
+	for r := 0; r < nrows; r++ {
+		slices.Sort(out[r*ng : (r+1)*ng])
 	}
 }
 

@@ -218,3 +218,47 @@ func (w *walker) int() (int64, error) {
 	}
 	return t.int()
 }
+
+// countScalars consumes one value and returns how many scalars (numbers, strings,
+// booleans, nulls) it holds at any depth, object keys not counted.
+func (w *walker) countScalars() (int, error) {
+	// stack: per open container, 'a' (array), 'k' (object, key next) or 'v' (object,
+	// member value next).
+	var stack []byte
+	n := 0
+	for {
+		t, err := w.next()
+		if err != nil {
+			return 0, err
+		}
+		switch t.kind {
+		case tokEOF:
+			return 0, fmt.Errorf("unexpected end of input")
+		case tokObjEnd, tokArrEnd:
+			if len(stack) == 0 {
+				return 0, fmt.Errorf("unexpected %s", t.kind)
+			}
+			stack = stack[:len(stack)-1]
+		default:
+			top := len(stack) - 1
+			if top >= 0 && stack[top] == 'k' {
+				stack[top] = 'v'
+				continue
+			}
+			if top >= 0 && stack[top] == 'v' {
+				stack[top] = 'k'
+			}
+			switch t.kind {
+			case tokObjStart:
+				stack = append(stack, 'k')
+			case tokArrStart:
+				stack = append(stack, 'a')
+			default:
+				n++
+			}
+		}
+		if len(stack) == 0 {
+			return n, nil
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package forest_test
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gangboost/gangboost/runtime/forest"
+	"github.com/gangboost/gangboost/runtime/forest/internal/foresttest"
+)
+
+// zooModel returns a zoo model file with each old -> new replacement applied once.
+func zooModel(t *testing.T, name string, repl ...string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(foresttest.Testdata("zoo/" + name + "/json/model.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for i := 0; i < len(repl); i += 2 {
+		if !strings.Contains(s, repl[i]) {
+			t.Fatalf("%s: %q not found", name, repl[i])
+		}
+		s = strings.Replace(s, repl[i], repl[i+1], 1)
+	}
+	return []byte(s)
+}
+
+// The zoo's quantiles never cross on its test rows; reversed intercepts make them
+// cross on every row. Files saved by 3.4 get each row's predictions sorted, as
+// XGBoost 3.4 returns them; margins stay unsorted, and files saved before 3.4 are not
+// sorted at all.
+func TestQuantilePredictionsSortedFrom34(t *testing.T) {
+	const base = `"base_score":"[-4.1478047E0,-1.0533224E0,1.4882507E0,4.500627E0]"`
+	const crossed = `"base_score":"[2E1,1E1,-1E1,-2E1]"`
+	rows := make([]float32, 9*4)
+	for _, tc := range []struct {
+		version string
+		sorted  bool
+	}{{`"version":[3,4,1]`, true}, {`"version":[3,3,0]`, false}} {
+		m, err := forest.Parse(zooModel(t, "xgb-3.4.1/reg_quantileerror_4", base, crossed, `"version":[3,4,1]`, tc.version))
+		if err != nil {
+			t.Fatal(err)
+		}
+		margin, err := m.Predict(nil, rows, 4, forest.OutputMargin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kind := range []forest.OutputKind{forest.OutputDefault, forest.OutputLabel} {
+			pred, err := m.Predict(nil, rows, 4, kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := 0; r < 4; r++ {
+				p, mg := pred[r*4:(r+1)*4], margin[r*4:(r+1)*4]
+				if slices.IsSorted(mg) {
+					t.Fatalf("%s row %d: margins %v do not cross; the test needs crossing quantiles", tc.version, r, mg)
+				}
+				want := slices.Clone(mg)
+				if tc.sorted {
+					slices.Sort(want)
+				}
+				if !slices.Equal(p, want) {
+					t.Errorf("%s %s row %d: %v, want %v (margins %v)", tc.version, kind, r, p, want, mg)
+				}
+			}
+		}
+	}
+}
+
+// A multi-output gblinear model written by 3.1 to 3.3 with distinct intercepts is
+// refused: how those versions combined them is not pinned down by a reference.
+func TestLinearVectorBaseScoreBefore34Refused(t *testing.T) {
+	_, err := forest.Parse(zooModel(t, "xgb-3.4.1/gblinear_multi", `"version":[3,4,1]`, `"version":[3,2,0]`))
+	if err == nil || !strings.Contains(err.Error(), "gblinear model with one intercept per output (4 values) saved by XGBoost 3.2.0 is not supported") {
+		t.Fatalf("got %v", err)
+	}
+	// Equal intercepts mean the same whichever way they are combined.
+	m, err := forest.Parse(zooModel(t, "xgb-3.4.1/gblinear_multi", `"version":[3,4,1]`, `"version":[3,2,0]`,
+		`"base_score":"[1.8416023E-1,-6.1342454E-1,9.718638E-1,-5.425992E-1]"`, `"base_score":"[2.5E-1,2.5E-1,2.5E-1,2.5E-1]"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.NumGroups() != 4 {
+		t.Fatalf("groups %d", m.NumGroups())
+	}
+}
+
+// Category names saved with a 3.x model (the "cats" encoder) would re-code inputs in
+// XGBoost; the evaluator reads codes only, so such a model is refused, not misread.
+func TestNamedCategoriesRefused(t *testing.T) {
+	_, err := forest.Parse(zooModel(t, "xgb-3.4.1/cat_mixed_reg",
+		`"cats":{"enc":[],"feature_segments":[],"sorted_idx":[]}`,
+		`"cats":{"enc":[{"type":1,"values":["a","b"]}],"feature_segments":[0,2],"sorted_idx":[0,1]}`))
+	if err == nil || !strings.Contains(err.Error(), "cats: the model saves category names") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// XGBoost 3.3 and later save a dart booster as "gbtree" with weight_drop in the
+// model; it reports itself as dart.
+func TestDartSavedAsGbtree(t *testing.T) {
+	m, err := forest.Load(foresttest.Testdata("zoo/xgb-3.4.1/dart_reg/ubj/model.ubj"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Booster() != "dart" {
+		t.Fatalf("booster %q, want dart", m.Booster())
+	}
+}
