@@ -30,13 +30,15 @@ var zooRefused = map[string]string{
 	"xgb-2.1.4/multi_target_vector_leaf": "multi-target trees (size_leaf_vector=3) are not supported: vector leaves (multi_strategy=multi_output_tree)",
 }
 
-// Tolerance for float outputs: the evaluator computes in float32 in XGBoost's order,
-// so margins and predictions are expected bit-identical; contributions sum the same
-// terms in another order (leaf tables, shappath.go), which moves the last bits of a
-// float32 (2^-24 relative, about 6e-8) per operation: over a few dozen operations per
-// value, 1e-5 relative covers the accumulated rounding with room, and 1e-6 absolute
-// covers values that cancel to near zero. A wrong feature (a tree weight, an
-// intercept, a transform) moves values by far more than that.
+// Tolerance for float outputs: |got-want| <= zooAbs + zooRel*|want|. The evaluator
+// computes in float32 in XGBoost's order, so margins come out bit-identical (all 33,600
+// on linux/amd64) and predictions within one rounding of expf (3 of 31,800 differ,
+// by at most 6e-8). Contributions sum the same terms in another order (leaf tables,
+// shappath.go): 56% are bit-identical, the others differ by at most 4.8e-7 absolute,
+// 4.6e-5 relative on values near 1e-3 where terms cancel. 1e-6 absolute covers that
+// cancellation and 1e-5 relative (about 170 float32 roundings) covers large values
+// and platforms that round differently. A wrong feature (a tree weight, an
+// intercept, a transform) moves values by 1e-2 or more. Leaf ids must be exact.
 const (
 	zooRel = 1e-5
 	zooAbs = 1e-6
