@@ -14,7 +14,8 @@
 // ObjFunction::ProbToMargin), one per target or class in 3.x files; missing values
 // (NaN) following each node's default direction; num_parallel_tree (trees grouped by
 // tree_info); pruned trees with deleted nodes; categorical splits (partition and
-// one-hot) on category codes; multi-output regression with one tree per target. The
+// one-hot) on category codes; multi-output regression with one tree per target or
+// with vector-leaf trees (multi_strategy=multi_output_tree, 2.x and 3.x layouts). The
 // layouts of XGBoost 1.x, 2.x and 3.x files are read, including the bare NaN and
 // Infinity tokens XGBoost writes.
 //
@@ -23,8 +24,7 @@
 // sorted per row so quantiles never cross (margins are not), and a multi-class
 // gblinear model adds base_score[0] to every class; a 3.1 to 3.3 gblinear file with
 // distinct per-class intercepts is refused. Refused at load with an error naming
-// them: multi-target trees with vector leaves (multi_strategy=multi_output_tree),
-// category names saved with a 3.x model (a non-empty "cats" encoder), unknown
+// them: category names saved with a 3.x model (a non-empty "cats" encoder), unknown
 // objectives and boosters, and the binary format's features libxgboost 1.x cannot read
 // either (prediction buffers and multi-root trees of XGBoost < 0.7, vector leaves).
 // testdata/zoo holds models saved by XGBoost 3.4.1 and 2.1.4 with XGBoost's own

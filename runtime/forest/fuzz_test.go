@@ -18,11 +18,12 @@ func FuzzParse(f *testing.F) {
 		seeds = append(seeds, files...)
 	}
 	// XGBoost 3.4 layouts: dart saved as gbtree, per-class intercepts, the "cats"
-	// encoder, categorical splits.
+	// encoder, categorical splits, vector leaves (also 2.1's layout of them).
 	for _, name := range []string{"dart_reg/ubj/model.ubj", "gblinear_multi/json/model.json",
-		"reg_quantileerror_4/json/model.json", "cat_mixed_reg/ubj/model.ubj"} {
+		"reg_quantileerror_4/json/model.json", "cat_mixed_reg/ubj/model.ubj", "multi_target_vector_leaf/ubj/model.ubj"} {
 		seeds = append(seeds, filepath.Join("testdata", "zoo", "xgb-3.4.1", filepath.FromSlash(name)))
 	}
+	seeds = append(seeds, filepath.Join("testdata", "zoo", "xgb-2.1.4", "multi_target_vector_leaf", "json", "model.json"))
 	for _, p := range seeds {
 		data, err := os.ReadFile(p)
 		if err != nil {

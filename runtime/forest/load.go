@@ -10,20 +10,24 @@ import (
 // indexed by node id. Pruned trees keep deleted nodes in these arrays; only nodes
 // reachable from the root are evaluated.
 type rawTree struct {
-	left, right  []int32
-	splitIndex   []int32
-	splitCond    []float32
-	defaultLeft  []int32
-	splitType    []int32
-	sumHess      []float32
-	categories   []int64
-	catNodes     []int64
-	catSegments  []int64
-	catSizes     []int64
-	numNodes     int64
-	numNodesSet  bool
-	leafVecSize  int64
-	multiTarget  bool // 3.x vector-leaf tree layout
+	left, right []int32
+	splitIndex  []int32
+	splitCond   []float32
+	defaultLeft []int32
+	splitType   []int32
+	sumHess     []float32
+	categories  []int64
+	catNodes    []int64
+	catSegments []int64
+	catSizes    []int64
+	numNodes    int64
+	numNodesSet bool
+	leafVecSize int64
+	multiTarget bool // 3.x vector-leaf tree layout
+	// baseWeights holds each node's weight, size_leaf_vector values per node in
+	// vector-leaf trees, whose leaf values are the leaves' base weights.
+	baseWeights  []float32
+	leafWeights  []float32 // 3.x vector-leaf trees: the leaves' values, in node order
 	hasTreeParam bool
 }
 
@@ -358,7 +362,9 @@ func readTree(w *walker, start token, tr *rawTree) error {
 		case "leaf_weights":
 			// Only vector-leaf (multi-target) trees carry this array.
 			tr.multiTarget = true
-			err = w.skipValue()
+			tr.leafWeights, err = w.float32s()
+		case "base_weights":
+			tr.baseWeights, err = w.float32s()
 		default:
 			err = w.skipValue()
 		}

@@ -139,6 +139,11 @@ type Model struct {
 	// shapChunk is how many rows of contributions take about a millisecond.
 	shapChunk int
 
+	// leafTrees, for models with vector-leaf trees, is the first of the scalar trees
+	// each original tree was split into (see splitVectorLeaves); pred_leaf reports
+	// those. nil otherwise: every tree is reported.
+	leafTrees []int32
+
 	// sortRows: each row's default outputs are sorted ascending (reg:quantileerror
 	// with several quantiles, saved by XGBoost 3.4 or later).
 	sortRows bool
@@ -176,7 +181,12 @@ func (m *Model) FeatureNames() []string { return m.featureNames }
 func (m *Model) FeatureTypes() []string { return m.featureTypes }
 
 // NumTrees is the number of trees (0 for gblinear).
-func (m *Model) NumTrees() int { return len(m.trees) }
+func (m *Model) NumTrees() int {
+	if m.leafTrees != nil {
+		return len(m.leafTrees)
+	}
+	return len(m.trees)
+}
 
 // IsClassifier reports whether the objective predicts classes (binary:*, multi:*).
 func (m *Model) IsClassifier() bool {
@@ -211,7 +221,7 @@ func (m *Model) Width(kind OutputKind) (int, error) {
 		if m.booster == boosterLinear {
 			return 0, fmt.Errorf("output %s: gblinear models have no trees", kind)
 		}
-		return len(m.trees), nil
+		return m.NumTrees(), nil
 	case OutputContribs:
 		if w := m.contribsWidth(); w > maxContribsWidth {
 			return 0, fmt.Errorf("output %s: (num_feature+1)*groups = %d values per row, contributions support up to %d", kind, w, maxContribsWidth)
@@ -423,11 +433,15 @@ func (m *Model) buildTrees(raw *rawModel) error {
 	if len(raw.treeInfo) != nt {
 		return fmt.Errorf("%s.tree_info: %d entries for %d trees", where, len(raw.treeInfo), nt)
 	}
+	if m.booster == boosterDart && len(raw.weightDrop) != nt {
+		return fmt.Errorf("learner.gradient_booster.weight_drop: %d weights for %d trees", len(raw.weightDrop), nt)
+	}
+	if err := m.splitVectorLeaves(raw); err != nil {
+		return err
+	}
+	nt = len(raw.trees)
 	var weights []float32
 	if m.booster == boosterDart {
-		if len(raw.weightDrop) != nt {
-			return fmt.Errorf("learner.gradient_booster.weight_drop: %d weights for %d trees", len(raw.weightDrop), nt)
-		}
 		weights = raw.weightDrop
 	}
 	total := 0
@@ -485,10 +499,112 @@ func (m *Model) buildTrees(raw *rawModel) error {
 	return nil
 }
 
+// splitVectorLeaves turns each vector-leaf tree (multi_strategy=multi_output_tree: one
+// tree whose leaves hold one value per target) into one scalar tree per target, with
+// the same splits and the leaf values of that target. Each target's margin then sums
+// the same values in the same tree order as XGBoost's, so margins stay exact; pred_leaf
+// reports one column per original tree (leafTrees). raw's trees, tree_info and
+// weight_drop are replaced by the split ones.
+func (m *Model) splitVectorLeaves(raw *rawModel) error {
+	const where = "learner.gradient_booster.model.trees"
+	vec, first := 0, -1
+	for i := range raw.trees {
+		if raw.trees[i].multiTarget || raw.trees[i].leafVecSize > 1 {
+			vec++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	if vec == 0 {
+		return nil
+	}
+	k, n := m.numGroup, len(raw.trees)
+	lv := raw.trees[first].leafVecSize
+	switch {
+	case vec != n:
+		return fmt.Errorf("%s[%d]: multi-target trees (size_leaf_vector=%d) are not supported mixed with scalar trees (%d of %d trees have vector leaves)", where, first, lv, vec, n)
+	case lv != int64(k) || k < 2:
+		return fmt.Errorf("%s[%d]: multi-target trees (size_leaf_vector=%d) are not supported in a model of %d targets", where, first, lv, k)
+	case int64(n)*int64(k) > maxTrees:
+		return fmt.Errorf("%s: %d vector-leaf trees of %d targets make %d trees, at most %d supported", where, n, k, int64(n)*int64(k), maxTrees)
+	}
+	trees := make([]rawTree, 0, n*k)
+	info := make([]int32, 0, n*k)
+	var drop []float32
+	if raw.weightDrop != nil {
+		drop = make([]float32, 0, n*k)
+	}
+	m.leafTrees = make([]int32, n)
+	for i := range raw.trees {
+		tr := &raw.trees[i]
+		if tr.leafVecSize != int64(k) {
+			return fmt.Errorf("%s[%d]: multi-target trees (size_leaf_vector=%d) are not supported in a model of %d targets", where, i, tr.leafVecSize, k)
+		}
+		if raw.treeInfo[i] != 0 {
+			return fmt.Errorf("%s: tree_info[%d] is %d, vector-leaf trees belong to group 0", where, i, raw.treeInfo[i])
+		}
+		nn := len(tr.left)
+		if len(tr.right) != nn || len(tr.splitCond) != nn {
+			return fmt.Errorf("%s[%d]: right_children/split_conditions have %d/%d entries for %d nodes", where, i, len(tr.right), len(tr.splitCond), nn)
+		}
+		// base_weights (k per node, in both layouts) also bounds the split trees'
+		// size by the values the file holds.
+		if len(tr.baseWeights) != nn*k {
+			return fmt.Errorf("%s[%d].base_weights: %d values for %d nodes of %d targets", where, i, len(tr.baseWeights), nn, k)
+		}
+		// Leaf values: 3.x keeps them in leaf_weights, k per leaf, with the leaf's
+		// index in leaf_weights stored as its right child; 2.x has right child -1
+		// and the values in base_weights.
+		leafVal := func(id, c int) float32 { return tr.baseWeights[id*k+c] }
+		right := tr.right
+		if tr.multiTarget {
+			if len(tr.leafWeights)%k != 0 {
+				return fmt.Errorf("%s[%d].leaf_weights: %d values, not a multiple of %d targets", where, i, len(tr.leafWeights), k)
+			}
+			// Each leaf has its own entry, as XGBoost writes them.
+			nl := len(tr.leafWeights) / k
+			seen := make([]bool, nl)
+			right = slices.Clone(tr.right)
+			for id := 0; id < nn; id++ {
+				if tr.left[id] != -1 {
+					continue
+				}
+				l := right[id]
+				if l < 0 || int(l) >= nl || seen[l] {
+					return fmt.Errorf("%s[%d]: leaf %d refers to leaf_weights entry %d of %d (out of range or shared)", where, i, id, l, nl)
+				}
+				seen[l] = true
+				right[id] = -1
+			}
+			leafVal = func(id, c int) float32 { return tr.leafWeights[int(tr.right[id])*k+c] }
+		}
+		m.leafTrees[i] = int32(len(trees))
+		for c := 0; c < k; c++ {
+			t := *tr
+			t.multiTarget, t.leafVecSize, t.baseWeights, t.leafWeights = false, 0, nil, nil
+			t.right = right
+			t.splitCond = slices.Clone(tr.splitCond)
+			for id := 0; id < nn; id++ {
+				if tr.left[id] == -1 {
+					t.splitCond[id] = leafVal(id, c)
+				}
+			}
+			trees = append(trees, t)
+			info = append(info, int32(c))
+			if drop != nil {
+				drop = append(drop, raw.weightDrop[i])
+			}
+		}
+	}
+	raw.trees, raw.treeInfo, raw.weightDrop = trees, info, drop
+	return nil
+}
+
 // flattenTree appends the nodes reachable from the root in breadth-first order with
 // each right child right after its left sibling.
 func (m *Model) flattenTree(tr *rawTree, weight float32) (treeMeta, error) {
-	if tr.multiTarget || tr.leafVecSize > 1 {
+	if tr.multiTarget || tr.leafVecSize > 1 { // split by splitVectorLeaves before
 		return treeMeta{}, fmt.Errorf("multi-target trees (size_leaf_vector=%d) are not supported: vector leaves (multi_strategy=multi_output_tree) cannot be evaluated; train with multi_strategy=one_output_per_tree", tr.leafVecSize)
 	}
 	n := len(tr.left)

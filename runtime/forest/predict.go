@@ -386,11 +386,15 @@ func (m *Model) catMargins(out, rows []float32, nrows int) {
 
 // leaves writes the XGBoost node id of the leaf each row reaches in each tree.
 func (m *Model) leaves(out, rows []float32, nrows int) {
-	nf, nt := m.numFeature, len(m.trees)
+	nf, nt := m.numFeature, m.NumTrees()
 	for r := 0; r < nrows; r++ {
 		row := rows[r*nf : (r+1)*nf]
-		for t := range m.trees {
-			out[r*nt+t] = float32(m.nodeID[m.walk(row, &m.trees[t])])
+		for t := 0; t < nt; t++ {
+			tr := t
+			if m.leafTrees != nil {
+				tr = int(m.leafTrees[t])
+			}
+			out[r*nt+t] = float32(m.nodeID[m.walk(row, &m.trees[tr])])
 		}
 	}
 }

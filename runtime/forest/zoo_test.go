@@ -24,11 +24,7 @@ import (
 // zooRefused lists the models expected to fail at load, with a piece of the error that
 // names the unsupported feature. A model leaving this table (newly supported) or
 // joining it shows up as a test failure.
-var zooRefused = map[string]string{
-	// Vector-leaf trees: one leaf holds one value per target.
-	"xgb-3.4.1/multi_target_vector_leaf": "multi-target trees (size_leaf_vector=3) are not supported: vector leaves (multi_strategy=multi_output_tree)",
-	"xgb-2.1.4/multi_target_vector_leaf": "multi-target trees (size_leaf_vector=3) are not supported: vector leaves (multi_strategy=multi_output_tree)",
-}
+var zooRefused = map[string]string{}
 
 // Tolerance for float outputs: |got-want| <= zooAbs + zooRel*|want|. The evaluator
 // computes in float32 in XGBoost's order, so margins come out bit-identical (all 33,600

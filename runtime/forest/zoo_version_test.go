@@ -109,3 +109,22 @@ func TestDartSavedAsGbtree(t *testing.T) {
 		t.Fatalf("booster %q, want dart", m.Booster())
 	}
 }
+
+// Vector-leaf trees saved by 3.x name each leaf's entry in leaf_weights by its right
+// child; an entry out of range or shared by two leaves is not that layout.
+func TestVectorLeafIndexChecked(t *testing.T) {
+	const right = `"right_children":[2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,0,1,`
+	for _, bad := range []string{"0,0,", "0,16,"} {
+		_, err := forest.Parse(zooModel(t, "xgb-3.4.1/multi_target_vector_leaf", right, strings.TrimSuffix(right, "0,1,")+bad))
+		if err == nil || !strings.Contains(err.Error(), "trees[0]: leaf 16 refers to leaf_weights entry") {
+			t.Errorf("right children ...%s: got %v", bad, err)
+		}
+	}
+	m, err := forest.Load(foresttest.Testdata("zoo/xgb-3.4.1/multi_target_vector_leaf/ubj/model.ubj"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.NumTrees() != 8 || m.NumGroups() != 3 {
+		t.Fatalf("trees %d groups %d, want 8 trees of 3 targets", m.NumTrees(), m.NumGroups())
+	}
+}
