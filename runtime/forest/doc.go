@@ -25,7 +25,9 @@
 // gblinear model adds base_score[0] to every class; a 3.1 to 3.3 gblinear file with
 // distinct per-class intercepts is refused. Refused at load with an error naming
 // them: category names saved with a 3.x model (a non-empty "cats" encoder), unknown
-// objectives and boosters, and the binary format's features libxgboost 1.x cannot read
+// objectives and boosters, fields no XGBoost 1.0 to 3.4 model file has (in the
+// document, learner, learner_model_param, booster, model and tree objects; the
+// objective's and parameter blocks' training settings are not read), and the binary format's features libxgboost 1.x cannot read
 // either (prediction buffers and multi-root trees of XGBoost < 0.7, vector leaves).
 // testdata/zoo holds models saved by XGBoost 3.4.1 and 2.1.4 with XGBoost's own
 // outputs; zoo_test.go requires every one to match or be refused.

@@ -139,7 +139,7 @@ func parseWith(r tokenReader) (*Model, error) {
 			raw.version = v
 			return err
 		}
-		return w.skipValue()
+		return w.unknown()
 	}); err != nil {
 		return nil, err
 	}
@@ -171,10 +171,15 @@ func readLearner(w *walker, raw *rawModel) error {
 					raw.objective = s
 					return err
 				}
+				// The objective's training parameters (reg_loss_param, ...).
 				return w.skipValue()
 			})
-		default:
+		case "attributes":
+			// User attributes and best_iteration/best_score, which
+			// Booster.predict does not apply.
 			err = w.skipValue()
+		default:
+			err = w.unknown()
 		}
 		return err
 	})
@@ -231,8 +236,14 @@ func readLearnerParam(w *walker, raw *rawModel) error {
 			dst = &raw.numFeature
 		case "num_target":
 			dst = &raw.numTarget
-		default:
+		case "boost_from_average":
+			// Training only: base_score is already estimated and saved.
 			return w.skip(t)
+		default:
+			if err := w.skip(t); err != nil {
+				return err
+			}
+			return errUnknownField
 		}
 		if err := scalar(t); err != nil {
 			return err
@@ -259,17 +270,20 @@ func readBooster(w *walker, raw *rawModel) error {
 		case "gbtree":
 			// dart wraps a whole gbtree booster.
 			return w.object(func(k string) error {
-				if k == "model" {
+				switch k {
+				case "model":
 					return readModelBody(w, raw)
+				case "name":
+					return w.skipValue()
 				}
-				return w.skipValue()
+				return w.unknown()
 			})
 		case "weight_drop":
 			v, err := w.float32s()
 			raw.weightDrop = v
 			return err
 		}
-		return w.skipValue()
+		return w.unknown()
 	})
 }
 
@@ -312,8 +326,12 @@ func readModelBody(w *walker, raw *rawModel) error {
 		case "weights":
 			raw.linSeen = true
 			raw.linWeights, err = w.float32s()
-		default:
+		case "iteration_indptr", "boosted_rounds":
+			// Trees per boosting round and rounds done: bookkeeping for
+			// training and iteration ranges; predictions use every tree.
 			err = w.skipValue()
+		default:
+			err = w.unknown()
 		}
 		return err
 	})
@@ -365,8 +383,11 @@ func readTree(w *walker, start token, tr *rawTree) error {
 			tr.leafWeights, err = w.float32s()
 		case "base_weights":
 			tr.baseWeights, err = w.float32s()
-		default:
+		case "id", "loss_changes", "parents", "leaf_child_counts":
+			// Training statistics and bookkeeping, not used to predict.
 			err = w.skipValue()
+		default:
+			err = w.unknown()
 		}
 		return err
 	})

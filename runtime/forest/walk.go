@@ -1,6 +1,7 @@
 package forest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -46,6 +47,19 @@ func inField(name string, err error) error {
 }
 
 func (w *walker) next() (token, error) { return w.r.next() }
+
+// errUnknownField refuses a field no XGBoost model file this reader knows (1.0 to 3.4)
+// has: it may change what the model predicts, so it is never ignored. The field's
+// path is added as the error unwinds.
+var errUnknownField = errors.New("unknown field: no XGBoost model file known to this evaluator (1.0 to 3.4) has it, and ignoring it could change predictions; the model is refused")
+
+// unknown consumes the value of an unknown field and refuses it.
+func (w *walker) unknown() error {
+	if err := w.skipValue(); err != nil {
+		return err
+	}
+	return errUnknownField
+}
 
 // object reads an object, calling fn for each member; fn must consume the value.
 func (w *walker) object(fn func(key string) error) error {

@@ -128,3 +128,21 @@ func TestVectorLeafIndexChecked(t *testing.T) {
 		t.Fatalf("trees %d groups %d, want 8 trees of 3 targets", m.NumTrees(), m.NumGroups())
 	}
 }
+
+// A field no known model file has is refused, naming it, at every level where it
+// could change what the model means.
+func TestUnknownFieldRefused(t *testing.T) {
+	for _, tc := range []struct{ old, new, path string }{
+		{`"version":[3,4,1]`, `"version":[3,4,1],"extra":1`, "extra: unknown field"},
+		{`"attributes":{}`, `"attributes":{},"intercept_kind":"x"`, "learner.intercept_kind: unknown field"},
+		{`"boost_from_average":"1"`, `"boost_from_average":"1","base_margin_kind":"1"`, "learner.learner_model_param.base_margin_kind: unknown field"},
+		{`"name":"gbtree"}`, `"name":"gbtree","tree_weights":[1]}`, "learner.gradient_booster.tree_weights: unknown field"},
+		{`"iteration_indptr"`, `"scale":[2],"iteration_indptr"`, "learner.gradient_booster.model.scale: unknown field"},
+		{`"id":0`, `"id":0,"leaf_scale":[2]`, "learner.gradient_booster.model.trees[0].leaf_scale: unknown field"},
+	} {
+		_, err := forest.Parse(zooModel(t, "xgb-3.4.1/reg_squarederror", tc.old, tc.new))
+		if err == nil || !strings.Contains(err.Error(), tc.path) {
+			t.Errorf("%s: got %v, want %q", tc.new, err, tc.path)
+		}
+	}
+}
