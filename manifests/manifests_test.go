@@ -265,7 +265,7 @@ func TestNamespaceAndPVC(t *testing.T) {
 
 // servedVersions are the XGBoost major versions the runtimes declare: those whose model files the
 // evaluator (runtime/forest) is verified to serve (see the comment in clusterservingruntime.yaml).
-var servedVersions = []string{"1", "2"}
+var servedVersions = []string{"1", "2", "3"}
 
 // gangboostRuntimes names the runtimes of clusterservingruntime.yaml.
 var gangboostRuntimes = []string{restRuntime, grpcRuntime}
