@@ -12,6 +12,8 @@ import (
 	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
 	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gangboost/gangboost/internal/contract/version"
 )
 
 //go:embed */component.yaml
@@ -38,6 +40,16 @@ func YAML(name string) ([]byte, error) {
 		return nil, fmt.Errorf("component %q: no components/%s/component.yaml (have %v)", name, name, Names())
 	}
 	return b, nil
+}
+
+// YAMLIn is the component.yaml of the named component with its image in registry instead of
+// version.DefaultRegistry (the committed file when registry is the default or empty).
+func YAMLIn(name, registry string) ([]byte, error) {
+	b, err := YAML(name)
+	if err != nil || registry == "" {
+		return b, err
+	}
+	return []byte(version.Rehome(string(b), registry)), nil
 }
 
 // Spec is the named component's IR: its component.yaml parsed strictly (an unknown field is an

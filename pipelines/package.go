@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gangboost/gangboost/internal/contract/version"
 	"github.com/gangboost/gangboost/internal/kfp/pkgfile"
 )
 
@@ -63,13 +64,18 @@ func Marshal(spec *pipelinespec.PipelineSpec, platform *pipelinespec.PlatformSpe
 	return out.Bytes(), nil
 }
 
-// Compile builds the package with o and marshals it.
+// Compile builds the package with o and marshals it, every image reference in o.Registry.
 func Compile(o Options) ([]byte, error) {
 	spec, platform, err := Build(o)
 	if err != nil {
 		return nil, err
 	}
-	return Marshal(spec, platform)
+	b, err := Marshal(spec, platform)
+	if err != nil || o.Registry == "" {
+		return b, err
+	}
+	// The executors' images come from the embedded component specs, which name DefaultRegistry.
+	return []byte(version.Rehome(string(b), o.Registry)), nil
 }
 
 // Package is a parsed pipeline package (pkgfile.Package).

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/gangboost/gangboost/components"
+	"github.com/gangboost/gangboost/internal/contract/version"
 )
 
 // Name is the pipeline's name (pipelineInfo.name, and the name it is uploaded under).
@@ -47,10 +48,15 @@ type Options struct {
 	// pvcMount.mountPath is a plain string, not a parameter, so a run-time parameter could not
 	// move the mount; the steps get the same path as their pvc_mount_path.
 	MountPath string
+	// Registry is where every step's image (and so launch-xgboostjob's default trainer image)
+	// is pulled from; empty is version.DefaultRegistry. Each image keeps its name and tag.
+	Registry string
 }
 
 // DefaultOptions are the options of the committed pipelines/xgboost-volcano.yaml.
-func DefaultOptions() Options { return Options{MountPath: "/mnt/pvc"} }
+func DefaultOptions() Options {
+	return Options{MountPath: "/mnt/pvc", Registry: version.DefaultRegistry}
+}
 
 // Target is one input of one task.
 type Target struct{ Task, Input string }

@@ -1,7 +1,7 @@
 // Command gangboost compiles the xgboost-volcano pipeline package, uploads it to Kubeflow
 // Pipelines and starts runs of it:
 //
-//	gangboost pipeline compile [-o FILE] [--mount-path PATH]
+//	gangboost pipeline compile [-o FILE] [--mount-path PATH] [--registry R] [--components-dir DIR]
 //	gangboost pipeline upload --host URL [--name N] [--description D] [--namespace NS] [--version V] [--token T] FILE
 //	gangboost pipeline run --host URL [--pipeline NAME | --pipeline-id ID] [--version-id V] [--experiment-id E] [--param k=v ...]
 //	gangboost pipeline run --local FILE ...
@@ -16,9 +16,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
+	"github.com/gangboost/gangboost/components"
 	"github.com/gangboost/gangboost/internal/contract/version"
 	"github.com/gangboost/gangboost/internal/kfp/kfpapi"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
@@ -26,7 +28,7 @@ import (
 )
 
 const usage = `usage:
-  gangboost pipeline compile [-o FILE] [--mount-path PATH]
+  gangboost pipeline compile [-o FILE] [--mount-path PATH] [--registry R] [--components-dir DIR]
   gangboost pipeline upload --host URL [flags] FILE
   gangboost pipeline run --host URL [flags] [--param key=value ...]
   gangboost pipeline run --local FILE [flags]
@@ -112,6 +114,8 @@ func compile(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("gangboost pipeline compile", flag.ContinueOnError)
 	out := fs.String("o", "", "write the package to FILE (default standard output)")
 	mountPath := fs.String("mount-path", pipelines.DefaultOptions().MountPath, "where every step mounts the claim")
+	registry := fs.String("registry", version.Registry, "registry every image reference names (REGISTRY/gangboost:"+version.Version+"); default the one this binary was built for")
+	componentsDir := fs.String("components-dir", "", "also write every component's spec, its image in --registry, to DIR/<name>/component.yaml")
 	if code, done := parse(fs, args, stderr); done {
 		return code
 	}
@@ -119,9 +123,27 @@ func compile(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gangboost pipeline compile: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	b, err := pipelines.Compile(pipelines.Options{MountPath: *mountPath})
+	if strings.TrimSpace(*registry) == "" || strings.ContainsAny(*registry, " \t\n@") || strings.Contains(*registry, "://") {
+		fmt.Fprintf(stderr, "gangboost pipeline compile: --registry %q: want a registry and path such as registry.example.com/ml or localhost:5000 (no scheme, no digest)\n", *registry)
+		return 2
+	}
+	b, err := pipelines.Compile(pipelines.Options{MountPath: *mountPath, Registry: *registry})
 	if err != nil {
 		return fail(stderr, err)
+	}
+	if *componentsDir != "" {
+		for _, name := range components.Names() {
+			spec, err := components.YAMLIn(name, *registry)
+			if err == nil {
+				err = os.MkdirAll(filepath.Join(*componentsDir, name), 0o755)
+			}
+			if err == nil {
+				err = os.WriteFile(filepath.Join(*componentsDir, name, "component.yaml"), spec, 0o644)
+			}
+			if err != nil {
+				return fail(stderr, fmt.Errorf("component %s: %w", name, err))
+			}
+		}
 	}
 	if *out == "" {
 		_, err = stdout.Write(b)
