@@ -37,25 +37,29 @@ deps:
 	@scripts/deps.sh
 
 # gangboost-components is built with -s -w (no symbol table or DWARF; stack traces stay): it is
-# in the image every step and trainer pod pulls.
-## build: build every binary into bin/
+# in the image every step and trainer pod pulls. REGISTRY is linked into every binary
+# (launch-xgboostjob's default trainer image, gangboost pipeline compile's default --registry).
+REGISTRY_LDFLAGS = -X github.com/gangboost/gangboost/internal/contract/version.Registry=$(REGISTRY)
+## build: build every binary into bin/ (REGISTRY=R: the binaries name R's images)
 build: deps
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/gangboost-train ./components/xgboost-trainer
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost ./cmd/gangboost
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/gangboost-components ./cmd/gangboost-components
+	$(GO) build -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-train ./components/xgboost-trainer
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost ./cmd/gangboost
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-components ./cmd/gangboost-components
 	for c in $(COMPONENTS); do ln -sfn gangboost-components $(BIN)/$$c; done
 
 # The pipeline package: pipelines/xgboost-volcano.yaml is what the Go code in pipelines/ builds
 # (go test ./pipelines fails when they differ).
 .PHONY: compile-pipeline upload-pipeline
 KFP_HOST ?=
-## compile-pipeline: regenerate pipelines/xgboost-volcano.yaml with bin/gangboost
+# REGISTRY=R writes every image reference of the package and of components/*/component.yaml in R
+# (the committed files name the default, ghcr.io/gangboost).
+## compile-pipeline: regenerate pipelines/xgboost-volcano.yaml and the component specs with bin/gangboost (REGISTRY=R: images in R)
 compile-pipeline:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gangboost ./cmd/gangboost
-	$(BIN)/gangboost pipeline compile -o pipelines/xgboost-volcano.yaml
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost ./cmd/gangboost
+	$(BIN)/gangboost pipeline compile --registry $(REGISTRY) -o pipelines/xgboost-volcano.yaml --components-dir components
 
 ## upload-pipeline: KFP_HOST=<url> [KFP_TOKEN=...]: upload the package to Kubeflow Pipelines (a new version when it exists)
 upload-pipeline: compile-pipeline
@@ -67,7 +71,8 @@ upload-pipeline: compile-pipeline
 images: build
 	scripts/build-images.sh
 
-# Push the images to REGISTRY (make push REGISTRY=registry.example.com/ml).
+# Push the images to REGISTRY (make push REGISTRY=registry.example.com/ml): they are built with the
+# same REGISTRY, so launch-xgboostjob's default trainer image is the pushed one.
 ## push: push the images to REGISTRY
 push: images
 	@for name in gangboost-runtime gangboost; do \
@@ -179,9 +184,10 @@ configure-training-operator:
 	$(KUBECTL) -n kubeflow rollout status deploy/training-operator --timeout=5m
 	$(KUBECTL) -n kubeflow get deploy training-operator -o jsonpath='{.spec.template.spec.containers[0].args}{"\n"}'
 
-## deploy-runtime: the namespace, the model PVC, gangboost's ClusterServingRuntimes and the components' RBAC
+# manifests/kustomization.yaml rendered with both runtimes' image in REGISTRY (scripts/runtime-manifests.sh).
+## deploy-runtime: the namespace, the model PVC, gangboost's ClusterServingRuntimes (image in REGISTRY) and the components' RBAC
 deploy-runtime:
-	$(KUBECTL) apply -f manifests/namespace.yaml -f manifests/pvc.yaml -f manifests/clusterservingruntime.yaml
+	KUBECTL=$(KUBECTL) scripts/runtime-manifests.sh $(REGISTRY) | $(KUBECTL) apply -f -
 	$(KUBECTL) -n $(NAMESPACE) apply -f manifests/rbac/
 
 ## deploy-example: the iris InferenceService (pvc://gangboost-models/models/iris/v1), waited for until Ready

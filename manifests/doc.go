@@ -5,7 +5,12 @@ package manifests
 
 import "embed"
 
-// Files holds every manifest of this folder (*.yaml), as applied with `kubectl apply -f manifests/`.
+// Files holds every manifest of this folder (*.yaml), and kustomization.yaml, which is what
+// `make deploy-runtime` renders (namespace, PVC, ClusterServingRuntimes) and where their image's
+// registry is set.
 //
 //go:embed *.yaml
 var Files embed.FS
+
+// Kustomization is the file of Files that is kustomize's, not a Kubernetes object.
+const Kustomization = "kustomization.yaml"

@@ -39,7 +39,7 @@ func TestClusterTargetsApplyFilesThatExist(t *testing.T) {
 		}
 		for _, m := range path.FindAllStringSubmatch(out, -1) {
 			p := m[1]
-			if strings.HasPrefix(p, "http") {
+			if strings.HasPrefix(p, "http") || p == "-" { // - is a rendering piped in
 				continue
 			}
 			if _, err := os.Stat(filepath.Join("..", p)); err != nil {

@@ -128,6 +128,9 @@ func loadManifests(t *testing.T) manifestSet {
 		t.Fatalf("no embedded manifests (err %v)", err)
 	}
 	for _, file := range files {
+		if file == Kustomization {
+			continue
+		}
 		data, err := Files.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
