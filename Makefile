@@ -184,10 +184,10 @@ configure-training-operator:
 	$(KUBECTL) -n kubeflow rollout status deploy/training-operator --timeout=5m
 	$(KUBECTL) -n kubeflow get deploy training-operator -o jsonpath='{.spec.template.spec.containers[0].args}{"\n"}'
 
-# manifests/kustomization.yaml rendered with both runtimes' image in REGISTRY (scripts/runtime-manifests.sh).
+# manifests/kustomization.yaml rendered with both runtimes' image in REGISTRY (scripts/with-registry.sh).
 ## deploy-runtime: the namespace, the model PVC, gangboost's ClusterServingRuntimes (image in REGISTRY) and the components' RBAC
 deploy-runtime:
-	KUBECTL=$(KUBECTL) scripts/runtime-manifests.sh $(REGISTRY) | $(KUBECTL) apply -f -
+	KUBECTL=$(KUBECTL) scripts/with-registry.sh $(REGISTRY) | $(KUBECTL) apply -f -
 	$(KUBECTL) -n $(NAMESPACE) apply -f manifests/rbac/
 
 ## deploy-example: the iris InferenceService (pvc://gangboost-models/models/iris/v1), waited for until Ready

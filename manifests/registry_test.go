@@ -14,7 +14,7 @@ import (
 // renderedImages are the image references of a rendering, in order.
 var renderedImages = regexp.MustCompile(`(?m)^\s*image:\s*(\S+)\s*$`)
 
-// runtimeManifests runs scripts/runtime-manifests.sh (what make deploy-runtime pipes into kubectl
+// runtimeManifests runs scripts/with-registry.sh (what make deploy-runtime pipes into kubectl
 // apply) with registry, through kubectl's built-in kustomize.
 func runtimeManifests(t *testing.T, registry string) string {
 	t.Helper()
@@ -25,7 +25,7 @@ func runtimeManifests(t *testing.T, registry string) string {
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("scripts/runtime-manifests.sh %s: %v", registry, err)
+		t.Fatalf("scripts/with-registry.sh %s: %v", registry, err)
 	}
 	return string(out)
 }
@@ -66,7 +66,7 @@ func TestDeployRuntimeRepointsEveryImage(t *testing.T) {
 // make deploy-runtime applies the rendering and rbac/: what it applied before, one file each.
 func TestDeployRuntimeRendersTheKustomization(t *testing.T) {
 	out := makeDryRun(t, "deploy-runtime", "REGISTRY=example.com/ml", "KUBECTL=kubectl")
-	if !strings.Contains(out, "scripts/runtime-manifests.sh example.com/ml | kubectl apply -f -") {
+	if !strings.Contains(out, "scripts/with-registry.sh example.com/ml | kubectl apply -f -") {
 		t.Errorf("make deploy-runtime REGISTRY=example.com/ml does not apply the rendering in that registry:\n%s", out)
 	}
 }
