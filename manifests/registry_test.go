@@ -14,14 +14,14 @@ import (
 // renderedImages are the image references of a rendering, in order.
 var renderedImages = regexp.MustCompile(`(?m)^\s*image:\s*(\S+)\s*$`)
 
-// runtimeManifests runs scripts/with-registry.sh (what make deploy-runtime pipes into kubectl
+// withRegistry runs scripts/with-registry.sh (what make deploy-runtime pipes into kubectl
 // apply) with registry, through kubectl's built-in kustomize.
-func runtimeManifests(t *testing.T, registry string) string {
+func withRegistry(t *testing.T, registry string) string {
 	t.Helper()
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		t.Skip("kubectl (its built-in kustomize renders the manifests) is not installed")
 	}
-	cmd := exec.Command(filepath.Join("..", "scripts", "runtime-manifests.sh"), registry)
+	cmd := exec.Command(filepath.Join("..", "scripts", "with-registry.sh"), registry)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -42,7 +42,7 @@ func TestDeployRuntimeRepointsEveryImage(t *testing.T) {
 		t.Fatal("clusterservingruntime.yaml names no image; the pattern no longer matches it")
 	}
 	for _, registry := range []string{version.DefaultRegistry, "example.com/ml", "localhost:5000/team/ml"} {
-		out := runtimeManifests(t, registry)
+		out := withRegistry(t, registry)
 		imgs := renderedImages.FindAllStringSubmatch(out, -1)
 		if len(imgs) != want {
 			t.Errorf("REGISTRY=%s: %d images rendered, clusterservingruntime.yaml has %d:\n%s", registry, len(imgs), want, out)
