@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gangboost/gangboost/components"
+	"github.com/gangboost/gangboost/internal/contract/version"
 	"github.com/gangboost/gangboost/internal/kfp/kfpapi"
 	"github.com/gangboost/gangboost/internal/kfp/kfpapi/kfpfake"
 )
@@ -51,6 +53,47 @@ func TestCompile(t *testing.T) {
 	}
 	if code, _, errs := gangboost(t, "pipeline", "compile", "--mount-path", "data"); code != 1 || !strings.Contains(errs, "absolute") {
 		t.Errorf("relative mount path: exit %d: %s", code, errs)
+	}
+}
+
+// compile --registry R writes every image of the package and of the component specs in R, with
+// the default registry they are the committed files, and a registry with a scheme or a digest is
+// refused before anything is written.
+func TestCompileRegistry(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := gangboost(t, "pipeline", "compile", "--registry", "localhost:5000/ml/", "--components-dir", dir)
+	if code != 0 {
+		t.Fatalf("compile --registry: exit %d: %s", code, errs)
+	}
+	texts := map[string]string{"package": out}
+	for _, name := range components.Names() {
+		b, err := os.ReadFile(filepath.Join(dir, name, "component.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[name] = string(b)
+	}
+	for what, text := range texts {
+		if strings.Contains(text, version.DefaultRegistry) || !strings.Contains(text, "image: localhost:5000/ml/gangboost:"+version.Version) {
+			t.Errorf("%s compiled with --registry localhost:5000/ml/ still names %s or not localhost:5000/ml/gangboost", what, version.DefaultRegistry)
+		}
+	}
+	if code, _, errs := gangboost(t, "pipeline", "compile", "--registry", version.DefaultRegistry, "--components-dir", dir); code != 0 {
+		t.Fatalf("compile --registry %s: exit %d: %s", version.DefaultRegistry, code, errs)
+	}
+	for _, name := range components.Names() {
+		got, _ := os.ReadFile(filepath.Join(dir, name, "component.yaml"))
+		want, _ := components.YAML(name)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s compiled with the default registry differs from the committed component.yaml", name)
+		}
+	}
+	for _, bad := range []string{"https://example.com/ml", "example.com/ml@sha256:ab", "", "a b"} {
+		empty := t.TempDir()
+		code, _, errs := gangboost(t, "pipeline", "compile", "--registry", bad, "--components-dir", empty)
+		if entries, _ := os.ReadDir(empty); code != 2 || !strings.Contains(errs, "want a registry and path") || len(entries) != 0 {
+			t.Errorf("--registry %q: exit %d, %d files written: %s", bad, code, len(entries), errs)
+		}
 	}
 }
 
