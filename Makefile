@@ -166,11 +166,26 @@ demo-cluster: build cluster-tools
 
 # --- On a cluster: each target prints the commands it runs. -------------------------------
 
-## install-volcano: install Volcano VOLCANO_VERSION and gangboost's queue, scheduler config and priority classes
+# For a cluster that already runs Volcano and the Training Operator (a Kubeflow platform, Helm
+# charts), install-volcano and configure-training-operator add only what gangboost needs, from this
+# repository's files: nothing is downloaded and no component of theirs is replaced. The -full
+# targets install both from upstream on a fresh cluster.
+.PHONY: install-volcano-full configure-training-operator-full
+TRAINING_OPERATOR_NAMESPACE ?= kubeflow
+TRAINING_OPERATOR_DEPLOYMENT ?= training-operator
+export TRAINING_OPERATOR_NAMESPACE TRAINING_OPERATOR_DEPLOYMENT KUBECTL
+
+## install-volcano: on a cluster running Volcano: add gangboost's queue ml-training and priority classes (Volcano's own config untouched)
 install-volcano:
+	@$(KUBECTL) get crd queues.scheduling.volcano.sh -o name >/dev/null || { \
+	  echo "install-volcano: Volcano is not installed (no CRD queues.scheduling.volcano.sh); on a fresh cluster: make install-volcano-full" >&2; exit 1; }
+	$(KUBECTL) apply --server-side -k operator-config/volcano
+
+## install-volcano-full: FRESH CLUSTER ONLY: installs Volcano VOLCANO_VERSION from GitHub over any existing one and REPLACES its scheduler ConfigMap cluster-wide
+install-volcano-full:
 	$(KUBECTL) apply --server-side -f https://raw.githubusercontent.com/volcano-sh/volcano/$(VOLCANO_VERSION)/installer/volcano-development.yaml
 	$(KUBECTL) -n volcano-system rollout status deploy/volcano-scheduler --timeout=5m
-	$(KUBECTL) apply --server-side -k operator-config/volcano
+	$(KUBECTL) apply --server-side -k operator-config/volcano-full
 
 ## verify-volcano: check Volcano's scheduler, the ml-training queue and the priority classes
 verify-volcano:
@@ -178,9 +193,16 @@ verify-volcano:
 	$(KUBECTL) get queue ml-training -o jsonpath='{.metadata.name}: {.status.state}{"\n"}'
 	$(KUBECTL) get priorityclass gangboost-training gangboost-serving
 
-## configure-training-operator: install the Training Operator with --gang-scheduler-name=volcano
+## configure-training-operator: on a cluster running the Training Operator: add --gang-scheduler-name=volcano to its Deployment's args (once, others kept) and the podgroups RBAC
 configure-training-operator:
 	$(KUBECTL) apply --server-side -k operator-config/training-operator
+	scripts/configure-training-operator.sh
+	$(KUBECTL) -n $(TRAINING_OPERATOR_NAMESPACE) rollout status deploy/$(TRAINING_OPERATOR_DEPLOYMENT) --timeout=5m
+	$(KUBECTL) -n $(TRAINING_OPERATOR_NAMESPACE) get deploy $(TRAINING_OPERATOR_DEPLOYMENT) -o jsonpath='{.spec.template.spec.containers[*].args}{"\n"}'
+
+## configure-training-operator-full: FRESH CLUSTER ONLY: installs Training Operator v1.9.0 from GitHub, REPLACING an existing operator's Deployment, CRDs and RBAC
+configure-training-operator-full:
+	$(KUBECTL) apply --server-side -k operator-config/training-operator-full
 	$(KUBECTL) -n kubeflow rollout status deploy/training-operator --timeout=5m
 	$(KUBECTL) -n kubeflow get deploy training-operator -o jsonpath='{.spec.template.spec.containers[0].args}{"\n"}'
 
@@ -190,10 +212,15 @@ deploy-runtime:
 	KUBECTL=$(KUBECTL) scripts/with-registry.sh $(REGISTRY) | $(KUBECTL) apply -f -
 	$(KUBECTL) -n $(NAMESPACE) apply -f manifests/rbac/
 
-## deploy-example: the iris InferenceService (pvc://gangboost-models/models/iris/v1), waited for until Ready
+# The model the example serves: a pipeline run writes it (model_name iris, model_version v1).
+EXAMPLE_MODEL_URI := $(shell sed -n 's/^ *storageUri: *//p' manifests/inferenceservice.yaml)
+## deploy-example: the iris InferenceService, waited for until Ready; serves the model a pipeline run wrote (run one first)
 deploy-example:
+	@echo "deploy-example serves $(EXAMPLE_MODEL_URI): a pipeline run with model_name=iris model_version=v1 must have written it (README \"From the Kubeflow Pipelines UI\"); without it the predictor cannot start"
 	$(KUBECTL) apply -f manifests/inferenceservice.yaml
-	$(KUBECTL) -n $(NAMESPACE) wait --for=condition=Ready inferenceservice/$(ISVC) --timeout=5m
+	$(KUBECTL) -n $(NAMESPACE) wait --for=condition=Ready inferenceservice/$(ISVC) --timeout=5m || { \
+	  echo "InferenceService $(ISVC) not Ready after 5m. Is the model at $(EXAMPLE_MODEL_URI)? Run the pipeline first; the predictor says:" >&2; \
+	  $(KUBECTL) -n $(NAMESPACE) logs -l serving.kserve.io/inferenceservice=$(ISVC) --tail=20 --prefix >&2; exit 1; }
 
 ## status: XGBoostJobs, PodGroups, pods and InferenceServices in NAMESPACE
 status:
@@ -216,10 +243,12 @@ describe-job:
 port-forward:
 	$(KUBECTL) -n $(NAMESPACE) port-forward service/$(ISVC)-predictor 8080:80
 
-## clean-app: remove the example InferenceService and the XGBoostJobs in NAMESPACE
+# Only the XGBoostJobs launch-xgboostjob created (its label), not other jobs sharing NAMESPACE.
+GANGBOOST_JOB_SELECTOR := app.kubernetes.io/managed-by=gangboost-launch-xgboostjob
+## clean-app: remove the example InferenceService and gangboost's XGBoostJobs in NAMESPACE (by label; other jobs stay)
 clean-app:
 	$(KUBECTL) delete --ignore-not-found -f manifests/inferenceservice.yaml
-	$(KUBECTL) -n $(NAMESPACE) delete xgboostjobs --all --ignore-not-found
+	$(KUBECTL) -n $(NAMESPACE) delete xgboostjobs -l $(GANGBOOST_JOB_SELECTOR) --ignore-not-found
 
 ## clean-all: clean-app, then the runtimes, RBAC, PVC and namespace (the model PVC's data goes with it)
 clean-all: clean-app

@@ -10,7 +10,8 @@ import (
 )
 
 // clusterTargets apply the files of this folder and operator-config/ to a cluster.
-var clusterTargets = []string{"install-volcano", "verify-volcano", "configure-training-operator", "deploy-runtime",
+var clusterTargets = []string{"install-volcano", "install-volcano-full", "verify-volcano", "configure-training-operator",
+	"configure-training-operator-full", "deploy-runtime",
 	"deploy-example", "status", "logs", "describe-job", "port-forward", "clean-app", "clean-all"}
 
 // makeDryRun is what `make -n target` would run, with kubectl as it is.
@@ -75,16 +76,46 @@ func TestMakeHelpListsEveryTarget(t *testing.T) {
 	}
 }
 
-// The Volcano settings render with kustomize as they are (the training operator's overlay
-// fetches its upstream base, so the control plane tests render that one).
+// The Volcano settings render with kustomize as they are (the training operator's full overlay
+// fetches its upstream base, so the control plane tests render that one). operator-config/volcano,
+// what install-volcano applies to a cluster running Volcano, holds only gangboost's own objects;
+// volcano-full adds the scheduler ConfigMap for a fresh cluster.
 func TestVolcanoOverlayRenders(t *testing.T) {
-	out, err := exec.Command("kubectl", "kustomize", "../operator-config/volcano").CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl kustomize operator-config/volcano: %v\n%s", err, out)
-	}
-	for _, want := range []string{"kind: Queue", "name: ml-training", "kind: PriorityClass", "volcano-scheduler-configmap"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("rendered overlay lacks %q", want)
+	render := func(dir string) string {
+		out, err := exec.Command("kubectl", "kustomize", "../operator-config/"+dir).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl kustomize operator-config/%s: %v\n%s", dir, err, out)
 		}
+		return string(out)
+	}
+	minimal, full := render("volcano"), render("volcano-full")
+	for _, want := range []string{"kind: Queue", "name: ml-training", "kind: PriorityClass"} {
+		if !strings.Contains(minimal, want) || !strings.Contains(full, want) {
+			t.Errorf("operator-config/volcano or volcano-full lacks %q", want)
+		}
+	}
+	if !strings.Contains(full, "volcano-scheduler-configmap") {
+		t.Error("operator-config/volcano-full lacks volcano-scheduler-configmap")
+	}
+	if strings.Contains(minimal, "volcano-scheduler-configmap") || strings.Contains(minimal, "kind: ConfigMap") {
+		t.Errorf("operator-config/volcano replaces Volcano's scheduler ConfigMap:\n%s", minimal)
+	}
+}
+
+// The targets for an existing install download nothing and replace no Deployment: install-volcano
+// and configure-training-operator apply only this repository's folders and patch the operator in
+// place; only the -full targets fetch upstream installs.
+func TestExistingInstallTargetsStayOffline(t *testing.T) {
+	for _, target := range []string{"install-volcano", "configure-training-operator"} {
+		out := makeDryRun(t, target, "KUBECTL=kubectl")
+		if strings.Contains(out, "https://") || regexp.MustCompile(`-k\s+\S+-full`).MatchString(out) {
+			t.Errorf("%s fetches or applies an upstream install:\n%s", target, out)
+		}
+	}
+	if out := makeDryRun(t, "configure-training-operator", "KUBECTL=kubectl"); !strings.Contains(out, "scripts/configure-training-operator.sh") {
+		t.Errorf("configure-training-operator does not patch the existing Deployment:\n%s", out)
+	}
+	if out := makeDryRun(t, "clean-app", "KUBECTL=kubectl"); strings.Contains(out, "--all") || !strings.Contains(out, "xgboostjobs -l ") {
+		t.Errorf("clean-app deletes XGBoostJobs other than gangboost's:\n%s", out)
 	}
 }

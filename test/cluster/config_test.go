@@ -5,7 +5,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -186,6 +189,50 @@ func TestRenderVolcanoConfig(t *testing.T) {
 	serve, okS := prio["gangboost-serving"]
 	if !okT || !okS || serve <= train {
 		t.Errorf("priority classes = %v, want gangboost-serving above gangboost-training", prio)
+	}
+}
+
+// TestExistingInstallOverlays renders what make install-volcano and make
+// configure-training-operator apply to a cluster that already runs Volcano and
+// the Training Operator: only gangboost's own cluster-scoped objects, nothing
+// that replaces an upstream component (Deployment, ConfigMap, Namespace, CRD,
+// webhook), and no remote base (they render without a network).
+func TestExistingInstallOverlays(t *testing.T) {
+	requireKubectl(t)
+	allowed := map[string]bool{"Queue": true, "PriorityClass": true, "ClusterRole": true, "ClusterRoleBinding": true}
+	for _, dir := range []string{"volcano", ExistingOperatorOverlay} {
+		root := filepath.Join(testbin.Root(t), "operator-config", dir)
+		kust, err := os.ReadFile(filepath.Join(root, "kustomization.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if regexp.MustCompile(remoteBasePattern).Match(kust) || strings.Contains(string(kust), "github.com") {
+			t.Errorf("operator-config/%s fetches a remote base when applied", dir)
+		}
+		objs, err := Kustomize(context.Background(), root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kinds []string
+		for _, o := range objs {
+			kinds = append(kinds, o.GetKind()+"/"+o.GetName())
+			if !allowed[o.GetKind()] {
+				t.Errorf("operator-config/%s renders %s %s/%s, which would replace an existing install's", dir, o.GetKind(), o.GetNamespace(), o.GetName())
+			}
+		}
+		if len(objs) == 0 {
+			t.Errorf("operator-config/%s renders nothing", dir)
+		}
+		t.Logf("operator-config/%s: %v", dir, kinds)
+	}
+	// The fresh-cluster Volcano settings are the same objects plus the
+	// scheduler ConfigMap: install-volcano leaves that one to Volcano's install.
+	vc, err := RenderVolcanoConfig(context.Background(), testbin.Root(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if findObject(vc.Objects, "Queue", "ml-training") == nil || findObject(vc.Objects, "ConfigMap", SchedulerConfigMap) == nil {
+		t.Error("operator-config/volcano-full lacks the queue or the scheduler ConfigMap")
 	}
 }
 

@@ -32,12 +32,16 @@ const (
 	// same ref).
 	TrainingOperatorModule  = "github.com/kubeflow/training-operator"
 	TrainingOperatorVersion = "v1.9.0"
+	// FullOperatorOverlay is the operator-config folder of the fresh-cluster
+	// install; ExistingOperatorOverlay the one applied to an existing install.
+	FullOperatorOverlay     = "training-operator-full"
+	ExistingOperatorOverlay = "training-operator"
 	// remoteBasePattern matches the upstream base in
-	// operator-config/training-operator/kustomization.yaml.
+	// operator-config/training-operator-full/kustomization.yaml.
 	remoteBasePattern = `github\.com/kubeflow/training-operator(\.git)?//?manifests/overlays/standalone\?ref=(v[0-9.]+)`
 )
 
-// OperatorManifests is operator-config/training-operator rendered over the
+// OperatorManifests is operator-config/training-operator-full rendered over the
 // upstream manifests of the pinned release.
 type OperatorManifests struct {
 	// Objects are all rendered objects except the Deployment.
@@ -58,12 +62,13 @@ func (m *OperatorManifests) Container() (*corev1.Container, error) {
 	return nil, fmt.Errorf("deployment %s: no container named training-operator", m.Deployment.Name)
 }
 
-// RenderOperatorConfig renders operator-config/training-operator of repoRoot
-// with `kubectl kustomize`, after pointing its remote base at the same
-// release in the Go module cache (tests do not fetch from GitHub). Every
-// other file of the overlay is used as it is.
+// RenderOperatorConfig renders operator-config/training-operator-full of
+// repoRoot (the fresh-cluster install, which includes the existing-install
+// overlay operator-config/training-operator) with `kubectl kustomize`, after
+// pointing its remote base at the same release in the Go module cache (tests
+// do not fetch from GitHub). Every other file is used as it is.
 func RenderOperatorConfig(ctx context.Context, repoRoot string) (*OperatorManifests, error) {
-	overlay := filepath.Join(repoRoot, "operator-config", "training-operator")
+	overlay := filepath.Join(repoRoot, "operator-config", FullOperatorOverlay)
 	kust, err := os.ReadFile(filepath.Join(overlay, "kustomization.yaml"))
 	if err != nil {
 		return nil, err
@@ -85,19 +90,21 @@ func RenderOperatorConfig(ctx context.Context, repoRoot string) (*OperatorManife
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	// kustomize refuses files outside the kustomization root, so the
-	// overlay and the upstream manifests are copied side by side.
+	// kustomize refuses files outside the kustomization root, so
+	// operator-config (the overlay and the folders it refers to) and the
+	// upstream manifests are copied side by side.
 	if err := copyTree(filepath.Join(modDir, "manifests"), filepath.Join(tmp, "upstream")); err != nil {
 		return nil, err
 	}
-	if err := copyTree(overlay, filepath.Join(tmp, "overlay")); err != nil {
+	if err := copyTree(filepath.Dir(overlay), filepath.Join(tmp, "operator-config")); err != nil {
 		return nil, err
 	}
-	local := re.ReplaceAll(kust, []byte("../upstream/overlays/standalone"))
-	if err := os.WriteFile(filepath.Join(tmp, "overlay", "kustomization.yaml"), local, 0o644); err != nil {
+	local := re.ReplaceAll(kust, []byte("../../upstream/overlays/standalone"))
+	localOverlay := filepath.Join(tmp, "operator-config", FullOperatorOverlay)
+	if err := os.WriteFile(filepath.Join(localOverlay, "kustomization.yaml"), local, 0o644); err != nil {
 		return nil, err
 	}
-	objs, err := Kustomize(ctx, filepath.Join(tmp, "overlay"))
+	objs, err := Kustomize(ctx, localOverlay)
 	if err != nil {
 		return nil, err
 	}

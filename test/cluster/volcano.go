@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// VolcanoConfig is operator-config/volcano rendered with `kubectl kustomize`.
+// VolcanoConfig is operator-config/volcano-full (the fresh-cluster settings:
+// operator-config/volcano plus the scheduler ConfigMap) rendered with
+// `kubectl kustomize`.
 type VolcanoConfig struct {
 	// Objects are applied to the cluster as they are (Namespace, ConfigMap,
 	// Queue, PriorityClasses).
@@ -23,15 +25,17 @@ type VolcanoConfig struct {
 	SchedulerConf string
 }
 
-// SchedulerConfigMap names the ConfigMap holding the scheduler configuration.
+// Where Volcano's install keeps its scheduler configuration: namespace,
+// ConfigMap and key.
 const (
+	VolcanoNamespace   = "volcano-system"
 	SchedulerConfigMap = "volcano-scheduler-configmap"
 	SchedulerConfKey   = "volcano-scheduler.conf"
 )
 
-// RenderVolcanoConfig renders operator-config/volcano of repoRoot.
+// RenderVolcanoConfig renders operator-config/volcano-full of repoRoot.
 func RenderVolcanoConfig(ctx context.Context, repoRoot string) (*VolcanoConfig, error) {
-	dir := filepath.Join(repoRoot, "operator-config", "volcano")
+	dir := filepath.Join(repoRoot, "operator-config", "volcano-full")
 	objs, err := Kustomize(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -53,7 +57,7 @@ func RenderVolcanoConfig(ctx context.Context, repoRoot string) (*VolcanoConfig, 
 	return out, nil
 }
 
-// startVolcano applies operator-config/volcano and runs the scheduler with
+// startVolcano applies operator-config/volcano-full and runs the scheduler with
 // its configuration file.
 func (c *Cluster) startVolcano(ctx context.Context) error {
 	vc, err := RenderVolcanoConfig(ctx, c.opts.RepoRoot)

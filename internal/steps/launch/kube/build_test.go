@@ -3,6 +3,9 @@ package kube
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -75,6 +79,44 @@ func TestXGBoostJob(t *testing.T) {
 	j.Resources.Memory = "lots"
 	if _, err := XGBoostJob(j); err == nil || !strings.Contains(err.Error(), "memory") {
 		t.Errorf("bad memory: %v", err)
+	}
+}
+
+// make clean-app deletes the XGBoostJobs matching GANGBOOST_JOB_SELECTOR, only those this backend
+// created: the selector in the Makefile must be the label every job (and its pods) carries.
+func TestJobsCarryCleanAppSelector(t *testing.T) {
+	mk, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^GANGBOOST_JOB_SELECTOR\s*:?=\s*(\S+)$`).FindSubmatch(mk)
+	if m == nil {
+		t.Fatal("Makefile: no GANGBOOST_JOB_SELECTOR (the label selector make clean-app deletes XGBoostJobs by)")
+	}
+	sel, err := labels.Parse(string(m[1]))
+	if err != nil {
+		t.Fatalf("GANGBOOST_JOB_SELECTOR %q: %v", m[1], err)
+	}
+	if sel.Empty() {
+		t.Fatal("GANGBOOST_JOB_SELECTOR is empty: clean-app would delete every XGBoostJob")
+	}
+	id := launch.Identity{RunID: "r", TaskName: "launch-xgboostjob"}
+	xj, err := XGBoostJob(&launch.Job{Name: launch.JobName(id), Namespace: "ml", Identity: id, Workers: 1,
+		Data: launch.Data{Train: "t.csv"}, ModelName: "iris", ModelVersion: "v1", MountPath: "/mnt/pvc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sel.Matches(labels.Set(xj.Labels)) {
+		t.Errorf("job labels %v do not match clean-app's selector %s", xj.Labels, sel)
+	}
+	for rt, spec := range xj.Spec.XGBReplicaSpecs {
+		if !sel.Matches(labels.Set(spec.Template.Labels)) {
+			t.Errorf("%s pod labels %v do not match clean-app's selector %s", rt, spec.Template.Labels, sel)
+		}
+	}
+	// A job someone else created in the same namespace is not selected.
+	if sel.Matches(labels.Set{"app": "other-team"}) {
+		t.Errorf("selector %s matches a job without gangboost's label", sel)
 	}
 }
 
