@@ -29,6 +29,10 @@ const (
 	OutputLearningCurve = "learning_curve"
 )
 
+// DefaultFSGroup is the trainer pods' default fsGroup: the images' user and group (65532), so
+// a claim whose volume kubelet can chown is writable by the trainer.
+const DefaultFSGroup = 65532
+
 // Defaults are the settings a component input may leave out.
 type Defaults struct {
 	Namespace string // the namespace the step runs in
@@ -92,6 +96,16 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 	if v := integer("ttl_seconds_after_finished", -1, -1, math.MaxInt32); v >= 0 {
 		n := int32(v)
 		j.TTLSecondsAfterFinished = &n
+	}
+	// The pod security context: -1 leaves a field unset (the image's user, no fsGroup).
+	for _, id := range []struct {
+		input string
+		def   int64
+		dst   **int64
+	}{{"fs_group", DefaultFSGroup, &j.Security.FSGroup}, {"run_as_user", -1, &j.Security.RunAsUser}, {"run_as_group", -1, &j.Security.RunAsGroup}} {
+		if v := integer(id.input, id.def, -1, math.MaxUint32); v >= 0 {
+			*id.dst = &v
+		}
 	}
 	// Each of the trainer's tunable flags is the input of the same name; an input without a value
 	// (or with an empty one) leaves the trainer's default.
@@ -257,6 +271,9 @@ var Inputs = []kfp.Input{
 	{Name: "namespace", Type: kfp.String, Default: "", Description: "where the job runs; default this step's namespace"},
 	{Name: "image", Type: kfp.String, Default: "", Description: "trainer image; default this component's image"},
 	{Name: "service_account", Type: kfp.String, Default: "", Description: "service account of the trainer pods"},
+	{Name: "fs_group", Type: kfp.Integer, Default: DefaultFSGroup, Description: "fsGroup of the trainer pods: the claim's files are made writable to this group (the trainer runs as 65532); -1 none"},
+	{Name: "run_as_user", Type: kfp.Integer, Default: -1, Description: "uid the trainer runs as; -1 the image's (65532)"},
+	{Name: "run_as_group", Type: kfp.Integer, Default: -1, Description: "gid the trainer runs as; -1 the image's (65532)"},
 	{Name: "workers", Type: kfp.Integer, Default: 1, Description: "Workers besides the Master"},
 	{Name: "cpu", Type: kfp.String, Default: "1", Description: "CPU per replica (requests = limits)"},
 	{Name: "memory", Type: kfp.String, Default: "1Gi", Description: "memory per replica"},

@@ -58,6 +58,16 @@ func TestJobFromExecutor(t *testing.T) {
 	if j.TTLSecondsAfterFinished != nil || j.BackoffLimit == nil || *j.BackoffLimit != 0 {
 		t.Errorf("run policy: ttl %v backoff %v", j.TTLSecondsAfterFinished, j.BackoffLimit)
 	}
+	if sc := j.Security; sc.FSGroup == nil || *sc.FSGroup != 65532 || sc.RunAsUser != nil || sc.RunAsGroup != nil {
+		t.Errorf("default security: %+v, want fsGroup 65532 only", sc)
+	}
+	p := base()
+	p["fs_group"], p["run_as_user"], p["run_as_group"] = -1, 1000, 2000
+	if j2, _, err := JobFromExecutor(executor(t, p, t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"}); err != nil {
+		t.Error(err)
+	} else if sc := j2.Security; sc.FSGroup != nil || sc.RunAsUser == nil || *sc.RunAsUser != 1000 || sc.RunAsGroup == nil || *sc.RunAsGroup != 2000 {
+		t.Errorf("security from inputs: %+v, want no fsGroup, uid 1000, gid 2000", sc)
+	}
 	args, err := j.TrainerArgs("/mnt/pvc")
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +95,7 @@ func TestJobFromExecutor(t *testing.T) {
 		{"bad xgb_params key", map[string]any{"xgb_params": map[string]any{"": 1}}, "needs a name"},
 		// int32(4294967296) is 0: the job would run with no Workers and report success.
 		{"workers beyond int32", map[string]any{"workers": 4294967296}, `input parameter "workers": want an integer from 0 to 2147483647, got 4294967296`},
+		{"fs_group below -1", map[string]any{"fs_group": -2}, `input parameter "fs_group": want an integer from -1 to 4294967295`},
 		{"min_available beyond int32", map[string]any{"min_available": "4294967297"}, `input parameter "min_available": want an integer from 0 to 2147483647, got "4294967297"`},
 	} {
 		p := base()

@@ -85,6 +85,19 @@ type Job struct {
 	ActiveDeadlineSeconds   *int64
 	TTLSecondsAfterFinished *int32
 	ServiceAccount          string
+	// Security is the trainer pods' security context.
+	Security PodSecurity
+}
+
+// PodSecurity is the pod-level security context of the trainer pods; nil leaves the image's
+// (or the cluster's) default.
+type PodSecurity struct {
+	// FSGroup owns the mounted claim's files for the pods (kubelet chowns volumes that support it
+	// and adds the group to the containers): the trainer runs as uid 65532 and cannot write a
+	// root-owned NFS or CephFS export otherwise.
+	FSGroup *int64
+	// RunAsUser and RunAsGroup override the image's user (65532) and group.
+	RunAsUser, RunAsGroup *int64
 }
 
 // Replicas is the number of pods: the Master and the Workers.
@@ -176,6 +189,14 @@ func (j *Job) Validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, claim.CheckName(j.Claim))
+	for _, id := range []struct {
+		input string
+		v     *int64
+	}{{"fs_group", j.Security.FSGroup}, {"run_as_user", j.Security.RunAsUser}, {"run_as_group", j.Security.RunAsGroup}} {
+		if id.v != nil && *id.v < 0 {
+			errs = append(errs, fmt.Errorf("%s = %d, want an id >= 0 (or leave it unset)", id.input, *id.v))
+		}
+	}
 	switch j.CleanPodPolicy {
 	case "", "All", "Running", "None":
 	default:

@@ -39,6 +39,9 @@ func TestRBAC(t *testing.T) {
 		{"", "pods", "", "delete", false},
 		{"", "pods", "exec", "create", false},
 		{"", "events", "", "watch", true},
+		{"", "persistentvolumeclaims", "", "get", true},
+		{"", "persistentvolumeclaims", "", "update", false},
+		{"", "persistentvolumeclaims", "", "delete", false},
 		{"", "secrets", "", "get", false},
 	}
 	for _, tc := range tests {

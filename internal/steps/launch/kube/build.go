@@ -26,6 +26,10 @@ const (
 	JobNameLabel = "training.kubeflow.org/job-name"
 	// GPUResource is the extended resource of NVIDIA's device plugin.
 	GPUResource corev1.ResourceName = "nvidia.com/gpu"
+	// IstioInjectAnnotation is Istio's per-pod sidecar switch. Kubeflow's profile namespaces inject
+	// a sidecar into every pod; a sidecar never exits, so a trainer pod with one never completes
+	// (its XGBoostJob never succeeds), and it holds the rank's port while the collective starts.
+	IstioInjectAnnotation = "sidecar.istio.io/inject"
 	// TrainerCommand is the trainer's executable in the image.
 	TrainerCommand = "gangboost-train"
 	volumeName     = "model-store"
@@ -62,9 +66,10 @@ func XGBoostJob(j *launch.Job) (*kubeflowv1.XGBoostJob, error) {
 	labels := map[string]string{ManagedByLabel: ManagedBy}
 	template := func() corev1.PodTemplateSpec {
 		return corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{IstioInjectAnnotation: "false"}},
 			Spec: corev1.PodSpec{
 				ServiceAccountName: j.ServiceAccount,
+				SecurityContext:    podSecurityContext(j.Security),
 				PriorityClassName:  j.Gang.PriorityClass,
 				Containers: []corev1.Container{{
 					// The operator finds the container by this name (and the port by its name).
@@ -129,4 +134,20 @@ func XGBoostJob(j *launch.Job) (*kubeflowv1.XGBoostJob, error) {
 		},
 		Spec: kubeflowv1.XGBoostJobSpec{RunPolicy: rp, XGBReplicaSpecs: specs},
 	}, nil
+}
+
+// podSecurityContext is the trainer pods' security context, nil when nothing is set.
+func podSecurityContext(s launch.PodSecurity) *corev1.PodSecurityContext {
+	if s.FSGroup == nil && s.RunAsUser == nil && s.RunAsGroup == nil {
+		return nil
+	}
+	return &corev1.PodSecurityContext{FSGroup: copyID(s.FSGroup), RunAsUser: copyID(s.RunAsUser), RunAsGroup: copyID(s.RunAsGroup)}
+}
+
+func copyID(p *int64) *int64 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

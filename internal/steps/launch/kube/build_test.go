@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -71,6 +72,14 @@ func TestXGBoostJob(t *testing.T) {
 	}
 	if v := worker.Template.Spec.Volumes[0]; v.PersistentVolumeClaim.ClaimName != "gangboost-models" || c.VolumeMounts[0].MountPath != "/mnt/pvc" {
 		t.Errorf("volume %+v mount %+v", v, c.VolumeMounts)
+	}
+	for name, r := range xj.Spec.XGBReplicaSpecs {
+		if got := r.Template.Annotations[IstioInjectAnnotation]; got != "false" {
+			t.Errorf("%s pods: %s = %q, want \"false\" (a sidecar never exits, so the pod never completes)", name, IstioInjectAnnotation, got)
+		}
+	}
+	if sc := worker.Template.Spec.SecurityContext; sc != nil {
+		t.Errorf("no security inputs: pod securityContext %+v, want none", sc)
 	}
 	if worker.Template.Spec.PriorityClassName != "gangboost-training" {
 		t.Errorf("pod priority class = %q", worker.Template.Spec.PriorityClassName)
@@ -206,5 +215,84 @@ func TestQueueRoomUnreadable(t *testing.T) {
 	}
 	if got := w.queueRoom(context.Background(), pg); got != "" || gets != 1 {
 		t.Errorf("second call %q after %d reads, want nothing and one read", got, gets)
+	}
+}
+
+// TestXGBoostJobSecurityContext: the fs_group, run_as_user and run_as_group inputs reach every
+// trainer pod.
+func TestXGBoostJobSecurityContext(t *testing.T) {
+	id := launch.Identity{RunID: "r", TaskName: "t"}
+	fs, uid := int64(65532), int64(1000)
+	j := &launch.Job{
+		Name: launch.JobName(id), Namespace: "ml", Identity: id, Image: "gangboost:0.1.0", Workers: 1,
+		Data: launch.Data{Dataset: "iris"}, Claim: "c", MountPath: "/mnt/pvc", ModelName: "iris", ModelVersion: "v1", Port: 9999,
+		Security: launch.PodSecurity{FSGroup: &fs, RunAsUser: &uid},
+	}
+	xj, err := XGBoostJob(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range xj.Spec.XGBReplicaSpecs {
+		sc := r.Template.Spec.SecurityContext
+		if sc == nil || sc.FSGroup == nil || *sc.FSGroup != 65532 || sc.RunAsUser == nil || *sc.RunAsUser != 1000 || sc.RunAsGroup != nil {
+			t.Errorf("%s pods: securityContext %+v, want fsGroup 65532, runAsUser 1000, no runAsGroup", name, sc)
+		}
+	}
+}
+
+// TestStartChecksClaimAccess: a gang of several pods is not created on a claim only one node
+// can mount; a single pod is, and a ReadWriteMany claim takes any gang.
+func TestStartChecksClaimAccess(t *testing.T) {
+	s, err := Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := func(name string, spec []corev1.PersistentVolumeAccessMode, bound ...corev1.PersistentVolumeAccessMode) *corev1.PersistentVolumeClaim {
+		c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name}, Spec: corev1.PersistentVolumeClaimSpec{AccessModes: spec}}
+		if bound != nil {
+			c.Status = corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: bound}
+		}
+		return c
+	}
+	rwo, rwx := []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		claim("rwo", rwo), claim("rwx", rwx), claim("rwx-bound-rwo", rwx, corev1.ReadWriteOnce), claim("rwo-bound-rwx", rwo, corev1.ReadWriteMany),
+	).Build()
+	b := &Backend{client: c}
+	tests := []struct {
+		claim   string
+		workers int32
+		want    string
+	}{
+		{"rwo", 2, "claim rwo is ReadWriteOnce: the gang's 3 pods on different nodes cannot all mount it for writing; use a ReadWriteMany storage class"},
+		{"rwo", 0, ""},
+		{"rwx", 2, ""},
+		{"rwx-bound-rwo", 1, "claim rwx-bound-rwo is ReadWriteOnce: the gang's 2 pods"},
+		{"rwo-bound-rwx", 1, ""},
+		{"missing", 1, "claim missing not found in namespace ml: create it (manifests/pvc.yaml, ReadWriteMany)"},
+	}
+	for _, tc := range tests {
+		id := launch.Identity{RunID: "r-" + tc.claim, TaskName: fmt.Sprint(tc.workers)}
+		j := &launch.Job{
+			Name: launch.JobName(id), Namespace: "ml", Identity: id, Image: "gangboost:0.1.0", Workers: tc.workers,
+			Data: launch.Data{Dataset: "iris"}, Claim: tc.claim, MountPath: "/mnt/pvc", ModelName: "iris", ModelVersion: "v1", Port: 9999,
+		}
+		_, err := b.Start(context.Background(), j)
+		var jobs kubeflowv1.XGBoostJobList
+		if err := c.List(context.Background(), &jobs, client.InNamespace("ml")); err != nil {
+			t.Fatal(err)
+		}
+		created := false
+		for _, x := range jobs.Items {
+			created = created || x.Name == j.Name
+		}
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("claim %s, %d workers: %v, want the job created", tc.claim, tc.workers, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("claim %s, %d workers: error %v, want %q", tc.claim, tc.workers, err, tc.want)
+		case tc.want != "" && created:
+			t.Errorf("claim %s, %d workers: the job was created despite %v", tc.claim, tc.workers, err)
+		}
 	}
 }

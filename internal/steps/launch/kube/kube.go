@@ -70,6 +70,9 @@ func (b *Backend) Start(ctx context.Context, j *launch.Job) (launch.Started, err
 	if err != nil {
 		return launch.Started{}, fmt.Errorf("build XGBoostJob %s: %w", j.Name, err)
 	}
+	if err := b.checkClaim(ctx, j); err != nil {
+		return launch.Started{}, err
+	}
 	// creationTimestamp has whole seconds: a new job's deadline counts from the local clock.
 	before := time.Now()
 	err = b.client.Create(ctx, xj)
@@ -92,6 +95,49 @@ func (b *Backend) Start(ctx context.Context, j *launch.Job) (launch.Started, err
 		return launch.Started{}, fmt.Errorf("XGBoostJob %s/%s of %s is being deleted: retry the step once it is gone", j.Namespace, j.Name, j.Identity)
 	}
 	return launch.Started{Adopted: true, Created: cur.CreationTimestamp.Time}, nil
+}
+
+// checkClaim refuses a gang of several pods on a claim they cannot all mount: Volcano places the
+// pods on different nodes, and a ReadWriteOnce volume attaches to one node only, so the other
+// pods would stay ContainerCreating (Multi-Attach error) until the job's deadline. A bound claim's
+// access modes are its volume's (status); an unbound one's are what it asks for (spec).
+func (b *Backend) checkClaim(ctx context.Context, j *launch.Job) error {
+	if j.Replicas() < 2 {
+		return nil
+	}
+	var pvc corev1.PersistentVolumeClaim
+	if err := b.client.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Claim}, &pvc); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("claim %s not found in namespace %s: create it (manifests/pvc.yaml, ReadWriteMany) or set pvc_name", j.Claim, j.Namespace)
+		case apierrors.IsForbidden(err):
+			return fmt.Errorf("read claim %s/%s to check its access modes: %w (the Role in manifests/rbac/launch-xgboostjob.yaml grants persistentvolumeclaims get)", j.Namespace, j.Claim, err)
+		}
+		return fmt.Errorf("read claim %s/%s to check its access modes: %w", j.Namespace, j.Claim, err)
+	}
+	return claimAccess(&pvc, j.Replicas())
+}
+
+// claimAccess says why pods of a gang of n cannot all mount pvc, nil when they can
+// (ReadWriteMany).
+func claimAccess(pvc *corev1.PersistentVolumeClaim, n int32) error {
+	modes := pvc.Spec.AccessModes
+	if pvc.Status.Phase == corev1.ClaimBound && len(pvc.Status.AccessModes) > 0 {
+		modes = pvc.Status.AccessModes
+	}
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		if m == corev1.ReadWriteMany {
+			return nil
+		}
+		names[i] = string(m)
+	}
+	have := strings.Join(names, ", ")
+	if have == "" {
+		have = "without access modes"
+	}
+	return fmt.Errorf("claim %s is %s: the gang's %d pods on different nodes cannot all mount it for writing; use a ReadWriteMany storage class (NFS, CephFS, EFS, Filestore) for the claim, see manifests/pvc.yaml",
+		pvc.Name, have, n)
 }
 
 // Delete deletes the job; the garbage collector removes its pods and PodGroup.
