@@ -27,6 +27,10 @@ const (
 	PodLabel = "serving.kserve.io/inferenceservice"
 	// SourceURIAnnotation is where KServe records a predictor pod's storageUri.
 	SourceURIAnnotation = "internal.serving.kserve.io/storage-initializer-sourceuri"
+	// DeploymentModeAnnotation chooses, per InferenceService, how KServe deploys the predictor
+	// (RawDeployment: a Deployment and a Service; Serverless: a Knative Service), over the
+	// cluster's defaultDeploymentMode.
+	DeploymentModeAnnotation = "serving.kserve.io/deploymentMode"
 )
 
 // AddToScheme registers InferenceService and InferenceServiceList under SchemeGroupVersion.
@@ -58,12 +62,14 @@ type InferenceServiceSpec struct {
 	Predictor PredictorSpec `json:"predictor"`
 }
 
-// PredictorSpec is spec.predictor: the model, and the replicas (KServe's ComponentExtensionSpec,
-// inline).
+// PredictorSpec is spec.predictor: the model, the replicas (KServe's ComponentExtensionSpec,
+// inline) and the pods' security context.
 type PredictorSpec struct {
 	Model       *ModelSpec `json:"model,omitempty"`
 	MinReplicas *int32     `json:"minReplicas,omitempty"`
 	MaxReplicas int32      `json:"maxReplicas,omitempty"`
+	// SecurityContext is the predictor pods' (KServe's PodSpec, inline).
+	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
 }
 
 // ModelSpec is spec.predictor.model. Its fields are in KServe's order and Name keeps KServe's
@@ -174,7 +180,7 @@ func (in *InferenceService) DeepCopy() *InferenceService {
 	out := &InferenceService{TypeMeta: in.TypeMeta}
 	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	p := in.Spec.Predictor
-	out.Spec.Predictor = PredictorSpec{MinReplicas: copyPtr(p.MinReplicas), MaxReplicas: p.MaxReplicas}
+	out.Spec.Predictor = PredictorSpec{MinReplicas: copyPtr(p.MinReplicas), MaxReplicas: p.MaxReplicas, SecurityContext: p.SecurityContext.DeepCopy()}
 	if m := p.Model; m != nil {
 		c := *m
 		c.Runtime, c.StorageURI, c.ProtocolVersion = copyPtr(m.Runtime), copyPtr(m.StorageURI), copyPtr(m.ProtocolVersion)

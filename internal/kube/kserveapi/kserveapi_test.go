@@ -33,6 +33,7 @@ func full() *InferenceService {
 				Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
 			},
 			MinReplicas: ptr(int32(1)), MaxReplicas: 3,
+			SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr(int64(65532))},
 		}},
 		Status: InferenceServiceStatus{
 			Conditions: []Condition{{Type: "Ready", Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable", Message: "not yet"}},
@@ -168,6 +169,7 @@ func TestConstantsAreKServes(t *testing.T) {
 		{ContainerName, constants.InferenceServiceContainerName},
 		{PodLabel, constants.InferenceServicePodLabelKey},
 		{SourceURIAnnotation, constants.StorageInitializerSourceUriInternalAnnotationKey},
+		{DeploymentModeAnnotation, constants.DeploymentMode},
 		{string(InvalidSpec), string(v1beta1.InvalidSpec)},
 		{string(BlockedByFailedLoad), string(v1beta1.BlockedByFailedLoad)},
 	} {

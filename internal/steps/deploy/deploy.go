@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,7 +45,18 @@ type Service struct {
 	Timeout time.Duration
 	// RunID is the pipeline run deploying it (may be empty); recorded on the service.
 	RunID string
+	// DeploymentMode is KServe's for this service (RawDeployment, Serverless, or "" for the
+	// cluster's default). The gangboost runtimes' gRPC port and port-forwarding to the
+	// predictor need RawDeployment; Kubeflow's KServe install defaults to Serverless.
+	DeploymentMode string
+	// FSGroup, RunAsUser and RunAsGroup are the predictor pods' security context (nil: unset).
+	// The runtime runs as uid 65532 and reads the model from the claim.
+	FSGroup, RunAsUser, RunAsGroup *int64
 }
+
+// DeploymentModes are the values of deployment_mode KServe accepts (v0.19 calls RawDeployment
+// Standard and Serverless Knative; earlier releases know only the first names).
+var DeploymentModes = []string{"RawDeployment", "Serverless", "Standard", "Knative"}
 
 // LocalModelDir is the model folder as this step sees it: ModelPath under MountPath, never
 // outside it.
@@ -188,6 +201,17 @@ func (s *Service) Validate() error {
 	}
 	if s.Runtime == "" {
 		errs = append(errs, errors.New("runtime is empty: name the ClusterServingRuntime (gangboost-xgboost, or gangboost-xgboost-grpc for grpc-v2); the gangboost runtimes are not auto-selected, so KServe would serve the model with another runtime or none"))
+	}
+	if s.DeploymentMode != "" && !slices.Contains(DeploymentModes, s.DeploymentMode) {
+		errs = append(errs, fmt.Errorf("deployment_mode = %q, want %s, or empty for the cluster's default", s.DeploymentMode, strings.Join(DeploymentModes, ", ")))
+	}
+	for _, id := range []struct {
+		input string
+		v     *int64
+	}{{"fs_group", s.FSGroup}, {"run_as_user", s.RunAsUser}, {"run_as_group", s.RunAsGroup}} {
+		if id.v != nil && (*id.v < 0 || *id.v > math.MaxUint32) {
+			errs = append(errs, fmt.Errorf("%s = %d, want an id from 0 to %d (or -1 to leave it unset)", id.input, *id.v, uint32(math.MaxUint32)))
+		}
 	}
 	if s.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout_seconds = %d, want more than 0", int64(s.Timeout/time.Second)))

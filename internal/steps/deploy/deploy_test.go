@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -56,14 +57,27 @@ func TestServiceFromExecutorDefaults(t *testing.T) {
 		Claim: "gangboost-models", ModelPath: "models/iris/v1", MountPath: "/mnt/pvc",
 		Runtime: "gangboost-xgboost", ProtocolVersion: "v2", CPU: "1", Memory: "1Gi",
 		MinReplicas: 1, MaxReplicas: 1, Timeout: 300 * time.Second,
+		DeploymentMode: "RawDeployment", FSGroup: ptr(int64(65532)),
 	}
-	if *s != want {
+	if !reflect.DeepEqual(*s, want) {
 		t.Errorf("service = %+v\nwant      %+v", *s, want)
 	}
 	if dir, err := s.LocalModelDir(); err != nil || dir != "/mnt/pvc/models/iris/v1" {
 		t.Errorf("local model folder = %s, %v", dir, err)
 	}
+
+	e, _ = executor(t, withDefaults(map[string]any{"name": "iris", "model_uri": "pvc://gangboost-models/models/iris/v1",
+		"deployment_mode": "", "fs_group": -1, "run_as_user": 1000, "run_as_group": 2000}))
+	s, err = ServiceFromExecutor(e, "kubeflow-user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.DeploymentMode != "" || s.FSGroup != nil || s.RunAsUser == nil || *s.RunAsUser != 1000 || s.RunAsGroup == nil || *s.RunAsGroup != 2000 {
+		t.Errorf("mode %q, fsGroup %v, runAsUser %v, runAsGroup %v: want the cluster's mode, no fsGroup, 1000, 2000", s.DeploymentMode, s.FSGroup, s.RunAsUser, s.RunAsGroup)
+	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func TestServiceFromExecutorRejects(t *testing.T) {
 	base := map[string]any{"name": "iris", "model_uri": "pvc://gangboost-models/models/iris/v1"}
@@ -95,6 +109,8 @@ func TestServiceFromExecutorRejects(t *testing.T) {
 		{"replicas not whole", map[string]any{"max_replicas": 1.5}, `"max_replicas": want an integer`},
 		{"protocol", map[string]any{"protocol_version": "v3"}, `protocol_version = "v3"`},
 		{"timeout", map[string]any{"timeout_seconds": 0}, "timeout_seconds = 0, want more than 0"},
+		{"deployment mode", map[string]any{"deployment_mode": "Raw"}, `deployment_mode = "Raw", want RawDeployment, Serverless, Standard, Knative, or empty`},
+		{"fs_group below -1", map[string]any{"fs_group": -2}, `"fs_group": want an integer from -1 to 4294967295`},
 		{"unknown input", map[string]any{"replicas": 2}, `unknown input parameter "replicas"`},
 	}
 	for _, tc := range tests {

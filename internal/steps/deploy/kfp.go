@@ -3,6 +3,7 @@ package deploy
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
@@ -16,6 +17,9 @@ const (
 	OutputGRPCAddress = "grpc_address" // host:port, "" when the runtime exposes no gRPC port
 	OutputModelName   = "model_name"
 )
+
+// DefaultFSGroup is the predictor pods' default fsGroup: the runtime image's user and group.
+const DefaultFSGroup = 65532
 
 // Inputs are the component's input parameters, in the order component.yaml documents them.
 var Inputs = []kfp.Input{
@@ -31,6 +35,10 @@ var Inputs = []kfp.Input{
 	{Name: "timeout_seconds", Type: kfp.Integer, Default: 300, Description: "how long the service may take to become ready before the step fails"},
 	{Name: "run_id", Type: kfp.String, Default: "", Description: "the run deploying the model ({{$.pipeline_job_uuid}}), recorded on the InferenceService"},
 	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding the models"},
+	{Name: "deployment_mode", Type: kfp.String, Default: "RawDeployment", Description: "KServe's deployment mode for this InferenceService (annotation serving.kserve.io/deploymentMode): RawDeployment (what the gRPC runtime and port-forward need) or Serverless; empty: the cluster's default"},
+	{Name: "fs_group", Type: kfp.Integer, Default: DefaultFSGroup, Description: "fsGroup of the predictor pods (the runtime runs as 65532); -1 none"},
+	{Name: "run_as_user", Type: kfp.Integer, Default: -1, Description: "uid the runtime runs as; -1 the image's (65532)"},
+	{Name: "run_as_group", Type: kfp.Integer, Default: -1, Description: "gid the runtime runs as; -1 the image's (65532)"},
 	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where this step sees the claim (the local backend serves the model from there)"},
 }
 
@@ -66,6 +74,16 @@ func ServiceFromExecutor(e *kfp.Executor, defaultNamespace string) (*Service, er
 		CPU:             str("cpu", "1"),
 		Memory:          str("memory", "1Gi"),
 		RunID:           str("run_id", ""),
+		DeploymentMode:  in.String("deployment_mode", "RawDeployment"),
+	}
+	for _, id := range []struct {
+		input string
+		def   int64
+		dst   **int64
+	}{{"fs_group", DefaultFSGroup, &s.FSGroup}, {"run_as_user", -1, &s.RunAsUser}, {"run_as_group", -1, &s.RunAsGroup}} {
+		if v := in.IntIn(id.input, id.def, -1, math.MaxUint32); v >= 0 {
+			*id.dst = &v
+		}
 	}
 	minR, maxR := integer("min_replicas", 1), integer("max_replicas", 1)
 	timeout := integer("timeout_seconds", 300)

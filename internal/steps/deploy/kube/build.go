@@ -43,6 +43,8 @@ const (
 	// SourceURIAnnotation is where KServe records a predictor pod's storageUri: the pods of the
 	// applied model carry the model_uri.
 	SourceURIAnnotation = kserveapi.SourceURIAnnotation
+	// DeploymentModeAnnotation is the service's deployment mode, over the cluster's default.
+	DeploymentModeAnnotation = kserveapi.DeploymentModeAnnotation
 )
 
 // InferenceService builds the serving.kserve.io/v1beta1 InferenceService of a service:
@@ -61,6 +63,13 @@ func InferenceService(s *deploy.Service) (*kserveapi.InferenceService, error) {
 	if s.RunID != "" {
 		annotations[RunIDAnnotation] = s.RunID
 	}
+	if s.DeploymentMode != "" {
+		annotations[DeploymentModeAnnotation] = s.DeploymentMode
+	}
+	var security *corev1.PodSecurityContext
+	if s.FSGroup != nil || s.RunAsUser != nil || s.RunAsGroup != nil {
+		security = &corev1.PodSecurityContext{FSGroup: copyID(s.FSGroup), RunAsUser: copyID(s.RunAsUser), RunAsGroup: copyID(s.RunAsGroup)}
+	}
 	runtime, protocol, uri := s.Runtime, s.ProtocolVersion, s.ModelURI
 	model := &kserveapi.ModelSpec{
 		ModelFormat:     kserveapi.ModelFormat{Name: ModelFormat},
@@ -70,9 +79,10 @@ func InferenceService(s *deploy.Service) (*kserveapi.InferenceService, error) {
 		Resources:       corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
 	}
 	digest, err := json.Marshal(struct {
-		Model       *kserveapi.ModelSpec `json:"model"`
-		Annotations map[string]string    `json:"annotations"`
-	}{model, annotations})
+		Model       *kserveapi.ModelSpec       `json:"model"`
+		Annotations map[string]string          `json:"annotations"`
+		Security    *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+	}{model, annotations, security})
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +97,7 @@ func InferenceService(s *deploy.Service) (*kserveapi.InferenceService, error) {
 			Annotations: annotations,
 		},
 		Spec: kserveapi.InferenceServiceSpec{Predictor: kserveapi.PredictorSpec{
-			Model: model, MinReplicas: &minReplicas, MaxReplicas: s.MaxReplicas,
+			Model: model, MinReplicas: &minReplicas, MaxReplicas: s.MaxReplicas, SecurityContext: security,
 		}},
 	}
 	return isvc, nil
@@ -145,4 +155,12 @@ func prune(v any) any {
 	default:
 		return v
 	}
+}
+
+func copyID(p *int64) *int64 {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

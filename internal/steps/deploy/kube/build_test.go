@@ -22,8 +22,11 @@ func irisService() *deploy.Service {
 		Claim: "gangboost-models", ModelPath: "models/iris/v2", MountPath: "/mnt/pvc",
 		Runtime: "gangboost-xgboost", ProtocolVersion: "v2", CPU: "500m", Memory: "1Gi",
 		MinReplicas: 1, MaxReplicas: 3, Timeout: time.Minute, RunID: "0b7c3f8e",
+		DeploymentMode: "RawDeployment", FSGroup: ptr(int64(65532)),
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // asKServe is the InferenceService as KServe's own Go types read it, strictly (a field KServe
 // does not know is an error).
@@ -75,11 +78,25 @@ func TestInferenceService(t *testing.T) {
 		isvc.Labels[ManagedByLabel] != ManagedBy {
 		t.Errorf("metadata = %+v", isvc.ObjectMeta)
 	}
+	// The service says how KServe deploys it, whatever the cluster's default (Kubeflow's
+	// KServe defaults to Serverless, where the gRPC port and port-forward do not work).
+	if got := isvc.Annotations["serving.kserve.io/deploymentMode"]; got != "RawDeployment" {
+		t.Errorf("deploymentMode annotation = %q, want RawDeployment", got)
+	}
+	if sc := isvc.Spec.Predictor.SecurityContext; sc == nil || sc.FSGroup == nil || *sc.FSGroup != 65532 || sc.RunAsUser != nil || sc.RunAsGroup != nil {
+		t.Errorf("predictor securityContext = %+v, want fsGroup 65532 only", sc)
+	}
 	s := irisService()
-	s.RunID = ""
+	s.RunID, s.DeploymentMode, s.FSGroup, s.RunAsUser = "", "", nil, ptr(int64(1000))
 	built, _ = InferenceService(s)
 	if _, ok := built.Annotations[RunIDAnnotation]; ok {
 		t.Error("an empty run_id is recorded")
+	}
+	if _, ok := built.Annotations[DeploymentModeAnnotation]; ok {
+		t.Error("an empty deployment_mode is recorded: want the cluster's default")
+	}
+	if sc := asKServe(t, built).Spec.Predictor.SecurityContext; sc == nil || sc.FSGroup != nil || sc.RunAsUser == nil || *sc.RunAsUser != 1000 {
+		t.Errorf("predictor securityContext = %+v, want runAsUser 1000 only", sc)
 	}
 }
 
@@ -104,7 +121,8 @@ metadata:
   annotations:
     gangboost.dev/model-uri: pvc://gangboost-models/models/iris/v2
     gangboost.dev/run-id: 0b7c3f8e
-    gangboost.dev/serving-spec: fe1c31ed9641a653
+    gangboost.dev/serving-spec: dc30fe96ffe1d950
+    serving.kserve.io/deploymentMode: RawDeployment
   labels:
     app.kubernetes.io/managed-by: gangboost-deploy-inferenceservice
     app.kubernetes.io/part-of: gangboost
@@ -127,6 +145,8 @@ spec:
           memory: 1Gi
       runtime: gangboost-xgboost
       storageUri: pvc://gangboost-models/models/iris/v2
+    securityContext:
+      fsGroup: 65532
 `
 	if string(got) != want {
 		t.Errorf("apply configuration:\n%s\nwant:\n%s", got, want)
@@ -167,6 +187,8 @@ func TestServingSpecDigest(t *testing.T) {
 		"runtime":   func(s *deploy.Service) { s.Runtime = "gangboost-xgboost-grpc" },
 		"protocol":  func(s *deploy.Service) { s.ProtocolVersion = "grpc-v2" },
 		"run_id":    func(s *deploy.Service) { s.RunID = "another-run" },
+		"mode":      func(s *deploy.Service) { s.DeploymentMode = "Serverless" },
+		"fs_group":  func(s *deploy.Service) { s.FSGroup = ptr(int64(1000)) },
 	} {
 		if digest(change) == base {
 			t.Errorf("%s does not change the digest", name)
