@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,39 @@ type Client struct {
 	BaseURL string // e.g. http://iris-predictor.ns.svc.cluster.local or http://127.0.0.1:8080
 	Model   string
 	HTTP    *http.Client
+	// TokenPath, when set, is a file holding a bearer token sent as Authorization with every
+	// call (an endpoint behind Kubeflow's auth, e.g. an Istio authorization policy accepting
+	// the step's service-account token). It is read per call: kubelet rotates projected tokens.
+	TokenPath string
+}
+
+// authorize sets the Authorization header from TokenPath.
+func (c *Client) authorize(req *http.Request) error {
+	if c.TokenPath == "" {
+		return nil
+	}
+	b, err := os.ReadFile(c.TokenPath)
+	if err != nil {
+		return fmt.Errorf("auth_token_path: read the bearer token: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return fmt.Errorf("auth_token_path: %s is empty, want a bearer token", c.TokenPath)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	return nil
+}
+
+// hint adds what to do to a refusal for want of credentials.
+func (c *Client) hint(err error) error {
+	var se *StatusError
+	if errors.As(err, &se) && (se.Status == http.StatusUnauthorized || se.Status == http.StatusForbidden) {
+		if c.TokenPath == "" {
+			return fmt.Errorf("%w (the endpoint wants credentials: set auth_token_path, e.g. /var/run/secrets/kubernetes.io/serviceaccount/token)", err)
+		}
+		return fmt.Errorf("%w (with the bearer token of %s: does the endpoint's authorization policy accept this service account?)", err, c.TokenPath)
+	}
+	return err
 }
 
 func (c *Client) modelURL(suffix string) string {
@@ -64,13 +98,16 @@ func (c *Client) get(ctx context.Context, url string, v any) error {
 	if err != nil {
 		return err
 	}
+	if err := c.authorize(req); err != nil {
+		return err
+	}
 	resp, err := c.http().Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return statusError(http.MethodGet, url, resp)
+		return c.hint(statusError(http.MethodGet, url, resp))
 	}
 	if v == nil {
 		return nil
@@ -175,13 +212,16 @@ func (c *Client) Infer(ctx context.Context, id string, rows []float32, n, cols i
 	} else {
 		hreq.Header.Set("Content-Type", "application/json")
 	}
+	if err := c.authorize(hreq); err != nil {
+		return nil, err
+	}
 	resp, err := c.http().Do(hreq)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, statusError(http.MethodPost, url, resp)
+		return nil, c.hint(statusError(http.MethodPost, url, resp))
 	}
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {

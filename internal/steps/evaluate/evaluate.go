@@ -54,6 +54,8 @@ type Options struct {
 	BatchRows        int
 	HTTP             *http.Client
 	Log              io.Writer
+	// AuthTokenPath is a file holding a bearer token for the endpoint (Client.TokenPath).
+	AuthTokenPath string
 }
 
 // Summary is a finished evaluation.
@@ -129,7 +131,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		return nil, fmt.Errorf("test_path: %w", err)
 	}
 
-	c := &Client{BaseURL: o.URL, Model: o.Model, HTTP: o.HTTP}
+	c := &Client{BaseURL: o.URL, Model: o.Model, HTTP: o.HTTP, TokenPath: o.AuthTokenPath}
 	if err := c.WaitReady(ctx, o.Timeout, 5*time.Second, log); err != nil {
 		return nil, err
 	}

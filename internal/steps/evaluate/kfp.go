@@ -35,6 +35,7 @@ var Inputs = []kfp.Input{
 	{Name: "timeout_seconds", Type: kfp.Integer, Default: 120, Description: "how long to wait for the model to be ready"},
 	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding data and models"},
 	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where this step mounts the claim"},
+	{Name: "auth_token_path", Type: kfp.String, Default: "", Description: "a file holding a bearer token sent as Authorization with every call (an endpoint behind an authorization policy), e.g. /var/run/secrets/kubernetes.io/serviceaccount/token; empty: none"},
 }
 
 // Component is the evaluate component run from image; component.yaml is generated from it.
@@ -66,7 +67,7 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
 		URL: str("url", ""), Model: str("model_name", ""), TestPath: str("test_path", ""), Label: str("label", ""),
 		ModelURI: str("model_uri", ""), Tolerance: tolerance, Protocol: str("protocol", ProtocolBoth),
 		Timeout: time.Duration(timeout) * time.Second, Claim: str("pvc_mount_path", "/mnt/pvc"), ClaimName: str("pvc_name", "gangboost-models"),
-		Log: log,
+		Log: log, AuthTokenPath: str("auth_token_path", ""),
 	}
 	if err := in.Err(); err != nil {
 		return err
