@@ -20,7 +20,9 @@ const File = "pipelines/xgboost-volcano.yaml"
 // claimMount is an executor's Kubernetes config that mounts the claim named by the pipeline
 // parameter param at mountPath. KFP's driver resolves a pvcMount's componentInputParameter
 // against the inputs of the DAG the task runs in (here the pipeline's parameters), not the
-// task's own inputs.
+// task's own inputs. kfp-kubernetes 2.15 writes pvcNameParameter beside this (now deprecated)
+// form, which the driver still reads; the kubernetes_platform module the proxy serves has no
+// pvcNameParameter field, and the platform document must parse strictly with it.
 func claimMount(param, mountPath string) (*structpb.Struct, error) {
 	cfg := &kubernetesplatform.KubernetesExecutorConfig{PvcMount: []*kubernetesplatform.PvcMount{{
 		PvcReference: &kubernetesplatform.PvcMount_ComponentInputParameter{ComponentInputParameter: param},
