@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 // maxTracked is the largest file the repository may track: the biggest source files are test
@@ -18,10 +20,7 @@ const maxTracked = 5 << 20
 // shape a binary built with `go build` at the root takes (one of 97 MB was once committed and
 // carried into every image build by the Containerfile's COPY).
 func TestNoBuildOutputsTracked(t *testing.T) {
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testbin.Root(t)
 	cmd := exec.Command("git", "ls-files", "-z")
 	cmd.Dir = root
 	out, err := cmd.Output()
@@ -60,7 +59,7 @@ func TestNoBuildOutputsTracked(t *testing.T) {
 func TestIgnoresRootBinaries(t *testing.T) {
 	for _, name := range []string{"deploy-inferenceservice", "launch-xgboostjob", "prepare-data", "evaluate", "gangboost", "gangboost-train", "xgboost-trainer", "gangboost-runtime", "bin/x", "dist/x"} {
 		cmd := exec.Command("git", "check-ignore", "-q", name)
-		cmd.Dir = "../.."
+		cmd.Dir = testbin.Root(t)
 		if err := cmd.Run(); err != nil {
 			if _, ok := err.(*exec.ExitError); !ok {
 				t.Skipf("git check-ignore: %v", err)
@@ -74,7 +73,7 @@ func TestIgnoresRootBinaries(t *testing.T) {
 // built from product code alone and tests can depend on product code without a cycle.
 func TestProductNeverImportsTest(t *testing.T) {
 	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...")
-	cmd.Dir = "../.."
+	cmd.Dir = testbin.Root(t)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
