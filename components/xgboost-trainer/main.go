@@ -73,8 +73,9 @@ func run(args []string) int {
 	}
 	limits := dataset.Limits{MaxLineBytes: int(f.MaxLineBytes), MaxMatrixBytes: int64(f.MaxMatrixBytes)}
 	job := train.Job{
-		Params:       f.Params,
-		Train:        dataset.Spec{Path: f.Train, Format: f.Format, Builtin: f.Dataset, Label: f.Label, Features: f.Features, Limits: limits},
+		Params: f.Params,
+		Train: dataset.Spec{Path: f.Train, Format: f.Format, Builtin: f.Dataset, Label: f.Label, Features: f.Features, Limits: limits,
+			ObjectStore: f.ObjectStore, Log: log},
 		EvalFraction: f.EvalFraction,
 		ModelDir:     f.ModelDir,
 		ModelFormat:  f.ModelFormat,
@@ -84,7 +85,8 @@ func run(args []string) int {
 		Log:          log,
 	}
 	if f.Eval != "" {
-		job.Eval = &dataset.Spec{Path: f.Eval, Format: f.Format, Label: f.Label, Features: f.Features, Limits: limits}
+		job.Eval = &dataset.Spec{Path: f.Eval, Format: f.Format, Label: f.Label, Features: f.Features, Limits: limits,
+			ObjectStore: f.ObjectStore, Log: log}
 	}
 	if err := job.Validate(); err != nil {
 		return usage(fmt.Errorf("bad flags: %w", err))

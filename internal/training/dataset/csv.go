@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // maxClasses bounds the distinct values of a string label column: more than that is not a class
@@ -21,6 +22,8 @@ type csvOptions struct {
 	// allowEmptyShard returns a matrix with no rows instead of an error.
 	allowEmptyShard bool
 	limits          Limits
+	// rows, when set, counts the rows read, for the progress lines.
+	rows *atomic.Int64
 }
 
 // LoadCSV reads a CSV file with a header row, takes the label from column label and the features
@@ -120,6 +123,12 @@ func loadCSVReader(r io.Reader, file string, o csvOptions, s Shard) (*Matrix, er
 		if own {
 			m.Rows++
 		}
+		if o.rows != nil && row&4095 == 4095 {
+			o.rows.Add(4096)
+		}
+	}
+	if o.rows != nil {
+		o.rows.Add(int64(row & 4095))
 	}
 	if row == 0 {
 		return nil, &DataError{File: file, Msg: "the file has a header but no data rows"}
@@ -293,6 +302,13 @@ func (l *labelSet) add(cell string, own bool) string {
 		l.ownIDs.append(id)
 	}
 	return ""
+}
+
+// addNumber takes a numeric label of this rank (from a typed column, no text to parse).
+func (l *labelSet) addNumber(f float32) {
+	v := float64(f)
+	l.min, l.max = min(l.min, v), max(l.max, v)
+	l.ownValues.append(f)
 }
 
 // finish sets m's Labels, Classes and label range.

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gangboost/gangboost/internal/plumbing/sysmem"
 )
@@ -48,6 +50,12 @@ type Matrix struct {
 	// so every rank can derive the same class count or check a label range without talking to
 	// the others.
 	LabelMin, LabelMax float32
+	// Partial says that the whole-input facts above (TotalRows, LabelMin/LabelMax, Classes) cover
+	// only this rank's share: the rank read only its part files, row groups or byte range, and
+	// the ranks must agree on the facts (the trainer does, before boosting).
+	Partial bool
+	// BytesRead is what the load read from its files or object store (sharded reads only).
+	BytesRead int64
 }
 
 // Row returns row i's feature values (a view into Data).
@@ -55,10 +63,19 @@ func (m *Matrix) Row(i int) []float32 { return m.Data[i*m.Cols : (i+1)*m.Cols] }
 
 // Spec names a data set. Exactly one of Path and Builtin is set.
 type Spec struct {
+	// Path is a file, a folder of part files, or an object store URI: s3://bucket/key,
+	// s3://bucket/prefix/ (the part files under it), or minio://... as Kubeflow Pipelines names
+	// its artifacts. Folders, object stores and Parquet are read in shares (see loadParts).
 	Path string
-	// Format is "csv" or "libsvm"; empty means by the file extension (.csv, .libsvm, .svm; an
-	// extra .gz means gzip-compressed).
+	// Format is "csv", "parquet" or "libsvm"; empty means by the file extension (.csv, .parquet,
+	// .libsvm, .svm; an extra .gz means gzip-compressed).
 	Format string
+	// ObjectStore says how to reach the store of an s3:// or minio:// Path.
+	ObjectStore ObjectStore
+	// Log, when set, receives progress lines (bytes and rows read) of sharded reads, at most one
+	// per ProgressEvery (0: DefaultProgressEvery).
+	Log           *slog.Logger
+	ProgressEvery time.Duration
 	// Builtin names a data set compiled into the binary: "iris".
 	Builtin string
 	// Label is the label column of a CSV file (required for CSV; for iris empty or "species").
@@ -92,6 +109,11 @@ type Limits struct {
 	// 0 means no bound. A LibSVM file is dense once loaded: one stray large feature index makes
 	// every row that wide.
 	MaxMatrixBytes int64
+	// MaxObjects bounds the part files of a folder or object store prefix (0: DefaultMaxObjects).
+	MaxObjects int
+	// MaxRowGroupBytes bounds the compressed bytes of the columns read from one Parquet row group,
+	// which are held in memory while it is decoded (0: DefaultMaxRowGroupBytes).
+	MaxRowGroupBytes int64
 }
 
 func (l Limits) maxLine() int {
@@ -155,6 +177,9 @@ func Load(spec Spec, s Shard) (*Matrix, error) {
 	case spec.Path == "":
 		return nil, fmt.Errorf("data set: no path and no built-in data set given")
 	}
+	if usesParts(spec) {
+		return loadParts(spec, s)
+	}
 	read, err := spec.reader(s)
 	if err != nil {
 		return nil, err
@@ -204,8 +229,10 @@ func (spec Spec) reader(s Shard) (func(io.Reader) (*Matrix, error), error) {
 		return func(r io.Reader) (*Matrix, error) {
 			return loadLibSVMReader(r, spec.Path, spec.NumFeatures, spec.Limits, s)
 		}, nil
+	case "parquet":
+		return nil, &DataError{File: spec.Path, Msg: "Parquet is read from a file or an object store, not a stream"}
 	default:
-		return nil, fmt.Errorf("data format %q: want csv or libsvm", spec.Format)
+		return nil, fmt.Errorf("data format %q: want csv, parquet or libsvm", spec.Format)
 	}
 }
 
@@ -216,8 +243,15 @@ func sniffFormat(path string) (string, error) {
 		return "csv", nil
 	case ".libsvm", ".svm", ".svmlight":
 		return "libsvm", nil
+	case ".parquet", ".parq":
+		return "parquet", nil
 	}
-	return "", fmt.Errorf("%s: cannot tell the data format from the extension %q: name the format (csv or libsvm)", path, ext)
+	return "", fmt.Errorf("%s: cannot tell the data format from the extension %q: name the format (csv, parquet or libsvm)", path, ext)
+}
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }
 
 // openData opens path, decompressing it when its name ends in .gz.

@@ -63,7 +63,7 @@ func SplitTrainTest(m *Matrix, testFraction float64, seed int64) (train, test *M
 
 // emptyLike returns a matrix with m's columns, names and whole-input facts and no rows.
 func (m *Matrix) emptyLike() *Matrix {
-	return &Matrix{Cols: m.Cols, FeatureNames: slices.Clone(m.FeatureNames), LabelName: m.LabelName,
+	return &Matrix{Cols: m.Cols, FeatureNames: slices.Clone(m.FeatureNames), LabelName: m.LabelName, Partial: m.Partial,
 		Classes: slices.Clone(m.Classes), TotalRows: m.TotalRows, LabelMin: m.LabelMin, LabelMax: m.LabelMax,
 		Data: []float32{}, Labels: []float32{}}
 }

@@ -108,7 +108,7 @@ func Run(ctx context.Context, job Job, cl gangenv.Cluster) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if trainM.TotalRows < cl.WorldSize {
+	if !trainM.Partial && trainM.TotalRows < cl.WorldSize {
 		// The rank without rows fails in Load; the others must not wait for it.
 		return nil, fmt.Errorf("%s: %d data rows cannot give each of %d ranks a row; use at most %d ranks",
 			specName(job.Train), trainM.TotalRows, cl.WorldSize, trainM.TotalRows)
@@ -119,6 +119,10 @@ func Run(ctx context.Context, job Job, cl gangenv.Cluster) (*Result, error) {
 		spec := *job.Eval
 		// The evaluation set uses the training set's class indices and feature count.
 		spec.Classes, spec.NumFeatures = trainM.Classes, trainM.Cols
+		if trainM.Partial {
+			// This rank's classes are not all the classes: the ranks agree on them before boosting.
+			spec.Classes = nil
+		}
 		if evalM, err = dataset.Load(spec, shard); err != nil {
 			return nil, err
 		}
@@ -262,6 +266,11 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 		}
 	}
 
+	// Ranks that read the data in shares complete the whole-input facts (row count, label range,
+	// class names) together.
+	if err := agreeOnData(xgbCollective{}, cl.Rank, max(cl.WorldSize, 1), trainM, evalM); err != nil {
+		return nil, nil, nil, err
+	}
 	params := job.Params
 	if params.IsMultiClass() && params.NumClass == 0 {
 		n, err := numClasses(trainM)

@@ -40,6 +40,8 @@ type Flags struct {
 	// trainer picks a share of the memory available).
 	MaxLineBytes, MaxMatrixBytes uint64
 	LogEvery                     int
+	// ObjectStore reaches the store of s3:// and minio:// data (credentials: AWS_* environment).
+	ObjectStore dataset.ObjectStore
 	// Local is the number of Workers of a local gang (0: run one rank from the environment).
 	Local, WatchPort              int
 	GangTimeout, GangStartTimeout time.Duration
@@ -65,10 +67,14 @@ func New(name string) (*Flags, *flag.FlagSet) {
 	f := &Flags{Params: DefaultParams(), maxLine: byteSize(dataset.DefaultMaxLineBytes)}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	p := &f.Params
-	fs.StringVar(&f.Train, "train", "", "training data: a CSV file with a header, or a LibSVM file")
+	fs.StringVar(&f.Train, "train", "", "training data: a CSV (header row), Parquet or LibSVM file, a folder of part files, or s3://bucket/key, s3://bucket/prefix/ (part files), minio://bucket/key")
 	fs.StringVar(&f.Eval, "eval", "", "evaluation data (same format as --train)")
 	fs.StringVar(&f.Dataset, "dataset", "", "built-in data set instead of --train: iris")
-	fs.StringVar(&f.Format, "format", "", "data format: csv or libsvm (default: from the file extension)")
+	fs.StringVar(&f.Format, "format", "", "data format: csv, parquet or libsvm (default: from the file extension)")
+	fs.StringVar(&f.ObjectStore.Endpoint, "s3-endpoint", "", "object store endpoint of s3:// data: host:port, http://host:port (plain HTTP) or https://host:port (default: AWS S3; for minio:// "+dataset.KFPMinIOEndpoint+"); credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	fs.StringVar(&f.ObjectStore.Region, "s3-region", "", "object store region (default: the bucket's)")
+	fs.BoolVar(&f.ObjectStore.PathStyle, "s3-path-style", false, "address buckets as endpoint/bucket (MinIO, Ceph) instead of bucket.endpoint")
+	fs.BoolVar(&f.ObjectStore.Insecure, "s3-insecure", false, "plain HTTP to an --s3-endpoint given without a scheme (an in-cluster MinIO)")
 	fs.StringVar(&f.Label, "label", "", "label column name (CSV; default for --dataset iris: species)")
 	fs.Var(&stringListFlag{&f.Features}, "features", "feature columns, comma-separated (default: every column but the label)")
 	fs.Float64Var(&f.EvalFraction, "eval-fraction", 0, "without --eval, hold out this fraction of the training rows for evaluation")

@@ -1,0 +1,371 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// ObjectStore says how to reach the S3-compatible object store (AWS S3, MinIO, Ceph) that
+// s3:// and minio:// data sets live in. Credentials come from the environment
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), which a Kubernetes Secret fills
+// the way Kubeflow Pipelines' own mlpipeline-minio-artifact secret does.
+type ObjectStore struct {
+	// Endpoint is host:port or a URL; an http:// URL means plain HTTP (an in-cluster MinIO).
+	// Empty: s3.amazonaws.com, or for minio:// URIs Kubeflow Pipelines' in-cluster MinIO.
+	Endpoint string
+	Region   string
+	// PathStyle addresses buckets as endpoint/bucket (MinIO, Ceph) instead of bucket.endpoint.
+	PathStyle bool
+	// Insecure talks plain HTTP to an endpoint given without a scheme.
+	Insecure bool
+}
+
+// KFPMinIOEndpoint is the in-cluster MinIO service of a Kubeflow Pipelines install, where a
+// minio:// artifact URI points when no endpoint is given.
+const KFPMinIOEndpoint = "http://minio-service.kubeflow:9000"
+
+// DefaultMaxObjects bounds the objects of one s3:// prefix or local folder a load takes when
+// Limits.MaxObjects is 0: listing stops there instead of holding an unbounded name list.
+const DefaultMaxObjects = 10000
+
+// IsObjectURI reports whether p names a data set in an object store (s3:// or minio://).
+func IsObjectURI(p string) bool {
+	return strings.HasPrefix(p, "s3://") || strings.HasPrefix(p, "minio://")
+}
+
+// part is one file of a data set: a local file or an object.
+type part struct {
+	Name string // as shown in messages: a path, or s3://bucket/key
+	Size int64
+	key  string // the object key (object stores)
+}
+
+// store lists and reads the files of a data set; every byte it returns is counted in read.
+type store interface {
+	// parts lists the data set's files, sorted by name: the file itself, or the files in the
+	// folder or under the prefix, at most max of them.
+	parts(max int) ([]part, error)
+	// open reads p from offset off to its end.
+	open(p part, off int64) (io.ReadCloser, error)
+	// readAt reads len(b) bytes of p at off.
+	readAt(p part, b []byte, off int64) error
+}
+
+// byteCounter counts the bytes a load read from its store, for the progress lines.
+type byteCounter struct{ n atomic.Int64 }
+
+type countingReader struct {
+	r io.ReadCloser
+	c *byteCounter
+}
+
+func (r countingReader) Read(b []byte) (int, error) {
+	n, err := r.r.Read(b)
+	r.c.n.Add(int64(n))
+	return n, err
+}
+func (r countingReader) Close() error { return r.r.Close() }
+
+// newStore returns the store of spec.Path.
+func newStore(spec Spec, s Shard, c *byteCounter) (store, error) {
+	if IsObjectURI(spec.Path) {
+		return newS3Store(spec.Path, spec.ObjectStore, s, c)
+	}
+	return &localStore{path: spec.Path, c: c}, nil
+}
+
+// skipPart reports whether a file of a folder or prefix is no data: Spark and Hadoop write
+// _SUCCESS, _metadata and .crc files next to the part files.
+func skipPart(name string) bool {
+	base := path.Base(name)
+	return strings.HasSuffix(name, "/") || strings.HasPrefix(base, "_") || strings.HasPrefix(base, ".")
+}
+
+func tooManyObjectsError(where string, max int) error {
+	return fmt.Errorf("%s holds more than %d files: a data set of this many parts is not read (the listing stops here to bound memory); "+
+		"merge the parts into fewer, larger files (a few hundred MB each), or point at a narrower prefix", where, max)
+}
+
+type localStore struct {
+	path string
+	c    *byteCounter
+}
+
+func (s *localStore) parts(max int) ([]part, error) {
+	st, err := os.Stat(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("open data: %w", err)
+	}
+	if !st.IsDir() {
+		return []part{{Name: s.path, Size: st.Size()}}, nil
+	}
+	d, err := os.Open(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("open data: %w", err)
+	}
+	defer d.Close()
+	var ps []part
+	for {
+		// Read in batches so that a folder of a million files fails at max, not after listing all.
+		ents, err := d.ReadDir(1024)
+		for _, e := range ents {
+			if !e.Type().IsRegular() || skipPart(e.Name()) {
+				continue
+			}
+			info, err := e.Info()
+			if err != nil {
+				return nil, fmt.Errorf("open data: %w", err)
+			}
+			if len(ps) == max {
+				return nil, tooManyObjectsError("folder "+s.path, max)
+			}
+			ps = append(ps, part{Name: filepath.Join(s.path, e.Name()), Size: info.Size()})
+		}
+		if errors.Is(err, io.EOF) || len(ents) == 0 {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("open data: %w", err)
+		}
+	}
+	if len(ps) == 0 {
+		return nil, &DataError{File: s.path, Msg: "the folder holds no data files (names starting with _ or . are skipped)"}
+	}
+	slices.SortFunc(ps, func(a, b part) int { return strings.Compare(a.Name, b.Name) })
+	return ps, nil
+}
+
+func (s *localStore) open(p part, off int64) (io.ReadCloser, error) {
+	f, err := os.Open(p.Name)
+	if err != nil {
+		return nil, fmt.Errorf("open data: %w", err)
+	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return countingReader{f, s.c}, nil
+}
+
+func (s *localStore) readAt(p part, b []byte, off int64) error {
+	f, err := os.Open(p.Name)
+	if err != nil {
+		return fmt.Errorf("open data: %w", err)
+	}
+	defer f.Close()
+	n, err := f.ReadAt(b, off)
+	s.c.n.Add(int64(n))
+	return err
+}
+
+// s3Store reads objects through minio-go, the MinIO project's S3 client (AWS Signature V4).
+type s3Store struct {
+	uri            string // as given, for messages
+	bucket, prefix string
+	endpoint       string
+	core           minio.Core
+	c              *byteCounter
+}
+
+// requestTimeout bounds one listing or metadata request; object bodies stream without a bound.
+const requestTimeout = 2 * time.Minute
+
+func newS3Store(uri string, o ObjectStore, s Shard, c *byteCounter) (*s3Store, error) {
+	scheme, rest, _ := strings.Cut(uri, "://")
+	bucket, prefix, _ := strings.Cut(rest, "/")
+	if bucket == "" {
+		return nil, fmt.Errorf("%s: no bucket: want %s://bucket/key or %s://bucket/prefix/", uri, scheme, scheme)
+	}
+	endpoint, secure := o.Endpoint, !o.Insecure
+	if endpoint == "" {
+		endpoint = "s3.amazonaws.com"
+		if scheme == "minio" {
+			endpoint = KFPMinIOEndpoint
+			o.PathStyle = true
+		}
+	}
+	if strings.Contains(endpoint, "://") {
+		u, err := url.Parse(endpoint)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || (u.Path != "" && u.Path != "/") {
+			return nil, fmt.Errorf("object store endpoint %q: want host:port, http://host:port or https://host:port", o.Endpoint)
+		}
+		endpoint, secure = u.Host, u.Scheme == "https"
+	}
+	lookup := minio.BucketLookupAuto
+	if o.PathStyle {
+		lookup = minio.BucketLookupPath
+	}
+	// Environment credentials only (no instance metadata lookups that hang outside AWS); without
+	// them requests go unsigned, which a public bucket accepts and a private one refuses with a
+	// message naming the variables.
+	cl, err := minio.New(endpoint, &minio.Options{
+		Creds:        credentials.NewEnvAWS(),
+		Secure:       secure,
+		Region:       o.Region,
+		BucketLookup: lookup,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("object store endpoint %q: %w", endpoint, err)
+	}
+	// The rank goes into the User-Agent, so that the store's access log tells who read what.
+	cl.SetAppInfo("gangboost", fmt.Sprintf("rank-%d-of-%d", s.Rank, s.World))
+	return &s3Store{uri: uri, bucket: bucket, prefix: prefix, endpoint: cl.EndpointURL().String(), core: minio.Core{Client: cl}, c: c}, nil
+}
+
+// s3Error says what a failed request means and what to do.
+func (s *s3Store) s3Error(what string, err error) error {
+	resp := minio.ToErrorResponse(err)
+	where := fmt.Sprintf("%s (endpoint %s)", s.uri, s.endpoint)
+	switch resp.Code {
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "ExpiredToken":
+		creds := "no AWS_ACCESS_KEY_ID is set"
+		if os.Getenv("AWS_ACCESS_KEY_ID") != "" {
+			creds = "the access key in AWS_ACCESS_KEY_ID"
+		}
+		return fmt.Errorf("%s: %s: the object store refused the credentials (%s: %s); %s: check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (on a cluster: the secret named by the launch step's object_store_secret) and the bucket's policy",
+			where, what, resp.Code, resp.Message, creds)
+	case "NoSuchBucket":
+		return fmt.Errorf("%s: %s: bucket %q does not exist at this endpoint: check the bucket name, the endpoint (--s3-endpoint) and the region", where, what, s.bucket)
+	case "NoSuchKey":
+		return fmt.Errorf("%s: %s: no such object", where, what)
+	}
+	return fmt.Errorf("%s: %s: %w", where, what, err)
+}
+
+func (s *s3Store) name(key string) string {
+	scheme, _, _ := strings.Cut(s.uri, "://")
+	return scheme + "://" + s.bucket + "/" + key
+}
+
+func (s *s3Store) parts(max int) ([]part, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	if s.prefix != "" && !strings.HasSuffix(s.prefix, "/") {
+		// One object, when the key names one; else a prefix of several.
+		info, err := s.core.Client.StatObject(ctx, s.bucket, s.prefix, minio.StatObjectOptions{})
+		if err == nil {
+			return []part{{Name: s.uri, Size: info.Size, key: s.prefix}}, nil
+		}
+		if code := minio.ToErrorResponse(err).Code; code != "NoSuchKey" && code != "NotFound" && minio.ToErrorResponse(err).StatusCode != http.StatusNotFound {
+			return nil, s.s3Error("stat", err)
+		}
+	}
+	var ps []part
+	lctx, lcancel := context.WithCancel(ctx)
+	defer lcancel() // stops the listing goroutine when we stop early
+	for obj := range s.core.Client.ListObjects(lctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return nil, s.s3Error("list", obj.Err)
+		}
+		if skipPart(obj.Key) {
+			continue
+		}
+		if len(ps) == max {
+			return nil, tooManyObjectsError("prefix "+s.uri, max)
+		}
+		ps = append(ps, part{Name: s.name(obj.Key), Size: obj.Size, key: obj.Key})
+	}
+	if len(ps) == 0 {
+		// Tell a missing bucket from an empty prefix: listing a missing bucket can succeed empty
+		// on some servers.
+		if ok, err := s.core.Client.BucketExists(ctx, s.bucket); err != nil {
+			return nil, s.s3Error("list", err)
+		} else if !ok {
+			return nil, s.s3Error("list", minio.ErrorResponse{Code: "NoSuchBucket"})
+		}
+		return nil, fmt.Errorf("%s (endpoint %s): no object with this key or under this prefix: check the path", s.uri, s.endpoint)
+	}
+	slices.SortFunc(ps, func(a, b part) int { return strings.Compare(a.key, b.key) })
+	return ps, nil
+}
+
+func (s *s3Store) open(p part, off int64) (io.ReadCloser, error) {
+	opts := minio.GetObjectOptions{}
+	if off > 0 {
+		if err := opts.SetRange(off, 0); err != nil {
+			return nil, err
+		}
+	}
+	body, _, _, err := s.core.GetObject(context.Background(), s.bucket, p.key, opts)
+	if err != nil {
+		return nil, s.s3Error("read "+p.key, err)
+	}
+	return countingReader{body, s.c}, nil
+}
+
+func (s *s3Store) readAt(p part, b []byte, off int64) error {
+	if len(b) == 0 {
+		return nil
+	}
+	opts := minio.GetObjectOptions{}
+	if err := opts.SetRange(off, off+int64(len(b))-1); err != nil {
+		return err
+	}
+	body, _, _, err := s.core.GetObject(context.Background(), s.bucket, p.key, opts)
+	if err != nil {
+		return s.s3Error(fmt.Sprintf("read %s bytes %d-%d", p.key, off, off+int64(len(b))-1), err)
+	}
+	defer body.Close()
+	n, err := io.ReadFull(body, b)
+	s.c.n.Add(int64(n))
+	if err != nil {
+		return fmt.Errorf("%s: read bytes %d-%d: %w", p.Name, off, off+int64(len(b))-1, err)
+	}
+	return nil
+}
+
+// partReaderAt is one part as an io.ReaderAt (what the Parquet reader takes), serving reads that
+// fall inside a prefetched window from memory: a Parquet row group is read as one ranged request
+// instead of one per page.
+type partReaderAt struct {
+	s      store
+	p      part
+	winOff int64
+	win    []byte
+}
+
+func (r *partReaderAt) ReadAt(b []byte, off int64) (int, error) {
+	if off < 0 || off >= r.p.Size {
+		return 0, io.EOF
+	}
+	n := len(b)
+	if off+int64(n) > r.p.Size {
+		n = int(r.p.Size - off)
+	}
+	if off >= r.winOff && off+int64(n) <= r.winOff+int64(len(r.win)) {
+		copy(b, r.win[off-r.winOff:])
+	} else if err := r.s.readAt(r.p, b[:n], off); err != nil {
+		return 0, err
+	}
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// prefetch reads [off, off+n) into the window, reusing its memory.
+func (r *partReaderAt) prefetch(off, n int64) error {
+	if cap(r.win) < int(n) {
+		r.win = make([]byte, n)
+	}
+	r.win, r.winOff = r.win[:n], off
+	if err := r.s.readAt(r.p, r.win, off); err != nil {
+		r.win = r.win[:0]
+		return err
+	}
+	return nil
+}
