@@ -264,7 +264,10 @@ func (w *countingWriter) Flush() {
 
 type testLog struct{ t testing.TB }
 
-func (l testLog) Write(b []byte) (int, error) { l.t.Log(strings.TrimSpace(string(b))); return len(b), nil }
+func (l testLog) Write(b []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
 
 type syncBuffer struct {
 	mu sync.Mutex
