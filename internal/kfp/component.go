@@ -23,10 +23,12 @@ const (
 	List    ParameterType = "LIST"
 )
 
-// Input is one input parameter of a component.
+// Input is one input of a component: a parameter (Type set) or an optional input artifact
+// (Artifact set to a schema title such as "system.Dataset").
 type Input struct {
-	Name string
-	Type ParameterType
+	Name     string
+	Type     ParameterType
+	Artifact string
 	// Default is nil for a required input.
 	Default     any
 	Description string
@@ -64,6 +66,17 @@ func (c *Component) Command() []string { return []string{c.Name, "--executor-inp
 func (c *Component) InputSpec() (*pipelinespec.ComponentInputsSpec, error) {
 	inputs := &pipelinespec.ComponentInputsSpec{Parameters: map[string]*pipelinespec.ComponentInputsSpec_ParameterSpec{}}
 	for _, in := range c.Inputs {
+		if in.Artifact != "" {
+			if inputs.Artifacts == nil {
+				inputs.Artifacts = map[string]*pipelinespec.ComponentInputsSpec_ArtifactSpec{}
+			}
+			inputs.Artifacts[in.Name] = &pipelinespec.ComponentInputsSpec_ArtifactSpec{
+				ArtifactType: &pipelinespec.ArtifactTypeSchema{
+					Kind: &pipelinespec.ArtifactTypeSchema_SchemaTitle{SchemaTitle: in.Artifact}, SchemaVersion: "0.0.1"},
+				Description: in.Description, IsOptional: true,
+			}
+			continue
+		}
 		t, ok := pipelinespec.ParameterType_ParameterTypeEnum_value[string(in.Type)]
 		if !ok {
 			return nil, fmt.Errorf("component %s: input %s: unknown parameter type %q", c.Name, in.Name, in.Type)
@@ -134,6 +147,14 @@ func (c *Component) Spec() (*pipelinespec.PipelineSpec, error) {
 	}
 	taskInputs := &pipelinespec.TaskInputsSpec{Parameters: map[string]*pipelinespec.TaskInputsSpec_InputParameterSpec{}}
 	for _, in := range c.Inputs {
+		if in.Artifact != "" {
+			if taskInputs.Artifacts == nil {
+				taskInputs.Artifacts = map[string]*pipelinespec.TaskInputsSpec_InputArtifactSpec{}
+			}
+			taskInputs.Artifacts[in.Name] = &pipelinespec.TaskInputsSpec_InputArtifactSpec{
+				Kind: &pipelinespec.TaskInputsSpec_InputArtifactSpec_ComponentInputArtifact{ComponentInputArtifact: in.Name}}
+			continue
+		}
 		taskInputs.Parameters[in.Name] = &pipelinespec.TaskInputsSpec_InputParameterSpec{
 			Kind: &pipelinespec.TaskInputsSpec_InputParameterSpec_ComponentInputParameter{ComponentInputParameter: in.Name},
 		}
@@ -214,7 +235,7 @@ func (c *Component) InputNames() []string {
 func (c *Component) DefaultParameters() map[string]any {
 	params := map[string]any{}
 	for _, in := range c.Inputs {
-		if in.Default != nil {
+		if in.Default != nil && in.Artifact == "" {
 			params[in.Name] = in.Default
 		}
 	}

@@ -244,6 +244,16 @@ func kindName(v *structpb.Value) string {
 	}
 }
 
+// InputArtifactURI is the URI of the first artifact given for input artifact name, and whether
+// one was given.
+func (e *Executor) InputArtifactURI(name string) (string, bool) {
+	l := e.in.GetInputs().GetArtifacts()[name]
+	if l == nil || len(l.GetArtifacts()) == 0 || l.GetArtifacts()[0].GetUri() == "" {
+		return "", false
+	}
+	return l.GetArtifacts()[0].GetUri(), true
+}
+
 // OutputArtifact returns the output artifact KFP prepared for name (its URI and type).
 func (e *Executor) OutputArtifact(name string) (*pipelinespec.RuntimeArtifact, error) {
 	l, ok := e.in.GetOutputs().GetArtifacts()[name]

@@ -15,6 +15,7 @@ import (
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/steps/report"
+	"github.com/gangboost/gangboost/internal/training/dataset"
 	"github.com/gangboost/gangboost/internal/training/trainflags"
 )
 
@@ -71,7 +72,10 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 		Namespace: str("namespace", d.Namespace),
 		Image:     str("image", d.Image),
 		Workers:   int32(integer("workers", 1, 0, math.MaxInt32)),
-		Data:      Data{Train: str("train_data", ""), Eval: str("eval_data", ""), Dataset: str("dataset", "")},
+		Data: Data{Train: str("train_data", ""), Eval: str("eval_data", ""), Dataset: str("dataset", ""),
+			ObjectStore: ObjectStore{Endpoint: str("object_store_endpoint", ""), Region: str("object_store_region", ""),
+				PathStyle: str("object_store_path_style", "false") == "true", Secret: str("object_store_secret", ""),
+				AccessKeyKey: str("object_store_access_key_key", DefaultAccessKeyKey), SecretKeyKey: str("object_store_secret_key_key", DefaultSecretKeyKey)}},
 		Resources: Resources{CPU: str("cpu", "1"), Memory: str("memory", "1Gi"), GPUs: integer("gpus", 0, 0, math.MaxInt32)},
 		Claim:     str("pvc_name", ""),
 		MountPath: str("pvc_mount_path", "/mnt/pvc"),
@@ -112,6 +116,17 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 	for _, flag := range trainflags.Tunables {
 		if v := str(trainflags.InputName(flag), ""); v != "" {
 			j.TrainerFlags = append(j.TrainerFlags, "--"+flag, v)
+		}
+	}
+	// A system.Dataset artifact in an object store (KFP's MinIO: minio://mlpipeline/...) is the
+	// training data when given; the trainer reads it from there.
+	if uri, ok := e.InputArtifactURI("train_dataset"); ok {
+		if !dataset.IsObjectURI(uri) {
+			errs = append(errs, fmt.Errorf("train_dataset: artifact URI %q: the trainer reads artifacts from an object store (minio:// or s3://); give data on the claim as train_data", uri))
+		} else if j.Data.Train != "" {
+			errs = append(errs, fmt.Errorf("train_dataset (%s) and train_data (%s) both given: give one", uri, j.Data.Train))
+		} else {
+			j.Data.Train = uri
 		}
 	}
 	params, err := e.Struct("xgb_params")
@@ -243,12 +258,19 @@ var Inputs = []kfp.Input{
 	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding data and models"},
 	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where the trainer pods mount the claim"},
 	{Name: "pvc_local_path", Type: kfp.String, Default: "", Description: "where this step sees the claim (its pvcMount); default pvc_mount_path"},
-	{Name: "train_data", Type: kfp.String, Default: "", Description: "training data: a path on the claim, e.g. datasets/iris/train.csv"},
+	{Name: "train_data", Type: kfp.String, Default: "", Description: "training data: a path on the claim (e.g. datasets/iris/train.csv, a folder of part files) or s3://bucket/key, s3://bucket/prefix/"},
 	{Name: "eval_data", Type: kfp.String, Default: "", Description: "evaluation data: a path on the claim"},
 	{Name: "dataset", Type: kfp.String, Default: "", Description: "a built-in data set (iris) instead of train_data"},
+	{Name: "train_dataset", Artifact: "system.Dataset", Description: "training data as a Dataset artifact in an object store (minio:// or s3:// URI; a folder of part files too) instead of train_data"},
+	{Name: "object_store_endpoint", Type: kfp.String, Default: "", Description: "endpoint of s3:// data: host:port, http://host:port or https://host:port; default AWS S3, for minio:// http://minio-service.kubeflow:9000"},
+	{Name: "object_store_region", Type: kfp.String, Default: "", Description: "object store region; default the bucket's"},
+	{Name: "object_store_path_style", Type: kfp.String, Default: "false", Description: "true: address buckets as endpoint/bucket (MinIO, Ceph)"},
+	{Name: "object_store_secret", Type: kfp.String, Default: "", Description: "Secret whose keys become the trainer pods' AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, e.g. mlpipeline-minio-artifact"},
+	{Name: "object_store_access_key_key", Type: kfp.String, Default: DefaultAccessKeyKey, Description: "the Secret's key holding the access key"},
+	{Name: "object_store_secret_key_key", Type: kfp.String, Default: DefaultSecretKeyKey, Description: "the Secret's key holding the secret key"},
 	{Name: "label", Type: kfp.String, Default: "", Description: "label column"},
 	{Name: "features", Type: kfp.String, Default: "", Description: "feature columns (a,b,c); default all but the label"},
-	{Name: "format", Type: kfp.String, Default: "", Description: "csv or libsvm; default from the extension"},
+	{Name: "format", Type: kfp.String, Default: "", Description: "csv, parquet or libsvm; default from the extension"},
 	{Name: "eval_fraction", Type: kfp.String, Default: "", Description: "without eval_data, the fraction of rows held out for evaluation"},
 	{Name: "objective", Type: kfp.String, Default: "reg:squarederror"},
 	{Name: "num_round", Type: kfp.Integer, Default: 100},

@@ -15,8 +15,22 @@ import (
 
 func executor(t *testing.T, params map[string]any, dir string) *kfp.Executor {
 	t.Helper()
+	return executorWithArtifacts(t, params, nil, dir)
+}
+
+// executorWithArtifacts is executor with input artifacts, by name and URI.
+func executorWithArtifacts(t *testing.T, params map[string]any, artifacts map[string]string, dir string) *kfp.Executor {
+	t.Helper()
+	inputs := map[string]any{"parameterValues": params}
+	if len(artifacts) > 0 {
+		arts := map[string]any{}
+		for name, uri := range artifacts {
+			arts[name] = map[string]any{"artifacts": []any{map[string]any{"uri": uri}}}
+		}
+		inputs["artifacts"] = arts
+	}
 	in := map[string]any{
-		"inputs": map[string]any{"parameterValues": params},
+		"inputs": inputs,
 		"outputs": map[string]any{
 			"parameters": map[string]any{
 				OutputModelURI: map[string]any{"outputFile": filepath.Join(dir, "model_uri")},
@@ -170,5 +184,52 @@ func TestWriteOutputs(t *testing.T) {
 	}
 	if o.GetParameterValues()[OutputJobName].GetStringValue() != "train-abc" {
 		t.Errorf("job_name = %v", o.GetParameterValues()[OutputJobName])
+	}
+}
+
+func TestObjectStoreData(t *testing.T) {
+	params := func() map[string]any {
+		return map[string]any{"run_id": "r1", "task_name": "train", "model_name": "higgs", "label": "label", "pvc_name": "models",
+			"object_store_path_style": "true", "object_store_secret": "mlpipeline-minio-artifact"}
+	}
+	d := Defaults{Namespace: "ml", Image: "gangboost:1"}
+	// A KFP Dataset artifact in KFP's MinIO is the training data, passed as it is.
+	j, _, err := JobFromExecutor(executorWithArtifacts(t, params(), map[string]string{"train_dataset": "minio://mlpipeline/v2/artifacts/p/r/prep/train"}, t.TempDir()), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := j.TrainerArgs("/mnt/pvc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(args, " "), "--train minio://mlpipeline/v2/artifacts/p/r/prep/train --s3-path-style --label label --model-dir /mnt/pvc/models/higgs/v1"; got != want {
+		t.Errorf("trainer args = %q\nwant %q", got, want)
+	}
+	if o := j.Data.ObjectStore; o.Secret != "mlpipeline-minio-artifact" || o.AccessKeyKey != "accesskey" || o.SecretKeyKey != "secretkey" {
+		t.Errorf("object store = %+v, want KFP's secret and its keys", o)
+	}
+	// train_data may be an s3:// prefix of part files; the endpoint goes to the trainer.
+	p := params()
+	p["train_data"], p["object_store_endpoint"] = "s3://data/higgs/", "http://minio.storage:9000"
+	if j, _, err = JobFromExecutor(executor(t, p, t.TempDir()), d); err != nil {
+		t.Fatal(err)
+	}
+	args, _ = j.TrainerArgs("/mnt/pvc")
+	if got := strings.Join(args, " "); !strings.HasPrefix(got, "--train s3://data/higgs/ --s3-endpoint http://minio.storage:9000 --s3-path-style") {
+		t.Errorf("trainer args = %q", got)
+	}
+	// An artifact elsewhere than in an object store, or two training inputs, are refused.
+	for uri, want := range map[string]string{
+		"gs://bucket/data":            "reads artifacts from an object store",
+		"minio://mlpipeline/v2/x/y/z": "both given",
+	} {
+		p := params()
+		if strings.HasPrefix(uri, "minio") {
+			p["train_data"] = "datasets/x.csv"
+		}
+		_, _, err := JobFromExecutor(executorWithArtifacts(t, p, map[string]string{"train_dataset": uri}, t.TempDir()), d)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", uri, err, want)
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
+	"github.com/gangboost/gangboost/internal/training/dataset"
 	"github.com/gangboost/gangboost/internal/training/trainflags"
 )
 
@@ -50,11 +51,33 @@ type Gang struct {
 	ScheduleTimeout time.Duration
 }
 
-// Data is the training input: paths relative to the claim's root, or a built-in data set.
+// Data is the training input: paths relative to the claim's root, object store URIs
+// (s3://bucket/key, s3://bucket/prefix/ of part files, minio://... as KFP names its artifacts),
+// or a built-in data set.
 type Data struct {
 	Train, Eval string
 	Dataset     string // e.g. "iris"
+	// ObjectStore reaches s3:// and minio:// data.
+	ObjectStore ObjectStore
 }
+
+// ObjectStore is how trainer pods reach an object store: the trainer's --s3-* flags, and the
+// Kubernetes Secret whose keys become the pods' AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (as
+// Kubeflow Pipelines' own mlpipeline-minio-artifact secret, keys accesskey and secretkey, is used).
+type ObjectStore struct {
+	Endpoint, Region string
+	PathStyle        bool
+	// Secret names the Secret; empty: the pods get no credentials from a Secret.
+	Secret                     string
+	AccessKeyKey, SecretKeyKey string
+}
+
+// DefaultAccessKeyKey and DefaultSecretKeyKey are the keys of Kubeflow Pipelines'
+// mlpipeline-minio-artifact secret.
+const (
+	DefaultAccessKeyKey = "accesskey"
+	DefaultSecretKeyKey = "secretkey"
+)
 
 // Job is one training job, independent of the backend that runs it.
 type Job struct {
@@ -123,6 +146,10 @@ func (j *Job) TrainerArgs(root string) ([]string, error) {
 		if d.path == "" {
 			continue
 		}
+		if dataset.IsObjectURI(d.path) {
+			args = append(args, d.flag, d.path)
+			continue
+		}
 		p, err := onClaim(root, d.path)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d.input, err)
@@ -131,6 +158,17 @@ func (j *Job) TrainerArgs(root string) ([]string, error) {
 	}
 	if j.Data.Dataset != "" {
 		args = append(args, "--dataset", j.Data.Dataset)
+	}
+	if o := j.Data.ObjectStore; o.Endpoint != "" || o.Region != "" || o.PathStyle {
+		if o.Endpoint != "" {
+			args = append(args, "--s3-endpoint", o.Endpoint)
+		}
+		if o.Region != "" {
+			args = append(args, "--s3-region", o.Region)
+		}
+		if o.PathStyle {
+			args = append(args, "--s3-path-style")
+		}
 	}
 	args = append(args, j.TrainerFlags...)
 	rel, err := j.ModelPath()
@@ -172,7 +210,7 @@ func (j *Job) Validate() error {
 		errs = append(errs, fmt.Errorf("min_available = %d, want 0 (all) up to %d replicas", j.Gang.MinAvailable, j.Replicas()))
 	}
 	if j.Data.Train == "" && j.Data.Dataset == "" {
-		errs = append(errs, errors.New("no training data: set train_data (a path on the claim) or dataset (e.g. iris)"))
+		errs = append(errs, errors.New("no training data: set train_data (a path on the claim or an s3:// URI), the train_dataset artifact, or dataset (e.g. iris)"))
 	}
 	// The local backend runs the trainer with its own folder as the claim; the paths are checked
 	// under a stand-in root then.

@@ -80,6 +80,7 @@ func XGBoostJob(j *launch.Job) (*kubeflowv1.XGBoostJob, error) {
 					Ports: []corev1.ContainerPort{{
 						Name: kubeflowv1.XGBoostJobDefaultPortName, ContainerPort: j.Port, Protocol: corev1.ProtocolTCP,
 					}},
+					Env:          objectStoreEnv(j.Data.ObjectStore),
 					Resources:    corev1.ResourceRequirements{Requests: res.DeepCopy(), Limits: res.DeepCopy()},
 					VolumeMounts: []corev1.VolumeMount{{Name: volumeName, MountPath: j.MountPath}},
 					// A failing rank's last lines become the container's termination
@@ -150,4 +151,20 @@ func copyID(p *int64) *int64 {
 	}
 	v := *p
 	return &v
+}
+
+// objectStoreEnv gives the trainer the object store's credentials from the Secret, as
+// secretKeyRef env variables (the values never appear in the job object).
+func objectStoreEnv(o launch.ObjectStore) []corev1.EnvVar {
+	if o.Secret == "" {
+		return nil
+	}
+	ref := func(key string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: o.Secret}, Key: key}}
+	}
+	return []corev1.EnvVar{
+		{Name: "AWS_ACCESS_KEY_ID", ValueFrom: ref(o.AccessKeyKey)},
+		{Name: "AWS_SECRET_ACCESS_KEY", ValueFrom: ref(o.SecretKeyKey)},
+	}
 }

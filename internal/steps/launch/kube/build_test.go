@@ -296,3 +296,30 @@ func TestStartChecksClaimAccess(t *testing.T) {
 		}
 	}
 }
+
+// TestXGBoostJobObjectStoreSecret: the trainer pods take the object store's credentials from the
+// Secret by reference, as KFP's own pods take mlpipeline-minio-artifact's.
+func TestXGBoostJobObjectStoreSecret(t *testing.T) {
+	id := launch.Identity{RunID: "r", TaskName: "t"}
+	j := &launch.Job{
+		Name: launch.JobName(id), Namespace: "ml", Identity: id, Image: "gangboost:0.1.0", Workers: 1,
+		Data: launch.Data{Train: "s3://data/higgs/", ObjectStore: launch.ObjectStore{Secret: "mlpipeline-minio-artifact",
+			AccessKeyKey: launch.DefaultAccessKeyKey, SecretKeyKey: launch.DefaultSecretKeyKey}},
+		TrainerFlags: []string{"--label", "label"},
+		Claim:        "c", MountPath: "/mnt/pvc", ModelName: "higgs", ModelVersion: "v1", Port: 9999,
+	}
+	xj, err := XGBoostJob(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range xj.Spec.XGBReplicaSpecs {
+		env := r.Template.Spec.Containers[0].Env
+		if len(env) != 2 || env[0].Name != "AWS_ACCESS_KEY_ID" || env[0].ValueFrom == nil || env[0].ValueFrom.SecretKeyRef.Name != "mlpipeline-minio-artifact" ||
+			env[0].ValueFrom.SecretKeyRef.Key != "accesskey" || env[1].Name != "AWS_SECRET_ACCESS_KEY" || env[1].ValueFrom.SecretKeyRef.Key != "secretkey" {
+			t.Errorf("%s pods: env %+v, want AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from the secret's accesskey and secretkey", name, env)
+		}
+		if args := strings.Join(r.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--train s3://data/higgs/") {
+			t.Errorf("%s pods: args %q", name, args)
+		}
+	}
+}
