@@ -24,6 +24,10 @@ type csvOptions struct {
 	limits          Limits
 	// rows, when set, counts the rows read, for the progress lines.
 	rows *atomic.Int64
+	// sizeHint, when > 0, is the input's size in bytes: the matrix is then allocated once at the
+	// size the first rows' length predicts, instead of in chunks copied together at the end
+	// (which holds the matrix twice).
+	sizeHint int64
 }
 
 // LoadCSV reads a CSV file with a header row, takes the label from column label and the features
@@ -92,6 +96,7 @@ func loadCSVReader(r io.Reader, file string, o csvOptions, s Shard) (*Matrix, er
 	labels := newLabelSet(o.classes)
 	var data chunked[float32]
 	row := 0
+	sampled := 0 // bytes of the first rows, for sizeHint
 	for ; ; row++ {
 		rec, err := cr.read()
 		if errors.Is(err, io.EOF) {
@@ -103,6 +108,14 @@ func loadCSVReader(r io.Reader, file string, o csvOptions, s Shard) (*Matrix, er
 		if len(rec) != len(header) {
 			return nil, &DataError{File: file, Line: cr.fieldLine(0),
 				Msg: fmt.Sprintf("expected %d fields as in the header, got %d", len(header), len(rec))}
+		}
+		if o.sizeHint > 0 && row < sampleRows {
+			for _, f := range rec {
+				sampled += len(f) + 1
+			}
+			if row == sampleRows-1 {
+				data.reserve(estimateOwnRows(o.sizeHint, sampled, sampleRows, s) * len(featCols))
+			}
 		}
 		own := s.owns(row)
 		if own && !o.limits.matrixFits(m.Rows+1, m.Cols) {
@@ -408,10 +421,35 @@ func (c *chunked[T]) append(v T) {
 	c.n++
 }
 
+// reserve makes room for n values in one piece (before any chunk is full): flatten then returns
+// it without a copy when the estimate held. Memory reserved but never written costs no RSS.
+func (c *chunked[T]) reserve(n int) {
+	if len(c.full) > 0 || n <= cap(c.cur) {
+		return
+	}
+	cur := make([]T, len(c.cur), n)
+	copy(cur, c.cur)
+	c.cur = cur
+}
+
 func (c *chunked[T]) flatten() []T {
+	if len(c.full) == 0 {
+		return c.cur
+	}
 	out := make([]T, 0, c.n)
 	for _, ch := range c.full {
 		out = append(out, ch...)
 	}
 	return append(out, c.cur...)
+}
+
+// sampleRows is how many rows estimateOwnRows averages over.
+const sampleRows = 256
+
+// estimateOwnRows predicts the rows shard s keeps of size bytes whose first rows took sampled
+// bytes, with a margin: rows longer than the first ones grow the matrix in chunks as before.
+func estimateOwnRows(size int64, sampled, rows int, s Shard) int {
+	perRow := float64(sampled) / float64(rows)
+	est := float64(size)/perRow/float64(s.World)*1.1 + 1024
+	return int(min(est, 1<<31))
 }

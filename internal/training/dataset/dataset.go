@@ -221,6 +221,9 @@ func (spec Spec) reader(s Shard) (func(io.Reader) (*Matrix, error), error) {
 			return nil, &DataError{File: spec.Path, Msg: "no label column given (CSV needs the label column's name)"}
 		}
 		o := csvOptions{label: spec.Label, features: spec.Features, classes: spec.Classes, limits: spec.Limits}
+		if st, err := os.Stat(spec.Path); err == nil && st.Mode().IsRegular() && !strings.HasSuffix(strings.ToLower(spec.Path), ".gz") {
+			o.sizeHint = st.Size()
+		}
 		return func(r io.Reader) (*Matrix, error) { return loadCSVReader(r, spec.Path, o, s) }, nil
 	case "libsvm":
 		if len(spec.Features) > 0 {

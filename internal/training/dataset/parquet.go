@@ -165,7 +165,8 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 	}
 	chunks := rg.ColumnChunks()
 	buf := make([]parquet.Value, 4096)
-	readColumn := func(c int, name string, take func(row int, v parquet.Value) string) error {
+	var tb typedBuffers
+	readColumn := func(c int, name string, take func(row int, v parquet.Value) string, num func(row int, f float64) string) error {
 		pages := chunks[c].Pages()
 		defer pages.Close()
 		row := 0
@@ -178,6 +179,27 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 				return &DataError{File: pf.p.Name, ColumnName: name, Msg: fmt.Sprintf("row group %d: a damaged page: %v", g, err)}
 			}
 			vr := page.Values()
+			if num != nil && page.NumNulls() == 0 {
+				// Typed reads of a page without nulls: no parquet.Value per cell.
+				handled, msg, err := readTyped(vr, &tb, func(f float64) string {
+					if row >= n {
+						return fmt.Sprintf("the column holds more values than the group's %d rows (a repeated column?)", n)
+					}
+					bad := num(row, f)
+					row++
+					return bad
+				})
+				if handled {
+					parquet.Release(page)
+					if msg != "" {
+						return &DataError{File: pf.p.Name, ColumnName: name, Msg: fmt.Sprintf("row group %d, row %d of the group: %s", g, row-1, msg)}
+					}
+					if err != nil {
+						return &DataError{File: pf.p.Name, ColumnName: name, Msg: fmt.Sprintf("row group %d: a damaged page: %v", g, err)}
+					}
+					continue
+				}
+			}
 			for {
 				k, err := vr.ReadValues(buf)
 				for _, v := range buf[:k] {
@@ -214,9 +236,31 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 			}
 			data[row*cols+j] = f
 			return ""
+		}, func(row int, f float64) string {
+			f32 := float32(f)
+			if math.IsInf(float64(f32), 0) || math.IsNaN(f) {
+				if _, bad := parquetNumber(parquet.ValueOf(f)); bad != "" {
+					return bad
+				}
+			}
+			data[row*cols+j] = f32
+			return ""
 		})
 		if err != nil {
 			return err
+		}
+	}
+	var labelNum func(row int, f float64) string
+	if !pf.labelText {
+		labelNum = func(row int, f float64) string {
+			f32 := float32(f)
+			if math.IsInf(float64(f32), 0) || math.IsNaN(f) {
+				if _, bad := parquetNumber(parquet.ValueOf(f)); bad != "" {
+					return bad
+				}
+			}
+			labels.addNumber(f32)
+			return ""
 		}
 	}
 	return readColumn(pf.labelCol, pf.labelName, func(row int, v parquet.Value) string {
@@ -232,7 +276,60 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 		}
 		labels.addNumber(f)
 		return ""
-	})
+	}, labelNum)
+}
+
+// typedBuffers are the buffers of readTyped, reused across pages.
+type typedBuffers struct {
+	f32 []float32
+	f64 []float64
+	i32 []int32
+	i64 []int64
+}
+
+// readTyped reads a page's values through its typed reader, when it has one (plain-encoded
+// pages of numeric columns), passing each to emit; handled is false when it has none.
+func readTyped(vr parquet.ValueReader, tb *typedBuffers, emit func(float64) string) (handled bool, msg string, err error) {
+	const n = 4096
+	loop := func(read func() (int, error), at func(i int) float64) (bool, string, error) {
+		for {
+			k, err := read()
+			for i := range k {
+				if msg := emit(at(i)); msg != "" {
+					return true, msg, nil
+				}
+			}
+			if errors.Is(err, io.EOF) || (err == nil && k == 0) {
+				return true, "", nil
+			}
+			if err != nil {
+				return true, "", err
+			}
+		}
+	}
+	switch r := vr.(type) {
+	case parquet.FloatReader:
+		if tb.f32 == nil {
+			tb.f32 = make([]float32, n)
+		}
+		return loop(func() (int, error) { return r.ReadFloats(tb.f32) }, func(i int) float64 { return float64(tb.f32[i]) })
+	case parquet.DoubleReader:
+		if tb.f64 == nil {
+			tb.f64 = make([]float64, n)
+		}
+		return loop(func() (int, error) { return r.ReadDoubles(tb.f64) }, func(i int) float64 { return tb.f64[i] })
+	case parquet.Int32Reader:
+		if tb.i32 == nil {
+			tb.i32 = make([]int32, n)
+		}
+		return loop(func() (int, error) { return r.ReadInt32s(tb.i32) }, func(i int) float64 { return float64(tb.i32[i]) })
+	case parquet.Int64Reader:
+		if tb.i64 == nil {
+			tb.i64 = make([]int64, n)
+		}
+		return loop(func() (int, error) { return r.ReadInt64s(tb.i64) }, func(i int) float64 { return float64(tb.i64[i]) })
+	}
+	return false, "", nil
 }
 
 // parquetNumber is a feature value as float32; null is missing (NaN).

@@ -123,12 +123,16 @@ func (s *localStore) parts(max int) ([]part, error) {
 		// Read in batches so that a folder of a million files fails at max, not after listing all.
 		ents, err := d.ReadDir(1024)
 		for _, e := range ents {
-			if !e.Type().IsRegular() || skipPart(e.Name()) {
+			if skipPart(e.Name()) {
 				continue
 			}
-			info, err := e.Info()
+			// Only regular files (after symlinks) are data: opening a named pipe would block.
+			info, err := os.Stat(filepath.Join(s.path, e.Name()))
 			if err != nil {
 				return nil, fmt.Errorf("open data: %w", err)
+			}
+			if !info.Mode().IsRegular() {
+				continue
 			}
 			if len(ps) == max {
 				return nil, tooManyObjectsError("folder "+s.path, max)
@@ -143,7 +147,7 @@ func (s *localStore) parts(max int) ([]part, error) {
 		}
 	}
 	if len(ps) == 0 {
-		return nil, &DataError{File: s.path, Msg: "the folder holds no data files (names starting with _ or . are skipped)"}
+		return nil, &DataError{File: s.path, Msg: "the folder holds no data files (only regular files are data; names starting with _ or . are skipped)"}
 	}
 	slices.SortFunc(ps, func(a, b part) int { return strings.Compare(a.Name, b.Name) })
 	return ps, nil
