@@ -307,7 +307,8 @@ func TestOnlyRegularFilesAreData(t *testing.T) {
 		{"raw/pipe.csv", "dataset raw/pipe.csv: is a named pipe (FIFO), not a regular file"},
 		{fifo, "dataset " + fifo + ": is a named pipe (FIFO), not a regular file"},
 		{"raw/link.csv", "dataset raw/link.csv: is a named pipe (FIFO), not a regular file"},
-		{"raw", "dataset raw: is a directory, not a regular file"},
+		// A folder is a data set of part files; pipes in it are no data.
+		{"raw", "raw: the folder holds no data files (only regular files are data"},
 		{"/dev/null", "dataset /dev/null: is a device, not a regular file"},
 	}
 	for _, tc := range cases {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/training/dataset"
 )
 
 // The prepare-data component's outputs (components/prepare-data/component.yaml).
@@ -25,7 +26,7 @@ const (
 
 // Inputs are the component's input parameters.
 var Inputs = []kfp.Input{
-	{Name: "dataset", Type: kfp.String, Default: "iris", Description: `"iris" for the built-in Iris, else a CSV with a header: a path on the claim, an absolute path or an http(s) URL`},
+	{Name: "dataset", Type: kfp.String, Default: "iris", Description: `"iris" for the built-in Iris, else a CSV with a header (a path on the claim, an absolute path or an http(s) URL), a Parquet file or a folder of part files, or s3://bucket/key, s3://bucket/prefix/ (part files), minio://bucket/key`},
 	{Name: "name", Type: kfp.String, Default: "iris", Description: "the data set's folder: datasets/<name>/ on the claim"},
 	{Name: "label", Type: kfp.String, Default: "", Description: "the CSV's label column (required for a CSV; Iris: species)"},
 	{Name: "test_fraction", Type: kfp.Double, Default: 0.2, Description: "fraction of the rows held out as test.csv (per class for class labels)"},
@@ -36,6 +37,9 @@ var Inputs = []kfp.Input{
 	{Name: "max_gzip_ratio", Type: kfp.Integer, Default: DefaultMaxGzipRatio, Description: "most times larger than its compressed size gzip data may get (a decompression bomb gets a thousand)"},
 	{Name: "download_timeout_seconds", Type: kfp.Integer, Default: int(DefaultDownloadTimeout / time.Second), Description: "how long reading an http(s) data set may take in all"},
 	{Name: "stall_timeout_seconds", Type: kfp.Integer, Default: int(DefaultStallTimeout / time.Second), Description: "how long the server of an http(s) data set may keep the step waiting for its answer, then for each 16 KiB of its body"},
+	{Name: "object_store_endpoint", Type: kfp.String, Default: "", Description: "endpoint of s3:// data: host:port, http://host:port or https://host:port; default AWS S3, for minio:// http://minio-service.kubeflow:9000; credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (kfp-kubernetes use_secret_as_env)"},
+	{Name: "object_store_region", Type: kfp.String, Default: "", Description: "object store region; default the bucket's"},
+	{Name: "object_store_path_style", Type: kfp.String, Default: "false", Description: "true: address buckets as endpoint/bucket (MinIO, Ceph)"},
 	{Name: "max_matrix_bytes", Type: kfp.Integer, Default: 0, Description: "most bytes the parsed rows may take as a dense matrix (rows x features x 4 bytes), checked as they are parsed; 0: an eighth of the memory the step may take"},
 }
 
@@ -65,6 +69,8 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, fetch Fetcher, log io.Wri
 	o := Options{
 		Dataset: str("dataset", "iris"), Name: str("name", "iris"), Label: str("label", ""),
 		TestFraction: fraction, Seed: seed, Claim: str("pvc_mount_path", "/mnt/pvc"), Fetch: fetch, Log: log,
+		ObjectStore: dataset.ObjectStore{Endpoint: str("object_store_endpoint", ""), Region: str("object_store_region", ""),
+			PathStyle: str("object_store_path_style", "false") == "true"},
 	}
 	claimName := str("pvc_name", "gangboost-models")
 	var errs []error

@@ -50,6 +50,8 @@ type Options struct {
 	Claim string
 	// Fetch reads an http(s) URL; nil uses http.DefaultClient.
 	Fetch Fetcher
+	// ObjectStore reaches an s3:// or minio:// Dataset (credentials: AWS_* environment).
+	ObjectStore dataset.ObjectStore
 	// Limits bound the download and decompression of the data set.
 	Limits Limits
 	Log    io.Writer
@@ -157,6 +159,31 @@ func load(ctx context.Context, o Options, logf func(string, ...any)) (m *dataset
 	if o.Label == "" {
 		return nil, "", fmt.Errorf("dataset %s: no label column given (label is required for a CSV)", o.Dataset)
 	}
+	maxMatrix, given := o.Limits.MaxMatrixBytes, o.Limits.MaxMatrixBytes > 0
+	if !given {
+		maxMatrix = defaultMaxMatrix(logf)
+	}
+	if dataset.IsObjectURI(o.Dataset) || isParquetOrFolder(o) {
+		// An object, a prefix of part files, a Parquet file or a folder of parts: read whole (one
+		// rank) through the dataset loader, which lists, bounds and checks them.
+		p := o.Dataset
+		if !dataset.IsObjectURI(p) {
+			if p, err = claimPath(o.Claim, p); err != nil {
+				return nil, "", err
+			}
+		}
+		logf("reading %s", o.Dataset)
+		m, err := dataset.Load(dataset.Spec{Path: p, Label: o.Label, ObjectStore: o.ObjectStore,
+			Limits: dataset.Limits{MaxMatrixBytes: maxMatrix}}, dataset.Shard{})
+		if mt := (*dataset.MatrixTooLargeError)(nil); errors.As(err, &mt) {
+			return nil, "", matrixTooLarge(o.Dataset, mt, given)
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		logf("read %d rows (%s) from %s", m.Rows, sysmem.FormatBytes(uint64(max(m.BytesRead, 0))), o.Dataset)
+		return m, o.Dataset, nil
+	}
 	r, source, err := open(ctx, o)
 	if err != nil {
 		return nil, "", err
@@ -164,10 +191,6 @@ func load(ctx context.Context, o Options, logf func(string, ...any)) (m *dataset
 	defer r.Close()
 	if isURL(source) {
 		logf("reading %s as it downloads", source)
-	}
-	maxMatrix, given := o.Limits.MaxMatrixBytes, o.Limits.MaxMatrixBytes > 0
-	if !given {
-		maxMatrix = defaultMaxMatrix(logf)
 	}
 	m, err = dataset.LoadReader(r, dataset.Spec{Path: source, Format: "csv", Label: o.Label,
 		Limits: dataset.Limits{MaxMatrixBytes: maxMatrix}}, dataset.Shard{})
@@ -313,4 +336,33 @@ func integerClasses(m *dataset.Matrix) (*dataset.Matrix, bool) {
 		c.Labels[i] = index[l]
 	}
 	return &c, true
+}
+
+// claimPath is a local data set's path as this step sees it: absolute, or on the claim.
+func claimPath(claimDir, p string) (string, error) {
+	if filepath.IsAbs(p) {
+		return p, nil
+	}
+	local, err := claim.Join(claimDir, p)
+	if err != nil {
+		return "", fmt.Errorf("dataset %q: a path on the claim may not leave the claim: %w", p, err)
+	}
+	return local, nil
+}
+
+// isParquetOrFolder reports whether o's data set on disk is Parquet or a folder of part files.
+func isParquetOrFolder(o Options) bool {
+	if isURL(o.Dataset) {
+		return false
+	}
+	lower := strings.ToLower(o.Dataset)
+	if strings.HasSuffix(lower, ".parquet") || strings.HasSuffix(lower, ".parq") {
+		return true
+	}
+	p, err := claimPath(o.Claim, o.Dataset)
+	if err != nil {
+		return false
+	}
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
