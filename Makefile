@@ -15,7 +15,7 @@ VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
 export VERSION REGISTRY
 
-.PHONY: all help deps build images push cluster-tools cluster-up test test-e2e bench fuzz load-test proto clean \
+.PHONY: all help deps build images push cluster-tools cluster-up test test-e2e bench bench-load fuzz load-test proto clean \
 	install-volcano verify-volcano configure-training-operator deploy-runtime deploy-example \
 	status logs describe-job port-forward clean-app clean-all
 
@@ -105,9 +105,14 @@ test: build cluster-tools
 test-e2e: build cluster-tools
 	CI=$${CI:-true} $(GO) test -count=1 -v -timeout 45m ./test/cluster/...
 
-## bench: run the Go benchmarks
+## bench: run the Go benchmarks, then the data load benchmark (bench-load)
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./internal/... ./runtime/...
+	$(MAKE) bench-load
+
+## bench-load: 1M x 28 HIGGS-like rows as CSV and Parquet parts, local and from MinIO, ranks 1 and 3, against pandas + xgboost.DMatrix
+bench-load: deps
+	$(GO) test -run '^$$' -bench BenchmarkLoad -benchtime 1x -timeout 30m -v ./test/loadbench/
 
 # Every fuzz target, FUZZTIME each (go test runs one target of one package at a time). A count
 # (10000x) rather than a duration in `make test`: Go 1.26's fuzz coordinator can report a

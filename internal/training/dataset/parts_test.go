@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -324,4 +326,23 @@ func gzipBytes(t testing.TB, s string) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// TestProgressIsPerIntervalNotPerChunk: a load of many parts and row groups logs one line at the
+// end (with the bytes and rows it read) when no interval passed, not a line per part or chunk.
+func TestProgressIsPerIntervalNotPerChunk(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 8 {
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("p%d.parquet", i)), parquetBytes(t, testRows(i*100, 100), 10))
+	}
+	var logs bytes.Buffer
+	m, err := Load(Spec{Path: dir, Label: "label", Log: slog.New(slog.NewTextHandler(&logs, nil)), ProgressEvery: time.Hour}, Shard{1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], `msg="data read"`) || !strings.Contains(lines[0], fmt.Sprintf("bytes_read=%d", m.BytesRead)) ||
+		!strings.Contains(lines[0], "rows_read=400") || !strings.Contains(lines[0], "rank=1") {
+		t.Errorf("progress lines:\n%s\nwant one data read line with rank=1, bytes_read=%d, rows_read=400", logs.String(), m.BytesRead)
+	}
 }
