@@ -254,7 +254,10 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 	if !pf.labelText {
 		labelNum = func(row int, f float64) string {
 			f32 := float32(f)
-			if math.IsInf(float64(f32), 0) || math.IsNaN(f) {
+			if math.IsNaN(f) {
+				return "the label is NaN; every row needs a label"
+			}
+			if math.IsInf(float64(f32), 0) {
 				if _, bad := parquetNumber(parquet.ValueOf(f)); bad != "" {
 					return bad
 				}
@@ -273,6 +276,9 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 		f, bad := parquetNumber(v)
 		if bad != "" {
 			return bad
+		}
+		if math.IsNaN(float64(f)) {
+			return "the label is NaN; every row needs a label"
 		}
 		labels.addNumber(f)
 		return ""

@@ -272,6 +272,8 @@ func TestParquetBadInputIsAClearError(t *testing.T) {
 			[]string{"a.parquet", `no label column "Label"`, `did you mean "label"`}},
 		{"null label", map[string][]byte{"a.parquet": parquetBytes(t, []nullLabelRow{{F0: 1}}, 10)}, Spec{Label: "label"},
 			[]string{"a.parquet", "row group 0, row 0", "label is missing"}},
+		{"NaN label", map[string][]byte{"a.parquet": parquetBytes(t, []otherRow{{1, 2}, {3, float32(math.NaN())}}, 10)}, Spec{Label: "label"},
+			[]string{"a.parquet", "row group 0, row 1", "label is NaN"}},
 		{"huge row group", map[string][]byte{"a.parquet": good}, Spec{Label: "label", Limits: Limits{MaxRowGroupBytes: 64}},
 			[]string{"a.parquet", "row group 0", "smaller row groups"}},
 		{"matrix bound", map[string][]byte{"a.parquet": good}, Spec{Label: "label", Limits: Limits{MaxMatrixBytes: 100}},
