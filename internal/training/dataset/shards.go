@@ -126,9 +126,9 @@ func loadParts(spec Spec, s Shard) (*Matrix, error) {
 		}
 	}
 	// The load keeps one large matrix live while decoding pages makes garbage; at Go's default
-	// GOGC the heap would grow to twice the matrix before a collection. A lower target holds the
+	// GOGC the heap would grow to twice the matrix before a collection. A low target holds the
 	// peak near the matrix itself (the benchmark's peak RSS / dense matrix figures).
-	defer debug.SetGCPercent(debug.SetGCPercent(25))
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
 	var rows atomic.Int64
 	prog := startProgress(spec, s, &counter, &rows)
 	var m *Matrix
@@ -257,16 +257,16 @@ func loadParquetParts(st store, ps []part, spec Spec, s Shard, rows *atomic.Int6
 	m := &Matrix{Rows: total, Cols: cols, Data: make([]float32, total*cols), FeatureNames: slices.Clone(first.names), LabelName: first.labelName}
 	labels := newLabelSet(o.classes)
 	row := 0
-	for _, u := range units {
+	for k, u := range units {
 		n := int(u.pf.f.RowGroups()[u.rg].NumRows())
 		if err := u.pf.readRowGroup(u.rg, m.Data[row*cols:(row+n)*cols], cols, labels, spec.Limits); err != nil {
 			return nil, err
 		}
 		row += n
 		rows.Add(int64(n))
-	}
-	for _, u := range units {
-		u.pf.r.win = nil // the last row group's bytes
+		if k == len(units)-1 || units[k+1].pf != u.pf {
+			u.pf.r.win = nil // done with this file: its last row group's bytes go
+		}
 	}
 	m.TotalRows = total
 	if total == 0 {
