@@ -15,7 +15,7 @@ VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
 export VERSION REGISTRY
 
-.PHONY: all help deps build images push cluster-tools cluster-up test test-e2e bench bench-load fuzz load-test proto clean \
+.PHONY: all help deps build images push cluster-tools s3-server cluster-up test test-e2e bench bench-load fuzz load-test proto clean \
 	install-volcano verify-volcano configure-training-operator deploy-runtime deploy-example \
 	status logs describe-job port-forward clean-app clean-all
 
@@ -87,6 +87,10 @@ push: images
 cluster-tools: deps
 	$(GO) run ./test/cluster/cmd/build-tools
 
+## s3-server: build the object storage tests' MinIO server into ~/.cache/gangboost/s3server (once)
+s3-server: deps
+	$(GO) run ./test/s3server/cmd/build-minio
+
 # The test control plane with gangboost installed (namespace, claim, RBAC, ClusterServingRuntimes),
 # its pods run as local processes: watch XGBoostJobs, PodGroups and InferenceServices with kubectl.
 ## cluster-up: start the test control plane with gangboost installed, until Ctrl-C
@@ -95,7 +99,7 @@ cluster-up: build cluster-tools
 
 # CI=true: a control plane that cannot start fails the e2e tests instead of skipping them.
 ## test: run every test tier (installs what it needs)
-test: build cluster-tools
+test: build cluster-tools s3-server
 	$(GO) vet ./...
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 45m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10000x
