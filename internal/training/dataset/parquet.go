@@ -156,9 +156,13 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 	if end < off || off < 0 || end > pf.p.Size {
 		return parquetError(pf.p, "row group %d: its column chunks claim bytes %d-%d of a %d-byte file: the footer is damaged; rewrite the file", g, off, end, pf.p.Size)
 	}
-	if end-off > maxRG {
-		return parquetError(pf.p, "row group %d holds %d rows in %d compressed bytes of the chosen columns, more than the bound of %d (--max-row-group-bytes): write the file with smaller row groups (e.g. 128 MiB), or raise the bound if the memory is there",
-			g, n, end-off, maxRG)
+	var unpacked int64
+	for _, c := range append([]int{pf.labelCol}, pf.featCols...) {
+		unpacked += max(pf.f.Metadata().RowGroups[g].Columns[c].MetaData.TotalUncompressedSize, 0)
+	}
+	if end-off > maxRG || unpacked > 4*maxRG {
+		return parquetError(pf.p, "row group %d holds %d rows in %d compressed bytes (%d uncompressed) of the chosen columns, more than the bound of %d compressed (and 4 times that uncompressed): write the file with smaller row groups (e.g. 128 MiB)",
+			g, n, end-off, unpacked, maxRG)
 	}
 	if err := pf.r.prefetch(off, end-off); err != nil {
 		return err

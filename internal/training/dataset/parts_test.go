@@ -348,3 +348,32 @@ func TestProgressIsPerIntervalNotPerChunk(t *testing.T) {
 		t.Errorf("progress lines:\n%s\nwant one data read line with rank=1, bytes_read=%d, rows_read=400", logs.String(), m.BytesRead)
 	}
 }
+
+// TestParquetRowGroupBoundCountsUncompressedBytes: a row group that compresses well but would
+// decode to far more than the bound is refused before its pages are decoded.
+func TestParquetRowGroupBoundCountsUncompressedBytes(t *testing.T) {
+	rows := make([]otherRow, 20000) // constant values: a few bytes compressed, 160 kB decoded
+	dir := t.TempDir()
+	var b bytes.Buffer
+	w := parquet.NewGenericWriter[otherRow](&b, parquet.Compression(&parquet.Zstd))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "a.parquet"), b.Bytes())
+	pf, err := openParquet(&localStore{path: dir, c: &byteCounter{}}, part{Name: filepath.Join(dir, "a.parquet"), Size: int64(b.Len())}, csvOptions{label: "label"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, end := pf.rowGroupSpan(0)
+	bound := (end - off) * 2 // the compressed bytes fit
+	if 4*bound >= 160000 {
+		t.Fatalf("the row group takes %d bytes compressed: too many for this test", end-off)
+	}
+	_, err = Load(Spec{Path: dir, Label: "label", Limits: Limits{MaxRowGroupBytes: bound}}, Shard{})
+	if err == nil || !strings.Contains(err.Error(), "uncompressed") {
+		t.Fatalf("error %v, want the row group refused for its uncompressed size", err)
+	}
+}
