@@ -213,6 +213,8 @@ func (in *InferenceService) DeepCopy() *InferenceService {
 			LastFailureInfo:     copyPtr(st.ModelStatus.LastFailureInfo),
 			ModelCopies:         copyPtr(st.ModelStatus.ModelCopies),
 		},
+		DeploymentMode:            st.DeploymentMode,
+		ClusterServingRuntimeName: st.ClusterServingRuntimeName,
 	}
 	return out
 }
