@@ -213,6 +213,10 @@ deploy-runtime:
 	KUBECTL=$(KUBECTL) scripts/with-registry.sh $(REGISTRY) | $(KUBECTL) apply -f -
 	$(KUBECTL) -n $(NAMESPACE) apply -f manifests/rbac/
 
+## deploy-trainer-runtime: the Kubeflow Trainer v2 ClusterTrainingRuntime gangboost-xgboost (job_api trainjob; image in REGISTRY; needs Trainer v2.2+)
+deploy-trainer-runtime:
+	KUBECTL=$(KUBECTL) scripts/with-registry.sh $(REGISTRY) manifests/trainer | $(KUBECTL) apply -f -
+
 # The model the example serves: a pipeline run writes it (model_name iris, model_version v1).
 EXAMPLE_MODEL_URI := $(shell sed -n 's/^ *storageUri: *//p' manifests/inferenceservice.yaml)
 ## deploy-example: the iris InferenceService, waited for until Ready; serves the model a pipeline run wrote (run one first)

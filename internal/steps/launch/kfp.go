@@ -67,15 +67,17 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 		return v
 	}
 	j := &Job{
-		Identity:  Identity{RunID: str("run_id", ""), TaskName: str("task_name", "")},
-		Namespace: str("namespace", d.Namespace),
-		Image:     str("image", d.Image),
-		Workers:   int32(integer("workers", 1, 0, math.MaxInt32)),
-		Data:      Data{Train: str("train_data", ""), Eval: str("eval_data", ""), Dataset: str("dataset", "")},
-		Resources: Resources{CPU: str("cpu", "1"), Memory: str("memory", "1Gi"), GPUs: integer("gpus", 0, 0, math.MaxInt32)},
-		Claim:     str("pvc_name", ""),
-		MountPath: str("pvc_mount_path", "/mnt/pvc"),
-		ModelName: str("model_name", ""), ModelVersion: str("model_version", "v1"),
+		API:             str("job_api", APIXGBoostJob),
+		TrainingRuntime: str("training_runtime", DefaultTrainingRuntime),
+		Identity:        Identity{RunID: str("run_id", ""), TaskName: str("task_name", "")},
+		Namespace:       str("namespace", d.Namespace),
+		Image:           str("image", d.Image),
+		Workers:         int32(integer("workers", 1, 0, math.MaxInt32)),
+		Data:            Data{Train: str("train_data", ""), Eval: str("eval_data", ""), Dataset: str("dataset", "")},
+		Resources:       Resources{CPU: str("cpu", "1"), Memory: str("memory", "1Gi"), GPUs: integer("gpus", 0, 0, math.MaxInt32)},
+		Claim:           str("pvc_name", ""),
+		MountPath:       str("pvc_mount_path", "/mnt/pvc"),
+		ModelName:       str("model_name", ""), ModelVersion: str("model_version", "v1"),
 		Port: int32(integer("master_port", 9999, 1, 65535)),
 		Gang: Gang{
 			MinAvailable:    int32(integer("min_available", 0, 0, math.MaxInt32)),
@@ -85,6 +87,12 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 		},
 		CleanPodPolicy: str("clean_pod_policy", "Running"),
 		ServiceAccount: str("service_account", ""),
+	}
+	if j.API != APIXGBoostJob && j.API != APITrainJob {
+		errs = append(errs, fmt.Errorf("job_api %q: want %s (Training Operator v1 XGBoostJob) or %s (Kubeflow Trainer v2 TrainJob)", j.API, APIXGBoostJob, APITrainJob))
+	}
+	if j.API == APITrainJob && j.Gang.MinAvailable != 0 && j.Gang.MinAvailable != j.Replicas() {
+		errs = append(errs, fmt.Errorf("min_available %d with job_api %s: Trainer v2's Volcano PodGroup always needs all %d pods; leave min_available 0", j.Gang.MinAvailable, APITrainJob, j.Replicas()))
 	}
 	if v := integer("backoff_limit", -1, -1, math.MaxInt32); v >= 0 {
 		n := int32(v)
@@ -268,6 +276,8 @@ var Inputs = []kfp.Input{
 	{Name: "model_format", Type: kfp.String, Default: "json", Description: "json or ubj"},
 	{Name: "log_every", Type: kfp.Integer, Default: 1, Description: "log metrics every K rounds"},
 	{Name: "xgb_params", Type: kfp.Struct, Default: map[string]any{}, Description: "any other XGBoost parameter, as {key: value}"},
+	{Name: "job_api", Type: kfp.String, Default: APIXGBoostJob, Description: "xgboostjob: a Training Operator v1 XGBoostJob; trainjob: a Kubeflow Trainer v2 TrainJob on training_runtime (the local runner ignores it)"},
+	{Name: "training_runtime", Type: kfp.String, Default: DefaultTrainingRuntime, Description: "job_api trainjob: the ClusterTrainingRuntime (mlPolicy.xgboost) the TrainJob runs on"},
 	{Name: "namespace", Type: kfp.String, Default: "", Description: "where the job runs; default this step's namespace"},
 	{Name: "image", Type: kfp.String, Default: "", Description: "trainer image; default this component's image"},
 	{Name: "service_account", Type: kfp.String, Default: "", Description: "service account of the trainer pods"},
@@ -288,6 +298,9 @@ var Inputs = []kfp.Input{
 	{Name: "active_deadline_seconds", Type: kfp.Integer, Default: 0, Description: "0 none"},
 	{Name: "ttl_seconds_after_finished", Type: kfp.Integer, Default: -1, Description: "-1 keep the finished job"},
 }
+
+// DefaultTrainingRuntime is the ClusterTrainingRuntime gangboost ships (manifests/trainingruntime.yaml).
+const DefaultTrainingRuntime = "gangboost-xgboost"
 
 // Component is the launch-xgboostjob component run from image; component.yaml is generated from it.
 func Component(image string) *kfp.Component {
