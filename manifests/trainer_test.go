@@ -25,11 +25,7 @@ func TestClusterTrainingRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file, err := crdschema.ModuleFile("github.com/kubeflow/trainer/v2", "manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := crdschema.Load(file, "v1alpha1")
+	s, err := crdschema.FromModule("github.com/kubeflow/trainer/v2", "manifests/base/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml", "v1alpha1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,15 @@ func ModuleFile(module, rel string) (string, error) {
 	return filepath.Join(dir, rel), nil
 }
 
+// FromModule loads version of the CRD at rel in module (ModuleFile, then Load).
+func FromModule(module, rel, version string) (*Schema, error) {
+	file, err := ModuleFile(module, rel)
+	if err != nil {
+		return nil, err
+	}
+	return Load(file, version)
+}
+
 // Load reads the CRD in file and returns the schema of its served version.
 func Load(file, version string) (*Schema, error) {
 	b, err := os.ReadFile(file)

@@ -1,7 +1,7 @@
 // Package kube is the launcher's Kubernetes backend: it runs a launch.Job as a Kubeflow Training
 // Operator v1 XGBoostJob or a Kubeflow Trainer v2 TrainJob (the job's API), gang-scheduled by
-// Volcano, adopts the job an earlier attempt of the same
-// step created, and follows the job, its PodGroup and its pods through informers.
+// Volcano, adopts the job an earlier attempt of the same step created, and follows the job, its
+// PodGroup and its pods through informers.
 package kube
 
 import (

@@ -19,11 +19,7 @@ import (
 // trainJobSchema is Trainer v2's TrainJob CRD, from the trainer module go.mod requires.
 func trainJobSchema(t *testing.T) *crdschema.Schema {
 	t.Helper()
-	file, err := crdschema.ModuleFile("github.com/kubeflow/trainer/v2", "manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := crdschema.Load(file, "v1alpha1")
+	s, err := crdschema.FromModule("github.com/kubeflow/trainer/v2", "manifests/base/crds/trainer.kubeflow.org_trainjobs.yaml", "v1alpha1")
 	if err != nil {
 		t.Fatal(err)
 	}
