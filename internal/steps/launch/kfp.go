@@ -94,6 +94,11 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 	if j.API == APITrainJob && j.Gang.MinAvailable != 0 && j.Gang.MinAvailable != j.Replicas() {
 		errs = append(errs, fmt.Errorf("min_available %d with job_api %s: Trainer v2's Volcano PodGroup always needs all %d pods; leave min_available 0", j.Gang.MinAvailable, APITrainJob, j.Replicas()))
 	}
+	if j.API == APITrainJob && j.Resources.GPUs > 1 {
+		// Trainer's XGBoost plugin counts a worker per GPU (DMLC_NUM_WORKER = nodes x GPUs), but
+		// gangboost-train is one process per pod: the tracker would wait for workers that never come.
+		errs = append(errs, fmt.Errorf("gpus %d with job_api %s: Trainer v2 would expect %d XGBoost workers per node and gangboost-train runs one; use gpus 0 or 1 per node, or job_api %s", j.Resources.GPUs, APITrainJob, j.Resources.GPUs, APIXGBoostJob))
+	}
 	if v := integer("backoff_limit", -1, -1, math.MaxInt32); v >= 0 {
 		n := int32(v)
 		j.BackoffLimit = &n
