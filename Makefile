@@ -102,6 +102,7 @@ cluster-up: build cluster-tools
 test: build cluster-tools s3-server
 	$(GO) vet ./...
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 45m ./...
+	cd test/kservetypes && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=10000x
 
 # Only the tests against the control plane, verbosely.
@@ -220,6 +221,10 @@ configure-training-operator-full:
 deploy-runtime:
 	KUBECTL=$(KUBECTL) scripts/with-registry.sh $(REGISTRY) | $(KUBECTL) apply -f -
 	$(KUBECTL) -n $(NAMESPACE) apply -f manifests/rbac/
+
+## deploy-trainer-runtime: the Kubeflow Trainer v2 ClusterTrainingRuntime gangboost-xgboost (job_api trainjob; image in REGISTRY; needs Trainer v2.2+)
+deploy-trainer-runtime:
+	KUBECTL=$(KUBECTL) scripts/with-registry.sh $(REGISTRY) manifests/trainer | $(KUBECTL) apply -f -
 
 # The model the example serves: a pipeline run writes it (model_name iris, model_version v1).
 EXAMPLE_MODEL_URI := $(shell sed -n 's/^ *storageUri: *//p' manifests/inferenceservice.yaml)

@@ -60,7 +60,7 @@ func exampleYAML(path string, data []byte) ([]string, error) {
 // documents) that does not name a gangboost runtime in spec.predictor.model.runtime, and how
 // many InferenceServices it holds.
 func checkNamesRuntime(text string) (int, []error) {
-	docs, err := yamlDocs([]byte(text))
+	docs, err := YAMLDocs([]byte(text))
 	if err != nil {
 		return 0, []error{err}
 	}
@@ -156,3 +156,7 @@ func TestCheckNamesRuntimeRejects(t *testing.T) {
 		t.Errorf("checkNamesRuntime = %d, %v; want one InferenceService reported for its empty runtime", n, errs)
 	}
 }
+
+// gangboostRuntimes names the runtimes of clusterservingruntime.yaml (test/kservetypes holds
+// them to KServe's admission and runtime selection).
+var gangboostRuntimes = []string{"gangboost-xgboost", "gangboost-xgboost-grpc"}

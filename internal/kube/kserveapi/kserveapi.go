@@ -4,7 +4,7 @@
 // KServe's API package (github.com/kserve/kserve/pkg/apis/serving/v1beta1) imports its storage
 // initializer and, with it, the S3, GCS and Azure SDKs: 54 of the 97 MB the deploy step weighed
 // with it, in a step that never downloads a model. These types carry only the fields gangboost
-// sets or reads; the package's tests hold every one of them to KServe's Go types (same JSON names
+// sets or reads; the tests in test/kservetypes hold every one of them to KServe's Go types (same JSON names
 // and shapes, decoded strictly) and its constants to KServe's, so a KServe upgrade that moves a
 // field fails there.
 package kserveapi
@@ -100,6 +100,10 @@ type InferenceServiceStatus struct {
 	// URL is the external URL.
 	URL         string      `json:"url,omitempty"`
 	ModelStatus ModelStatus `json:"modelStatus,omitempty"`
+	// DeploymentMode is how KServe deployed the predictor (Standard/RawDeployment, Serverless).
+	DeploymentMode string `json:"deploymentMode,omitempty"`
+	// ClusterServingRuntimeName is the ClusterServingRuntime KServe chose for the model.
+	ClusterServingRuntimeName string `json:"clusterServingRuntimeName,omitempty"`
 }
 
 // Condition is a Knative condition.
@@ -134,6 +138,17 @@ const (
 	InvalidSpec TransitionStatus = "InvalidSpec"
 	// BlockedByFailedLoad: the model failed to load.
 	BlockedByFailedLoad TransitionStatus = "BlockedByFailedLoad"
+)
+
+// FailureReason is why the model last failed (status.modelStatus.lastFailureInfo.reason).
+type FailureReason = string
+
+// The failure reasons KServe writes that gangboost's checks look for.
+const (
+	// ModelLoadFailed: the runtime exited while loading the model.
+	ModelLoadFailed FailureReason = "ModelLoadFailed"
+	// NoSupportingRuntime: no serving runtime supports the model's format and protocol.
+	NoSupportingRuntime FailureReason = "NoSupportingRuntime"
 )
 
 // ModelStatus is status.modelStatus.
@@ -198,6 +213,8 @@ func (in *InferenceService) DeepCopy() *InferenceService {
 			LastFailureInfo:     copyPtr(st.ModelStatus.LastFailureInfo),
 			ModelCopies:         copyPtr(st.ModelStatus.ModelCopies),
 		},
+		DeploymentMode:            st.DeploymentMode,
+		ClusterServingRuntimeName: st.ClusterServingRuntimeName,
 	}
 	return out
 }

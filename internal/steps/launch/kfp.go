@@ -68,10 +68,12 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 		return v
 	}
 	j := &Job{
-		Identity:  Identity{RunID: str("run_id", ""), TaskName: str("task_name", "")},
-		Namespace: str("namespace", d.Namespace),
-		Image:     str("image", d.Image),
-		Workers:   int32(integer("workers", 1, 0, math.MaxInt32)),
+		API:             str("job_api", APIXGBoostJob),
+		TrainingRuntime: str("training_runtime", DefaultTrainingRuntime),
+		Identity:        Identity{RunID: str("run_id", ""), TaskName: str("task_name", "")},
+		Namespace:       str("namespace", d.Namespace),
+		Image:           str("image", d.Image),
+		Workers:         int32(integer("workers", 1, 0, math.MaxInt32)),
 		Data: Data{Train: str("train_data", ""), Eval: str("eval_data", ""), Dataset: str("dataset", ""),
 			ObjectStore: ObjectStore{Endpoint: str("object_store_endpoint", ""), Region: str("object_store_region", ""),
 				PathStyle: str("object_store_path_style", "false") == "true", Secret: str("object_store_secret", ""),
@@ -89,6 +91,17 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 		},
 		CleanPodPolicy: str("clean_pod_policy", "Running"),
 		ServiceAccount: str("service_account", ""),
+	}
+	if j.API != APIXGBoostJob && j.API != APITrainJob {
+		errs = append(errs, fmt.Errorf("job_api %q: want %s (Training Operator v1 XGBoostJob) or %s (Kubeflow Trainer v2 TrainJob)", j.API, APIXGBoostJob, APITrainJob))
+	}
+	if j.API == APITrainJob && j.Gang.MinAvailable != 0 && j.Gang.MinAvailable != j.Replicas() {
+		errs = append(errs, fmt.Errorf("min_available %d with job_api %s: Trainer v2's Volcano PodGroup always needs all %d pods; leave min_available 0", j.Gang.MinAvailable, APITrainJob, j.Replicas()))
+	}
+	if j.API == APITrainJob && j.Resources.GPUs > 1 {
+		// Trainer's XGBoost plugin counts a worker per GPU (DMLC_NUM_WORKER = nodes x GPUs), but
+		// gangboost-train is one process per pod: the tracker would wait for workers that never come.
+		errs = append(errs, fmt.Errorf("gpus %d with job_api %s: Trainer v2 would expect %d XGBoost workers per node and gangboost-train runs one; use gpus 0 or 1 per node, or job_api %s", j.Resources.GPUs, APITrainJob, j.Resources.GPUs, APIXGBoostJob))
 	}
 	if v := integer("backoff_limit", -1, -1, math.MaxInt32); v >= 0 {
 		n := int32(v)
@@ -290,6 +303,8 @@ var Inputs = []kfp.Input{
 	{Name: "model_format", Type: kfp.String, Default: "json", Description: "json or ubj"},
 	{Name: "log_every", Type: kfp.Integer, Default: 1, Description: "log metrics every K rounds"},
 	{Name: "xgb_params", Type: kfp.Struct, Default: map[string]any{}, Description: "any other XGBoost parameter, as {key: value}"},
+	{Name: "job_api", Type: kfp.String, Default: APIXGBoostJob, Description: "xgboostjob: a Training Operator v1 XGBoostJob; trainjob: a Kubeflow Trainer v2 TrainJob on training_runtime (the local runner ignores it)"},
+	{Name: "training_runtime", Type: kfp.String, Default: DefaultTrainingRuntime, Description: "job_api trainjob: the ClusterTrainingRuntime (mlPolicy.xgboost) the TrainJob runs on"},
 	{Name: "namespace", Type: kfp.String, Default: "", Description: "where the job runs; default this step's namespace"},
 	{Name: "image", Type: kfp.String, Default: "", Description: "trainer image; default this component's image"},
 	{Name: "service_account", Type: kfp.String, Default: "", Description: "service account of the trainer pods"},
@@ -310,6 +325,9 @@ var Inputs = []kfp.Input{
 	{Name: "active_deadline_seconds", Type: kfp.Integer, Default: 0, Description: "0 none"},
 	{Name: "ttl_seconds_after_finished", Type: kfp.Integer, Default: -1, Description: "-1 keep the finished job"},
 }
+
+// DefaultTrainingRuntime is the ClusterTrainingRuntime gangboost ships (manifests/trainingruntime.yaml).
+const DefaultTrainingRuntime = "gangboost-xgboost"
 
 // Component is the launch-xgboostjob component run from image; component.yaml is generated from it.
 func Component(image string) *kfp.Component {

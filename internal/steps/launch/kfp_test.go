@@ -69,6 +69,9 @@ func TestJobFromExecutor(t *testing.T) {
 	if j.Name != JobName(Identity{"r1", "train"}) || j.Namespace != "ml" || j.Workers != 2 || j.Resources.GPUs != 1 || local != "/mnt/pvc" {
 		t.Errorf("job = %+v, local %s", j, local)
 	}
+	if j.API != APIXGBoostJob || j.TrainingRuntime != DefaultTrainingRuntime {
+		t.Errorf("job API %q on %q, want %s by default", j.API, j.TrainingRuntime, APIXGBoostJob)
+	}
 	if j.TTLSecondsAfterFinished != nil || j.BackoffLimit == nil || *j.BackoffLimit != 0 {
 		t.Errorf("run policy: ttl %v backoff %v", j.TTLSecondsAfterFinished, j.BackoffLimit)
 	}
@@ -111,6 +114,9 @@ func TestJobFromExecutor(t *testing.T) {
 		{"workers beyond int32", map[string]any{"workers": 4294967296}, `input parameter "workers": want an integer from 0 to 2147483647, got 4294967296`},
 		{"fs_group below -1", map[string]any{"fs_group": -2}, `input parameter "fs_group": want an integer from -1 to 4294967295`},
 		{"min_available beyond int32", map[string]any{"min_available": "4294967297"}, `input parameter "min_available": want an integer from 0 to 2147483647, got "4294967297"`},
+		{"unknown job_api", map[string]any{"job_api": "pytorchjob"}, `job_api "pytorchjob": want xgboostjob (Training Operator v1 XGBoostJob) or trainjob`},
+		{"several GPUs per TrainJob node", map[string]any{"job_api": "trainjob", "gpus": 2}, "gpus 2 with job_api trainjob: Trainer v2 would expect 2 XGBoost workers per node and gangboost-train runs one"},
+		{"partial gang as a TrainJob", map[string]any{"job_api": "trainjob", "min_available": 2}, "min_available 2 with job_api trainjob: Trainer v2's Volcano PodGroup always needs all 3 pods"},
 	} {
 		p := base()
 		for k, v := range tc.set {

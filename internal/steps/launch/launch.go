@@ -81,9 +81,13 @@ const (
 
 // Job is one training job, independent of the backend that runs it.
 type Job struct {
-	Name      string
-	Namespace string
-	Identity  Identity
+	// API is the kind of job the gang runs as on a cluster: APIXGBoostJob or APITrainJob.
+	API string
+	// TrainingRuntime is the ClusterTrainingRuntime a TrainJob runs on (APITrainJob only).
+	TrainingRuntime string
+	Name            string
+	Namespace       string
+	Identity        Identity
 	// Image of the trainer (gangboost-train).
 	Image string
 	// Workers besides the Master (rank 0).
@@ -111,6 +115,15 @@ type Job struct {
 	// Security is the trainer pods' security context.
 	Security PodSecurity
 }
+
+// The job APIs a gang runs as on a cluster (the job_api input).
+const (
+	// APIXGBoostJob is Kubeflow Training Operator v1's kubeflow.org/v1 XGBoostJob.
+	APIXGBoostJob = "xgboostjob"
+	// APITrainJob is Kubeflow Trainer v2's trainer.kubeflow.org/v1alpha1 TrainJob on a
+	// ClusterTrainingRuntime with mlPolicy.xgboost.
+	APITrainJob = "trainjob"
+)
 
 // PodSecurity is the pod-level security context of the trainer pods; nil leaves the image's
 // (or the cluster's) default.

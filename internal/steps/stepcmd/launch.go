@@ -43,6 +43,9 @@ func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string
 	}
 	var backend launch.Backend
 	if isLocal {
+		if job.API == launch.APITrainJob {
+			fmt.Printf("job_api %s: the local backend runs the gang as local processes, as for every job_api\n", job.API)
+		}
 		if backend, err = localJobBackend(localClaim); err != nil {
 			return err
 		}
@@ -51,7 +54,7 @@ func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string
 		if err != nil {
 			return err
 		}
-		if backend, err = kube.New(cfg); err != nil {
+		if backend, err = kube.New(cfg, job.API); err != nil {
 			return err
 		}
 	}

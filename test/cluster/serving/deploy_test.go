@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
+	"github.com/gangboost/gangboost/internal/kube/kserveapi"
 	"github.com/kubeflow/pipelines/api/v2alpha1/go/pipelinespec"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -80,7 +80,7 @@ func (e *deployEnv) cleanup() {
 // the runtime's host ports are then free for the next one.
 func (e *deployEnv) removeServices() {
 	ctx := context.Background()
-	var list v1beta1.InferenceServiceList
+	var list kserveapi.InferenceServiceList
 	if err := e.c.Client.List(ctx, &list, client.InNamespace(e.ns)); err == nil {
 		for i := range list.Items {
 			if e.t.Failed() {
@@ -91,7 +91,7 @@ func (e *deployEnv) removeServices() {
 	}
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
-		var isvcs v1beta1.InferenceServiceList
+		var isvcs kserveapi.InferenceServiceList
 		if err := e.c.Client.List(ctx, &pods, client.InNamespace(e.ns)); err != nil || len(pods.Items) > 0 {
 			return false, nil
 		}
@@ -192,17 +192,17 @@ func (e *deployEnv) checkOutputsGRPC(r *deployRun, name, grpcAddress string) {
 	if r.exitCode != 0 || r.output == nil {
 		e.t.Fatalf("component exited %d with ExecutorOutput %v", r.exitCode, r.output)
 	}
-	var isvc v1beta1.InferenceService
+	var isvc kserveapi.InferenceService
 	if err := e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: name}, &isvc); err != nil {
 		e.t.Fatal(err)
 	}
 	want := map[string]string{
 		"url":          fmt.Sprintf("http://%s-predictor.%s.svc.cluster.local", name, e.ns),
-		"external_url": isvc.Status.URL.String(),
+		"external_url": isvc.Status.URL,
 		"grpc_address": grpcAddress,
 		"model_name":   name,
 	}
-	if isvc.Status.Address == nil || isvc.Status.Address.URL.String() != want["url"] {
+	if isvc.Status.Address == nil || isvc.Status.Address.URL != want["url"] {
 		e.t.Errorf("status.address = %+v, want url %s", isvc.Status.Address, want["url"])
 	}
 	if want["external_url"] == "" {
@@ -288,7 +288,7 @@ func TestDeployComponent(t *testing.T) {
 			t.Errorf("the predictor pod serves %s", uri)
 		}
 		checkSame(t, "V2 REST output-0 at the url output", e.inferAt(r.param("url"), "iris"), wantV1)
-		var isvc v1beta1.InferenceService
+		var isvc kserveapi.InferenceService
 		if err := e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "iris"}, &isvc); err != nil {
 			t.Fatal(err)
 		}
@@ -347,7 +347,7 @@ func TestDeployComponent(t *testing.T) {
 		if r.took > 20*time.Second {
 			t.Errorf("took %s to redeploy an unchanged model", r.took)
 		}
-		var isvc v1beta1.InferenceService
+		var isvc kserveapi.InferenceService
 		if err := e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "iris"}, &isvc); err != nil {
 			t.Fatal(err)
 		}
@@ -491,7 +491,7 @@ func TestDeployComponent(t *testing.T) {
 		if !refused {
 			t.Errorf("no line names the API server's refusal of the default service account:\n%s", r.log)
 		}
-		var isvc v1beta1.InferenceService
+		var isvc kserveapi.InferenceService
 		if err := e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "iris-norbac"}, &isvc); !apierrors.IsNotFound(err) {
 			t.Errorf("InferenceService iris-norbac after the refused step: %v; want not found", err)
 		}

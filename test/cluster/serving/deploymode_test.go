@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
+	"github.com/gangboost/gangboost/internal/kube/kserveapi"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,7 +105,7 @@ func TestDeployWhenClusterDefaultIsServerless(t *testing.T) {
 		if err := deployment(); err != nil {
 			t.Errorf("Deployment iris-predictor: %v", err)
 		}
-		var isvc v1beta1.InferenceService
+		var isvc kserveapi.InferenceService
 		if err := e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "iris"}, &isvc); err != nil {
 			t.Fatal(err)
 		}

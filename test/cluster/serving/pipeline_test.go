@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
+	"github.com/gangboost/gangboost/internal/kube/kserveapi"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,7 +126,7 @@ func TestPipelineOnCluster(t *testing.T) {
 	if !hasCondition(jobs.Items[0].Status.Conditions, kubeflowv1.JobSucceeded) {
 		t.Errorf("job %s conditions %+v, want Succeeded", jobs.Items[0].Name, jobs.Items[0].Status.Conditions)
 	}
-	var isvc v1beta1.InferenceService
+	var isvc kserveapi.InferenceService
 	if err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "iris"}, &isvc); err != nil {
 		t.Fatal(err)
 	}

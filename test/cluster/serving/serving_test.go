@@ -17,8 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kserve/kserve/pkg/apis/serving/v1beta1"
-	"github.com/kserve/kserve/pkg/constants"
+	"github.com/gangboost/gangboost/internal/kube/kserveapi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	appsv1 "k8s.io/api/apps/v1"
@@ -194,13 +193,13 @@ func (e *servingEnv) trainRounds(dir string, rounds int) {
 }
 
 // inferenceService reads an InferenceService of manifests/.
-func (e *servingEnv) inferenceService(file string) *v1beta1.InferenceService {
+func (e *servingEnv) inferenceService(file string) *kserveapi.InferenceService {
 	e.t.Helper()
 	objs := decodeManifest(e.t, file)
 	if len(objs) != 1 || objs[0].GetKind() != "InferenceService" {
 		e.t.Fatalf("%s: want one InferenceService", file)
 	}
-	var isvc v1beta1.InferenceService
+	var isvc kserveapi.InferenceService
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, &isvc); err != nil {
 		e.t.Fatal(err)
 	}
@@ -210,7 +209,7 @@ func (e *servingEnv) inferenceService(file string) *v1beta1.InferenceService {
 // create creates an InferenceService and removes it at the end of the
 // test, waiting for its pods to be gone: the runtime's ports are then free
 // for the next one.
-func (e *servingEnv) create(isvc *v1beta1.InferenceService) time.Time {
+func (e *servingEnv) create(isvc *kserveapi.InferenceService) time.Time {
 	e.t.Helper()
 	start := time.Now()
 	if err := e.c.Client.Create(context.Background(), isvc); err != nil {
@@ -220,7 +219,7 @@ func (e *servingEnv) create(isvc *v1beta1.InferenceService) time.Time {
 	return start
 }
 
-func (e *servingEnv) remove(isvc *v1beta1.InferenceService) {
+func (e *servingEnv) remove(isvc *kserveapi.InferenceService) {
 	ctx := context.Background()
 	if e.t.Failed() {
 		e.t.Logf("InferenceService %s:\n%s", isvc.Name, e.describe(ctx, isvc.Name))
@@ -236,7 +235,7 @@ func (e *servingEnv) remove(isvc *v1beta1.InferenceService) {
 		if err != nil || len(pods) > 0 {
 			return false, nil
 		}
-		err = e.c.Client.Get(ctx, client.ObjectKeyFromObject(isvc), &v1beta1.InferenceService{})
+		err = e.c.Client.Get(ctx, client.ObjectKeyFromObject(isvc), &kserveapi.InferenceService{})
 		return apierrors.IsNotFound(err), nil
 	})
 	if err != nil {
@@ -254,7 +253,7 @@ func (e *servingEnv) pods(ctx context.Context, isvc string) ([]corev1.Pod, error
 // failure output.
 func (e *servingEnv) describe(ctx context.Context, name string) string {
 	var b strings.Builder
-	var isvc v1beta1.InferenceService
+	var isvc kserveapi.InferenceService
 	if err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &isvc); err == nil {
 		for _, c := range isvc.Status.Conditions {
 			fmt.Fprintf(&b, "  condition %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
@@ -272,9 +271,9 @@ func (e *servingEnv) describe(ctx context.Context, name string) string {
 
 // waitReady waits for the InferenceService's Ready condition and returns
 // it.
-func (e *servingEnv) waitReady(name string, start time.Time) *v1beta1.InferenceService {
+func (e *servingEnv) waitReady(name string, start time.Time) *kserveapi.InferenceService {
 	e.t.Helper()
-	var isvc v1beta1.InferenceService
+	var isvc kserveapi.InferenceService
 	cluster.WaitFor(e.t, 90*time.Second, "InferenceService "+name+" Ready", func(ctx context.Context) (bool, error) {
 		if err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &isvc); err != nil {
 			return false, nil
@@ -430,7 +429,7 @@ func TestInferenceServices(t *testing.T) {
 			}
 			return nil
 		}
-		var cur v1beta1.InferenceService
+		var cur kserveapi.InferenceService
 		cluster.WaitFor(e.t, 60*time.Second, "KServe's NoSupportingRuntime on "+isvc.Name, func(ctx context.Context) (bool, error) {
 			if err := noPredictor(ctx); err != nil {
 				return false, cluster.Abort(err)
@@ -439,13 +438,13 @@ func TestInferenceServices(t *testing.T) {
 				return false, nil
 			}
 			f := cur.Status.ModelStatus.LastFailureInfo
-			return f != nil && f.Reason == v1beta1.NoSupportingRuntime, nil
+			return f != nil && f.Reason == kserveapi.NoSupportingRuntime, nil
 		})
 		t.Logf("KServe reported %s %s after create: transitionStatus %s, lastFailureInfo %+v",
 			cur.Status.ModelStatus.LastFailureInfo.Reason, time.Since(start).Round(time.Millisecond),
 			cur.Status.ModelStatus.TransitionStatus, *cur.Status.ModelStatus.LastFailureInfo)
-		if cur.Status.ModelStatus.TransitionStatus != v1beta1.InvalidSpec {
-			t.Errorf("modelStatus.transitionStatus %s, want %s", cur.Status.ModelStatus.TransitionStatus, v1beta1.InvalidSpec)
+		if cur.Status.ModelStatus.TransitionStatus != kserveapi.InvalidSpec {
+			t.Errorf("modelStatus.transitionStatus %s, want %s", cur.Status.ModelStatus.TransitionStatus, kserveapi.InvalidSpec)
 		}
 		if cur.Spec.Predictor.Model.Runtime != nil || cur.Status.ClusterServingRuntimeName != "" || cur.Status.IsReady() {
 			t.Errorf("runtime %v, status.clusterServingRuntimeName %q, Ready %v; want no runtime chosen and not Ready",
@@ -485,7 +484,7 @@ func TestInferenceServices(t *testing.T) {
 		}
 		e.waitReady(isvc.Name, optIn)
 		e.checkPredictorPod(isvc.Name, "models/iris/v1")
-		var got v1beta1.InferenceService
+		var got kserveapi.InferenceService
 		if err := e.c.Client.Get(ctx, client.ObjectKeyFromObject(isvc), &got); err != nil {
 			t.Fatal(err)
 		}
@@ -514,7 +513,7 @@ func TestInferenceServices(t *testing.T) {
 		// from the old one, and the old ReplicaSet is scaled down once the
 		// new pod is ready.
 		ctx := context.Background()
-		var cur v1beta1.InferenceService
+		var cur kserveapi.InferenceService
 		if err := e.c.Client.Get(ctx, client.ObjectKeyFromObject(isvc), &cur); err != nil {
 			t.Fatal(err)
 		}
@@ -530,7 +529,7 @@ func TestInferenceServices(t *testing.T) {
 			if err != nil || len(pods) != 1 || pods[0].Name == old.Name || !podReady(&pods[0]) {
 				return false, nil
 			}
-			var got v1beta1.InferenceService
+			var got kserveapi.InferenceService
 			err = e.c.Client.Get(ctx, client.ObjectKeyFromObject(isvc), &got)
 			return err == nil && got.Status.IsReady(), nil
 		})
@@ -557,7 +556,7 @@ func TestInferenceServices(t *testing.T) {
 		// never be Ready meanwhile.
 		const reason = "no model file in"
 		notReady := func(ctx context.Context) error {
-			var cur v1beta1.InferenceService
+			var cur kserveapi.InferenceService
 			if err := e.c.Client.Get(ctx, client.ObjectKeyFromObject(isvc), &cur); err == nil && cur.Status.IsReady() {
 				return fmt.Errorf("InferenceService %s is Ready without a model", isvc.Name)
 			}
@@ -573,7 +572,7 @@ func TestInferenceServices(t *testing.T) {
 				return false, nil
 			}
 			for _, cs := range pods[0].Status.ContainerStatuses {
-				if last := cs.LastTerminationState.Terminated; cs.Name == constants.InferenceServiceContainerName && last != nil && strings.Contains(last.Message, reason) {
+				if last := cs.LastTerminationState.Terminated; cs.Name == kserveapi.ContainerName && last != nil && strings.Contains(last.Message, reason) {
 					msg = last.Message
 					return true, nil
 				}
@@ -589,10 +588,10 @@ func TestInferenceServices(t *testing.T) {
 		// not to its pods' main containers (whose restarts change neither), so the message
 		// reaches status.modelStatus on the next reconcile: any change to the InferenceService,
 		// as `kubectl label` makes here, or the Deployment's progress deadline.
-		var info *v1beta1.FailureInfo
+		var info *kserveapi.FailureInfo
 		poke, lastPoke := 0, time.Time{}
 		cluster.WaitFor(e.t, 60*time.Second, "KServe's lastFailureInfo with the runtime's message", func(ctx context.Context) (bool, error) {
-			var cur v1beta1.InferenceService
+			var cur kserveapi.InferenceService
 			if err := e.c.Client.Get(ctx, client.ObjectKeyFromObject(isvc), &cur); err != nil {
 				return false, nil
 			}
@@ -611,7 +610,7 @@ func TestInferenceServices(t *testing.T) {
 			return false, e.c.Client.Patch(ctx, &cur, patch)
 		})
 		t.Logf("lastFailureInfo set %s after create, after %d label change(s)", time.Since(start).Round(time.Millisecond), poke)
-		if info.Reason != v1beta1.ModelLoadFailed || !strings.Contains(info.Message, "/models/missing/v1") || info.ExitCode != 1 {
+		if info.Reason != kserveapi.ModelLoadFailed || !strings.Contains(info.Message, "/models/missing/v1") || info.ExitCode != 1 {
 			t.Errorf("lastFailureInfo = %+v; want reason ModelLoadFailed, exit code 1, the message naming the model folder", *info)
 		}
 
@@ -623,7 +622,7 @@ func TestInferenceServices(t *testing.T) {
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
-		var cur v1beta1.InferenceService
+		var cur kserveapi.InferenceService
 		if err := e.c.Client.Get(context.Background(), client.ObjectKeyFromObject(isvc), &cur); err == nil {
 			for _, c := range cur.Status.Conditions {
 				t.Logf("InferenceService condition %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)

@@ -1,6 +1,7 @@
 // Package kube is the launcher's Kubernetes backend: it runs a launch.Job as a Kubeflow Training
-// Operator v1 XGBoostJob gang-scheduled by Volcano, adopts the job an earlier attempt of the same
-// step created, and follows the job, its PodGroup and its pods through informers.
+// Operator v1 XGBoostJob or a Kubeflow Trainer v2 TrainJob (the job's API), gang-scheduled by
+// Volcano, adopts the job an earlier attempt of the same step created, and follows the job, its
+// PodGroup and its pods through informers.
 package kube
 
 import (
@@ -38,28 +39,7 @@ const (
 // XGBoostJob builds the kubeflow.org/v1 XGBoostJob of a job: a Master and j.Workers Workers running
 // gangboost-train with the claim mounted, gang-scheduled by runPolicy.schedulingPolicy.
 func XGBoostJob(j *launch.Job) (*kubeflowv1.XGBoostJob, error) {
-	res := corev1.ResourceList{}
-	if j.Resources.CPU != "" {
-		q, err := resource.ParseQuantity(j.Resources.CPU)
-		if err != nil {
-			return nil, fmt.Errorf("cpu %q: %w", j.Resources.CPU, err)
-		}
-		res[corev1.ResourceCPU] = q
-	}
-	if j.Resources.Memory != "" {
-		q, err := resource.ParseQuantity(j.Resources.Memory)
-		if err != nil {
-			return nil, fmt.Errorf("memory %q: %w", j.Resources.Memory, err)
-		}
-		res[corev1.ResourceMemory] = q
-	}
-	if j.Resources.GPUs < 0 {
-		return nil, fmt.Errorf("gpus = %d, want >= 0", j.Resources.GPUs)
-	}
-	if j.Resources.GPUs > 0 {
-		res[GPUResource] = *resource.NewQuantity(j.Resources.GPUs, resource.DecimalSI)
-	}
-	args, err := j.TrainerArgs(j.MountPath)
+	res, args, err := trainerSpec(j)
 	if err != nil {
 		return nil, err
 	}
@@ -87,9 +67,7 @@ func XGBoostJob(j *launch.Job) (*kubeflowv1.XGBoostJob, error) {
 					// message, which the launcher prints even when logs are gone.
 					TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 				}},
-				Volumes: []corev1.Volume{{Name: volumeName, VolumeSource: corev1.VolumeSource{
-					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: j.Claim},
-				}}},
+				Volumes: []corev1.Volume{claimVolume(j)},
 			},
 		}
 	}
@@ -123,18 +101,58 @@ func XGBoostJob(j *launch.Job) (*kubeflowv1.XGBoostJob, error) {
 		rp.CleanPodPolicy = &p
 	}
 	return &kubeflowv1.XGBoostJob{
-		TypeMeta: metav1.TypeMeta{APIVersion: kubeflowv1.SchemeGroupVersion.String(), Kind: kubeflowv1.XGBoostJobKind},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      j.Name,
-			Namespace: j.Namespace,
-			Labels:    labels,
-			Annotations: map[string]string{
-				RunIDAnnotation:    j.Identity.RunID,
-				TaskNameAnnotation: j.Identity.TaskName,
-			},
-		},
-		Spec: kubeflowv1.XGBoostJobSpec{RunPolicy: rp, XGBReplicaSpecs: specs},
+		TypeMeta:   metav1.TypeMeta{APIVersion: kubeflowv1.SchemeGroupVersion.String(), Kind: kubeflowv1.XGBoostJobKind},
+		ObjectMeta: jobMeta(j, nil),
+		Spec:       kubeflowv1.XGBoostJobSpec{RunPolicy: rp, XGBReplicaSpecs: specs},
 	}, nil
+}
+
+// trainerSpec is what every rank runs, whatever the job's API: its resources (requests = limits)
+// and gangboost-train's arguments.
+func trainerSpec(j *launch.Job) (corev1.ResourceList, []string, error) {
+	res := corev1.ResourceList{}
+	if j.Resources.CPU != "" {
+		q, err := resource.ParseQuantity(j.Resources.CPU)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cpu %q: %w", j.Resources.CPU, err)
+		}
+		res[corev1.ResourceCPU] = q
+	}
+	if j.Resources.Memory != "" {
+		q, err := resource.ParseQuantity(j.Resources.Memory)
+		if err != nil {
+			return nil, nil, fmt.Errorf("memory %q: %w", j.Resources.Memory, err)
+		}
+		res[corev1.ResourceMemory] = q
+	}
+	if j.Resources.GPUs < 0 {
+		return nil, nil, fmt.Errorf("gpus = %d, want >= 0", j.Resources.GPUs)
+	}
+	if j.Resources.GPUs > 0 {
+		res[GPUResource] = *resource.NewQuantity(j.Resources.GPUs, resource.DecimalSI)
+	}
+	args, err := j.TrainerArgs(j.MountPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, args, nil
+}
+
+// jobMeta is the metadata of the job object: the step's identity (adoption goes by it) and the
+// label make clean-app selects by.
+func jobMeta(j *launch.Job, annotations map[string]string) metav1.ObjectMeta {
+	a := map[string]string{RunIDAnnotation: j.Identity.RunID, TaskNameAnnotation: j.Identity.TaskName}
+	for k, v := range annotations {
+		a[k] = v
+	}
+	return metav1.ObjectMeta{Name: j.Name, Namespace: j.Namespace, Labels: map[string]string{ManagedByLabel: ManagedBy}, Annotations: a}
+}
+
+// claimVolume is the model claim as the trainer pods' volume.
+func claimVolume(j *launch.Job) corev1.Volume {
+	return corev1.Volume{Name: volumeName, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: j.Claim},
+	}}
 }
 
 // podSecurityContext is the trainer pods' security context, nil when nothing is set.

@@ -258,41 +258,37 @@ func TestStartChecksClaimAccess(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
 		claim("rwo", rwo), claim("rwx", rwx), claim("rwx-bound-rwo", rwx, corev1.ReadWriteOnce), claim("rwo-bound-rwx", rwo, corev1.ReadWriteMany),
 	).Build()
-	b := &Backend{client: c}
-	tests := []struct {
-		claim   string
-		workers int32
-		want    string
-	}{
-		{"rwo", 2, "claim rwo is ReadWriteOnce: the gang's 3 pods on different nodes cannot all mount it for writing; use a ReadWriteMany storage class"},
-		{"rwo", 0, ""},
-		{"rwx", 2, ""},
-		{"rwx-bound-rwo", 1, "claim rwx-bound-rwo is ReadWriteOnce: the gang's 2 pods"},
-		{"rwo-bound-rwx", 1, ""},
-		{"missing", 1, "claim missing not found in namespace ml: create it (manifests/pvc.yaml, ReadWriteMany)"},
-	}
-	for _, tc := range tests {
-		id := launch.Identity{RunID: "r-" + tc.claim, TaskName: fmt.Sprint(tc.workers)}
-		j := &launch.Job{
-			Name: launch.JobName(id), Namespace: "ml", Identity: id, Image: "gangboost:0.1.0", Workers: tc.workers,
-			Data: launch.Data{Dataset: "iris"}, Claim: tc.claim, MountPath: "/mnt/pvc", ModelName: "iris", ModelVersion: "v1", Port: 9999,
+	for _, api := range []jobAPI{xgboostJobAPI{}, trainJobAPI{}} {
+		b := &Backend{api: api, client: c}
+		tests := []struct {
+			claim   string
+			workers int32
+			want    string
+		}{
+			{"rwo", 2, "claim rwo is ReadWriteOnce: the gang's 3 pods on different nodes cannot all mount it for writing; use a ReadWriteMany storage class"},
+			{"rwo", 0, ""},
+			{"rwx", 2, ""},
+			{"rwx-bound-rwo", 1, "claim rwx-bound-rwo is ReadWriteOnce: the gang's 2 pods"},
+			{"rwo-bound-rwx", 1, ""},
+			{"missing", 1, "claim missing not found in namespace ml: create it (manifests/pvc.yaml, ReadWriteMany)"},
 		}
-		_, err := b.Start(context.Background(), j)
-		var jobs kubeflowv1.XGBoostJobList
-		if err := c.List(context.Background(), &jobs, client.InNamespace("ml")); err != nil {
-			t.Fatal(err)
-		}
-		created := false
-		for _, x := range jobs.Items {
-			created = created || x.Name == j.Name
-		}
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("claim %s, %d workers: %v, want the job created", tc.claim, tc.workers, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("claim %s, %d workers: error %v, want %q", tc.claim, tc.workers, err, tc.want)
-		case tc.want != "" && created:
-			t.Errorf("claim %s, %d workers: the job was created despite %v", tc.claim, tc.workers, err)
+		for _, tc := range tests {
+			id := launch.Identity{RunID: "r-" + tc.claim, TaskName: fmt.Sprint(tc.workers)}
+			j := &launch.Job{
+				Name: launch.JobName(id), Namespace: "ml", Identity: id, Image: "gangboost:0.1.0", Workers: tc.workers,
+				Data: launch.Data{Dataset: "iris"}, Claim: tc.claim, MountPath: "/mnt/pvc", ModelName: "iris", ModelVersion: "v1", Port: 9999,
+				TrainingRuntime: launch.DefaultTrainingRuntime,
+			}
+			_, err := b.Start(context.Background(), j)
+			created := c.Get(context.Background(), client.ObjectKey{Namespace: "ml", Name: j.Name}, api.object("ml", j.Name)) == nil
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%s: claim %s, %d workers: %v, want the job created", api.kind(), tc.claim, tc.workers, err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("%s: claim %s, %d workers: error %v, want %q", api.kind(), tc.claim, tc.workers, err, tc.want)
+			case tc.want != "" && created:
+				t.Errorf("%s: claim %s, %d workers: the job was created despite %v", api.kind(), tc.claim, tc.workers, err)
+			}
 		}
 	}
 }

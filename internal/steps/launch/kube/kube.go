@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,8 +28,9 @@ import (
 	"github.com/gangboost/gangboost/internal/steps/launch"
 )
 
-// Backend runs jobs as XGBoostJobs on a cluster.
+// Backend runs jobs as XGBoostJobs or TrainJobs (the job's API) on a cluster.
 type Backend struct {
+	api    jobAPI
 	config *rest.Config
 	scheme *runtime.Scheme
 	client client.Client
@@ -43,11 +45,16 @@ var _ launch.Backend = (*Backend)(nil)
 
 // Scheme knows the types the backend reads and writes.
 func Scheme() (*runtime.Scheme, error) {
-	return kubecfg.Scheme(kubeflowv1.AddToScheme, schedulingv1beta1.AddToScheme)
+	return kubecfg.Scheme(kubeflowv1.AddToScheme, trainer.AddToScheme, schedulingv1beta1.AddToScheme)
 }
 
-// New returns a backend talking to the cluster of cfg.
-func New(cfg *rest.Config) (*Backend, error) {
+// New returns a backend talking to the cluster of cfg that runs jobs as the job API names
+// (launch.APIXGBoostJob or launch.APITrainJob).
+func New(cfg *rest.Config, jobAPI string) (*Backend, error) {
+	api, err := apiFor(jobAPI)
+	if err != nil {
+		return nil, err
+	}
 	s, err := Scheme()
 	if err != nil {
 		return nil, err
@@ -60,41 +67,42 @@ func New(cfg *rest.Config) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &Backend{config: cfg, scheme: s, client: c, core: k, LogTailLines: 20}, nil
+	return &Backend{api: api, config: cfg, scheme: s, client: c, core: k, LogTailLines: 20}, nil
 }
 
-// Start creates the job's XGBoostJob, or adopts the one an earlier attempt of the same step (same
+// Start creates the job's XGBoostJob or TrainJob, or adopts the one an earlier attempt of the same step (same
 // run and task annotations) created. A job of that name created by anything else is refused.
 func (b *Backend) Start(ctx context.Context, j *launch.Job) (launch.Started, error) {
-	xj, err := XGBoostJob(j)
+	kind := b.api.kind()
+	obj, err := b.api.build(j)
 	if err != nil {
-		return launch.Started{}, fmt.Errorf("build XGBoostJob %s: %w", j.Name, err)
+		return launch.Started{}, fmt.Errorf("build %s %s: %w", kind, j.Name, err)
 	}
 	if err := b.checkClaim(ctx, j); err != nil {
 		return launch.Started{}, err
 	}
 	// creationTimestamp has whole seconds: a new job's deadline counts from the local clock.
 	before := time.Now()
-	err = b.client.Create(ctx, xj)
+	err = b.client.Create(ctx, obj)
 	if err == nil {
 		return launch.Started{Created: before}, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
-		return launch.Started{}, fmt.Errorf("create XGBoostJob %s/%s: %w", j.Namespace, j.Name, err)
+		return launch.Started{}, fmt.Errorf("create %s %s/%s: %w", kind, j.Namespace, j.Name, err)
 	}
-	var cur kubeflowv1.XGBoostJob
-	if err := b.client.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name}, &cur); err != nil {
-		return launch.Started{}, fmt.Errorf("XGBoostJob %s/%s exists but cannot be read to adopt it: %w", j.Namespace, j.Name, err)
+	cur := b.api.object(j.Namespace, j.Name)
+	if err := b.client.Get(ctx, client.ObjectKeyFromObject(cur), cur); err != nil {
+		return launch.Started{}, fmt.Errorf("%s %s/%s exists but cannot be read to adopt it: %w", kind, j.Namespace, j.Name, err)
 	}
-	run, task := cur.Annotations[RunIDAnnotation], cur.Annotations[TaskNameAnnotation]
+	run, task := cur.GetAnnotations()[RunIDAnnotation], cur.GetAnnotations()[TaskNameAnnotation]
 	if run != j.Identity.RunID || task != j.Identity.TaskName {
-		return launch.Started{}, fmt.Errorf("XGBoostJob %s/%s exists but was not created by %s (its %s is %q, %s %q): refusing to adopt it; delete it or rename the task",
-			j.Namespace, j.Name, j.Identity, RunIDAnnotation, run, TaskNameAnnotation, task)
+		return launch.Started{}, fmt.Errorf("%s %s/%s exists but was not created by %s (its %s is %q, %s %q): refusing to adopt it; delete it or rename the task",
+			kind, j.Namespace, j.Name, j.Identity, RunIDAnnotation, run, TaskNameAnnotation, task)
 	}
-	if cur.DeletionTimestamp != nil {
-		return launch.Started{}, fmt.Errorf("XGBoostJob %s/%s of %s is being deleted: retry the step once it is gone", j.Namespace, j.Name, j.Identity)
+	if cur.GetDeletionTimestamp() != nil {
+		return launch.Started{}, fmt.Errorf("%s %s/%s of %s is being deleted: retry the step once it is gone", kind, j.Namespace, j.Name, j.Identity)
 	}
-	return launch.Started{Adopted: true, Created: cur.CreationTimestamp.Time}, nil
+	return launch.Started{Adopted: true, Created: cur.GetCreationTimestamp().Time}, nil
 }
 
 // checkClaim refuses a gang of several pods on a claim they cannot all mount: Volcano places the
@@ -142,29 +150,28 @@ func claimAccess(pvc *corev1.PersistentVolumeClaim, n int32) error {
 
 // Delete deletes the job; the garbage collector removes its pods and PodGroup.
 func (b *Backend) Delete(ctx context.Context, j *launch.Job) error {
-	xj := &kubeflowv1.XGBoostJob{ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: j.Name}}
-	err := b.client.Delete(ctx, xj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	err := b.client.Delete(ctx, b.api.object(j.Namespace, j.Name), client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete XGBoostJob %s/%s: %w", j.Namespace, j.Name, err)
+		return fmt.Errorf("delete %s %s/%s: %w", b.api.kind(), j.Namespace, j.Name, err)
 	}
 	return nil
 }
 
-// Watch follows the job through informers on the job, its PodGroup (the operator names it after
-// the job), its pods and the events about the job and the PodGroup, until the job succeeds or fails.
+// Watch follows the job through informers on the job, its PodGroup (the operator and Trainer's
+// Volcano plugin name it after the job), its pods and the events about the job and the PodGroup, until the job succeeds or fails.
 func (b *Backend) Watch(ctx context.Context, j *launch.Job, progress func(launch.Progress)) error {
 	byName := fields.OneTermEqualSelector("metadata.name", j.Name)
 	var w *watcher
 	return kubewatch.Follow(ctx, b.config, b.scheme, kubewatch.Informers{
 		Namespace: j.Namespace,
 		ByObject: map[client.Object]cache.ByObject{
-			&kubeflowv1.XGBoostJob{}:      {Field: byName},
+			b.api.object("", ""):          {Field: byName},
 			&schedulingv1beta1.PodGroup{}: {Field: byName},
-			&corev1.Pod{}:                 {Label: labels.SelectorFromSet(labels.Set{JobNameLabel: j.Name})},
+			&corev1.Pod{}:                 {Label: labels.SelectorFromSet(labels.Set{b.api.podLabel(): j.Name})},
 			&corev1.Event{}:               {Field: fields.OneTermEqualSelector("involvedObject.name", j.Name)},
 		},
-		What:  fmt.Sprintf("XGBoostJob %s/%s", j.Namespace, j.Name),
-		Needs: "xgboostjobs, podgroups, pods and events",
+		What:  fmt.Sprintf("%s %s/%s", b.api.kind(), j.Namespace, j.Name),
+		Needs: b.api.resources(),
 	}, func(ctx context.Context, r client.Reader) (bool, error) {
 		if w == nil {
 			w = &watcher{b: b, j: j, r: r, progress: progress, failures: map[string]string{}}
@@ -269,22 +276,24 @@ func (w *watcher) emit(p launch.Progress) { w.progress(p) }
 // observe reads the cache; done is set when the job has ended (err nil: succeeded).
 func (w *watcher) observe(ctx context.Context) (done bool, err error) {
 	ns, name := w.j.Namespace, w.j.Name
-	var xj kubeflowv1.XGBoostJob
-	switch err := w.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &xj); {
+	api := w.b.api
+	obj := api.object(ns, name)
+	switch err := w.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); {
 	case apierrors.IsNotFound(err):
 		if w.seenJob {
-			return true, fmt.Errorf("XGBoostJob %s/%s was deleted while the step waited for it", ns, name)
+			return true, fmt.Errorf("%s %s/%s was deleted while the step waited for it", api.kind(), ns, name)
 		}
 		return false, nil
 	case err != nil:
 		return false, nil
 	}
 	w.seenJob = true
+	st := api.state(obj)
 
 	var pg schedulingv1beta1.PodGroup
 	havePG := w.r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &pg) == nil
 	var pods corev1.PodList
-	_ = w.r.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{JobNameLabel: name})
+	_ = w.r.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{api.podLabel(): name})
 	var events corev1.EventList
 	_ = w.r.List(ctx, &events, client.InNamespace(ns))
 
@@ -312,11 +321,8 @@ func (w *watcher) observe(ctx context.Context) (done bool, err error) {
 		w.lastBound = b
 		w.emit(launch.Progress{Line: b})
 	}
-	for _, c := range xj.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		line := fmt.Sprintf("job %s: %s: %s", string(c.Type), c.Reason, c.Message)
+	for _, c := range st.conditions {
+		line := "job " + c
 		if !contains(w.conditions, line) {
 			w.conditions = append(w.conditions, line)
 			w.emit(launch.Progress{Line: line})
@@ -327,7 +333,7 @@ func (w *watcher) observe(ctx context.Context) (done bool, err error) {
 	if havePG && pg.Spec.MinMember > 0 {
 		minMember = int(pg.Spec.MinMember)
 	}
-	if !w.started && ((bound >= minMember && bound > 0) || hasCondition(&xj, kubeflowv1.JobRunning) || hasCondition(&xj, kubeflowv1.JobSucceeded)) {
+	if !w.started && ((bound >= minMember && bound > 0) || st.running || st.succeeded) {
 		w.started = true
 		w.lastWaiting = ""
 		w.emit(launch.Progress{Line: fmt.Sprintf("gang placed: %d/%d pods bound", bound, total), GangStarted: true})
@@ -346,11 +352,10 @@ func (w *watcher) observe(ctx context.Context) (done bool, err error) {
 	}
 
 	switch {
-	case hasCondition(&xj, kubeflowv1.JobSucceeded):
+	case st.succeeded:
 		return true, nil
-	case hasCondition(&xj, kubeflowv1.JobFailed):
-		c := condition(&xj, kubeflowv1.JobFailed)
-		fe := &launch.FailedError{Job: ns + "/" + name, Reason: c.Reason + ": " + c.Message}
+	case st.failed != "":
+		fe := &launch.FailedError{Job: ns + "/" + name, Reason: st.failed}
 		names := make([]string, 0, len(w.failures))
 		for n := range w.failures {
 			names = append(names, n)
@@ -491,24 +496,11 @@ func (w *watcher) describeFailure(ctx context.Context, p *corev1.Pod) string {
 	logCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	tail := w.b.LogTailLines
-	b, err := w.b.core.Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: kubeflowv1.XGBoostJobDefaultContainerName, TailLines: &tail}).DoRaw(logCtx)
+	b, err := w.b.core.Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: w.b.api.container(), TailLines: &tail}).DoRaw(logCtx)
 	if err == nil && len(strings.TrimSpace(string(b))) > 0 {
 		msg += "\nlog tail:\n" + strings.TrimRight(string(b), "\n")
 	}
 	return msg
-}
-
-func hasCondition(xj *kubeflowv1.XGBoostJob, t kubeflowv1.JobConditionType) bool {
-	return condition(xj, t) != nil
-}
-
-func condition(xj *kubeflowv1.XGBoostJob, t kubeflowv1.JobConditionType) *kubeflowv1.JobCondition {
-	for i := range xj.Status.Conditions {
-		if c := &xj.Status.Conditions[i]; c.Type == t && c.Status == corev1.ConditionTrue {
-			return c
-		}
-	}
-	return nil
 }
 
 func appendUnique(list []string, items ...string) []string {

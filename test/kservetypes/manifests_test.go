@@ -1,13 +1,11 @@
-package manifests
+package kservetypes
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/gangboost/gangboost/manifests"
 	"io/fs"
 	"os"
 	"path"
@@ -24,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"knative.dev/pkg/apis"
 	knserving "knative.dev/serving/pkg/apis/serving"
 	knv1 "knative.dev/serving/pkg/apis/serving/v1"
@@ -36,7 +33,7 @@ import (
 )
 
 // kserveDefaults holds the ClusterServingRuntimes a KServe v0.19.0 install creates.
-const kserveDefaults = "testdata/kserve-v0.19.0-clusterservingruntimes.yaml"
+const kserveDefaults = "../../manifests/testdata/kserve-v0.19.0-clusterservingruntimes.yaml"
 
 const (
 	image       = "ghcr.io/gangboost/gangboost-runtime:0.1.0"
@@ -53,27 +50,6 @@ type manifestSet struct {
 	isvcs      map[string]*v1beta1.InferenceService
 	// isvcFile names the file each InferenceService came from.
 	isvcFile map[string]string
-}
-
-// yamlDocs splits a multi-document YAML file, dropping documents that hold only comments.
-func yamlDocs(data []byte) ([][]byte, error) {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var docs [][]byte
-	for {
-		d, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, line := range strings.Split(string(d), "\n") {
-			if l := strings.TrimSpace(line); l != "" && l != "---" && !strings.HasPrefix(l, "#") {
-				docs = append(docs, d)
-				break
-			}
-		}
-	}
 }
 
 // decodeStrict decodes one YAML document into the typed object its apiVersion and kind name,
@@ -123,19 +99,19 @@ func loadManifests(t *testing.T) manifestSet {
 		isvcs:    map[string]*v1beta1.InferenceService{},
 		isvcFile: map[string]string{},
 	}
-	files, err := fs.Glob(Files, "*.yaml")
+	files, err := fs.Glob(manifests.Files, "*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no embedded manifests (err %v)", err)
 	}
 	for _, file := range files {
-		if file == Kustomization {
+		if file == manifests.Kustomization {
 			continue
 		}
-		data, err := Files.ReadFile(file)
+		data, err := manifests.Files.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		docs, err := yamlDocs(data)
+		docs, err := manifests.YAMLDocs(data)
 		if err != nil {
 			t.Fatalf("%s: split YAML: %v", file, err)
 		}
@@ -180,7 +156,7 @@ func loadKServeDefaults(t *testing.T) []*v1alpha1.ClusterServingRuntime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, err := yamlDocs(data)
+	docs, err := manifests.YAMLDocs(data)
 	if err != nil {
 		t.Fatalf("%s: %v", kserveDefaults, err)
 	}
@@ -447,8 +423,6 @@ func TestRuntimesAdmittedBesideKServeDefaults(t *testing.T) {
 		t.Errorf("autoSelect at priority 2 beside kserve-mlserver: allowed %v (%s), want denied naming kserve-mlserver", resp.Allowed, resp.Result.Message)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func ptrString[T any](p *T) string {
 	if p == nil {
