@@ -23,7 +23,7 @@ export VERSION REGISTRY
 NAMESPACE ?= gangboost
 ISVC ?= iris
 JOB ?=
-VOLCANO_VERSION ?= v1.10.0
+VOLCANO_VERSION ?= v1.15.1
 KUBECTL ?= kubectl
 
 all: build
@@ -210,7 +210,7 @@ configure-training-operator:
 	$(KUBECTL) -n $(TRAINING_OPERATOR_NAMESPACE) rollout status deploy/$(TRAINING_OPERATOR_DEPLOYMENT) --timeout=5m
 	$(KUBECTL) -n $(TRAINING_OPERATOR_NAMESPACE) get deploy $(TRAINING_OPERATOR_DEPLOYMENT) -o jsonpath='{.spec.template.spec.containers[*].args}{"\n"}'
 
-## configure-training-operator-full: FRESH CLUSTER ONLY: installs Training Operator v1.9.0 from GitHub, REPLACING an existing operator's Deployment, CRDs and RBAC
+## configure-training-operator-full: FRESH CLUSTER ONLY: installs Training Operator v1.9.4 from GitHub, REPLACING an existing operator's Deployment, CRDs and RBAC
 configure-training-operator-full:
 	$(KUBECTL) apply --server-side -k operator-config/training-operator-full
 	$(KUBECTL) -n kubeflow rollout status deploy/training-operator --timeout=5m

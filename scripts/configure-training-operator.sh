@@ -75,7 +75,7 @@ done
 if [[ -z $patch ]]; then
   n=${#args[@]}
   if ((n == 0)); then
-    # No args (the upstream v1.9.0 Deployment has none): "add" creates the list.
+    # No args (the upstream v1.9.4 Deployment has none): "add" creates the list.
     patch="[{\"op\":\"add\",\"path\":\"$base\",\"value\":[$(json "$flag=$want")]}]"
   else
     patch="[{\"op\":\"test\",\"path\":\"$base/$((n - 1))\",\"value\":$(json "${args[$((n - 1))]}")},{\"op\":\"add\",\"path\":\"$base/-\",\"value\":$(json "$flag=$want")}]"

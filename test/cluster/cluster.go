@@ -64,6 +64,11 @@ type Options struct {
 	// (RawDeployment mode); it adds a few seconds to the start, so only test
 	// binaries that serve models ask for it.
 	KServe bool
+	// TrainerV2 starts the JobSet controller and Kubeflow Trainer v2's
+	// controller manager with their webhooks, so TrainJobs run (gang
+	// scheduled by Volcano when their runtime asks for it); only test
+	// binaries that run TrainJobs ask for it.
+	TrainerV2 bool
 }
 
 func (o *Options) defaults() error {
@@ -241,6 +246,15 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			name string
 			f    func() error
 		}{"kserve-manager", func() error { return c.startKServe(ctx) }})
+	}
+	if opts.TrainerV2 {
+		steps = append(steps, struct {
+			name string
+			f    func() error
+		}{"jobset-controller", func() error { return c.startJobSet(ctx) }}, struct {
+			name string
+			f    func() error
+		}{"trainer-controller-manager", func() error { return c.startTrainer(ctx) }})
 	}
 	for _, s := range steps {
 		if err := phase(s.name, s.f); err != nil {
@@ -432,8 +446,8 @@ func writeKubeconfig(path, host, caFile string, auth func(*clientcmdapi.AuthInfo
 	return clientcmd.WriteToFile(*cfg, path)
 }
 
-// applyCRDs installs the CRDs of Volcano (scheduling, batch, nodeinfo: the
-// scheduler watches all of them) and KServe (those of its config/crd/full
+// applyCRDs installs the CRDs of Volcano (every one of config/crd/volcano:
+// the scheduler watches most of them) and KServe (those of its config/crd/full
 // kustomization) from their modules; the
 // training operator's come with operator-config.
 func (c *Cluster) applyCRDs(ctx context.Context) error {
@@ -444,7 +458,9 @@ func (c *Cluster) applyCRDs(ctx context.Context) error {
 	}
 	f, err := crdFiles(filepath.Join(vc, "config", "crd", "volcano", "bases"),
 		"scheduling.volcano.sh_podgroups.yaml", "scheduling.volcano.sh_queues.yaml",
-		"batch.volcano.sh_jobs.yaml", "bus.volcano.sh_commands.yaml", "nodeinfo.volcano.sh_numatopologies.yaml")
+		"batch.volcano.sh_jobs.yaml", "batch.volcano.sh_cronjobs.yaml", "bus.volcano.sh_commands.yaml",
+		"nodeinfo.volcano.sh_numatopologies.yaml", "topology.volcano.sh_hypernodes.yaml",
+		"shard.volcano.sh_nodeshards.yaml", "config.volcano.sh_colocationconfigurations.yaml")
 	if err != nil {
 		return err
 	}
@@ -472,8 +488,8 @@ func (c *Cluster) applyCRDs(ctx context.Context) error {
 }
 
 const (
-	volcanoVersion = "v1.10.0"
-	kserveVersion  = "v0.19.0"
+	volcanoVersion = "v1.15.1"
+	kserveVersion  = "v0.20.0"
 )
 
 func (c *Cluster) startControllerManager(ctx context.Context, p *pki) error {

@@ -53,7 +53,7 @@ func convert(t *testing.T, o *unstructured.Unstructured, into any) {
 }
 
 // TestRenderOperatorConfig renders operator-config/training-operator over
-// the upstream v1.9.0 manifests and checks what the overlay adds.
+// the upstream v1.9.4 manifests and checks what the overlay adds.
 func TestRenderOperatorConfig(t *testing.T) {
 	requireKubectl(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

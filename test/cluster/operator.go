@@ -31,7 +31,7 @@ const (
 	// whose binary and manifests the tests run (operator-config pins the
 	// same ref).
 	TrainingOperatorModule  = "github.com/kubeflow/training-operator"
-	TrainingOperatorVersion = "v1.9.0"
+	TrainingOperatorVersion = "v1.9.4"
 	// FullOperatorOverlay is the operator-config folder of the fresh-cluster
 	// install; ExistingOperatorOverlay the one applied to an existing install.
 	FullOperatorOverlay     = "training-operator-full"
@@ -230,7 +230,7 @@ const (
 // everything but the Deployment, and runs the Deployment's container command
 // line as a local process under the operator's service account.
 //
-// Quirks of v1.9.0 handled here:
+// Quirks of v1.9.x (v1.9.0 to v1.9.4) handled here:
 //   - its cert rotator only updates the webhook Secret (which the manifests
 //     create empty); it keeps certificates it finds valid, so the Secret is
 //     filled with certificates that also name 127.0.0.1;

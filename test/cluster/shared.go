@@ -26,8 +26,8 @@ func Main(m *testing.M, opts Options) {
 
 func runMain(m *testing.M, opts Options) int {
 	// The cold build of the tools takes about 25-45 minutes on 2 cores
-	// (KServe's controller about 11 of them); the start itself well under a
-	// minute.
+	// (KServe's controller about 11 of them), some 12 more with Trainer v2
+	// and JobSet on a loaded machine; the start itself well under a minute.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	c, err := Start(ctx, opts)
 	cancel()

@@ -5,12 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -20,9 +22,9 @@ import (
 
 // Tool is one group of control-plane binaries built from its own module
 // under test/cluster/tools. The modules are separate because their
-// dependency graphs pin different Kubernetes libraries (v0.30 for Volcano and
-// KWOK, v0.31 for the training operator, v0.32 for Kubernetes itself, v0.34
-// for KServe).
+// dependency graphs pin different Kubernetes libraries (v0.30 for KWOK,
+// v0.32 for Kubernetes itself, v0.34 for KServe, v0.35 for Volcano, Trainer
+// v2 and JobSet, v0.36 for the training operator).
 type Tool struct {
 	// Name is the prefix of its cache folder and, unless Module is set, the
 	// folder of its tools module.
@@ -36,6 +38,22 @@ type Tool struct {
 	// LDFlags are passed to go build; Kubernetes needs its version stamped so
 	// clients (kubectl, controller-runtime) can parse the server version.
 	LDFlags string
+	// Patches complete dependencies the proxy serves only in an older
+	// version than the upstream tool needs; the build uses a copy of the
+	// module with the patches' files added.
+	Patches []Patch
+}
+
+// Patch adds files to a copy of one dependency for a tool's build: the
+// build runs in a copy of the tools module whose go.mod replaces Module
+// with that copy. The files live in the tools module, so they are part of
+// the stamp.
+type Patch struct {
+	// Module and Version name the dependency copied from the module cache.
+	Module, Version string
+	// Files maps a path inside the copied module to a file of the tools
+	// module (not named .go, so the tools module itself does not compile it).
+	Files map[string]string
 }
 
 const kubeLDFlags = "-s -w" +
@@ -73,27 +91,54 @@ var Tools = []Tool{
 	},
 	{
 		Name:     "trainingop",
-		Version:  "v1.9.0",
+		Version:  TrainingOperatorVersion,
 		Binaries: map[string]string{"training-operator": "github.com/kubeflow/training-operator/cmd/training-operator.v1"},
 		LDFlags:  "-s -w",
 	},
 	{
 		Name:     "kserve",
-		Version:  "v0.19.0",
+		Version:  kserveVersion,
 		Binaries: map[string]string{"kserve-manager": "github.com/kserve/kserve/cmd/manager"},
 		LDFlags:  "-s -w",
 	},
 	{
-		Name:     "volcano",
-		Version:  "v1.10.0",
-		Binaries: map[string]string{"vc-scheduler": "volcano.sh/volcano/cmd/scheduler"},
+		Name:    "volcano",
+		Version: volcanoVersion,
+		Binaries: map[string]string{
+			"vc-scheduler": "volcano.sh/volcano/cmd/scheduler",
+			// Its queue controller only: Volcano v1.15's scheduler admits
+			// no PodGroup to a queue whose status.state is not Open, which
+			// that controller sets.
+			"vc-controller-manager": "volcano.sh/volcano/cmd/controller-manager",
+		},
+		LDFlags: "-s -w",
+		Patches: []Patch{{
+			Module: "volcano.sh/apis", Version: "v1.14.0",
+			Files: map[string]string{
+				"pkg/apis/scheduling/v1beta1/zz_gangboost_queue_allocation_gate.go": "patches/queue_allocation_gate.go.in",
+			},
+		}},
+	},
+	{
+		// Kubeflow Trainer v2 and the JobSet controller it creates its
+		// jobs through (Options.TrainerV2).
+		Name:     "trainer",
+		Version:  TrainerVersion,
+		Binaries: map[string]string{"trainer-controller-manager": "github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager"},
+		LDFlags:  "-s -w",
+	},
+	{
+		Name:     "jobset",
+		Version:  JobSetVersion,
+		Binaries: map[string]string{"jobset-controller": "sigs.k8s.io/jobset"},
 		LDFlags:  "-s -w",
 	},
 }
 
 // Binaries holds the absolute path of every control-plane binary by name
 // (kube-apiserver, kube-controller-manager, kube-scheduler, kwok,
-// training-operator, kserve-manager, vc-scheduler, etcd).
+// training-operator, kserve-manager, vc-scheduler, vc-controller-manager,
+// trainer-controller-manager, jobset-controller, etcd).
 type Binaries map[string]string
 
 // CacheDir is where built tools are kept: $GANGBOOST_CACHE/cluster, else
@@ -133,8 +178,9 @@ func (t Tool) module() string {
 	return t.Name
 }
 
-// stamp identifies one build: a change of the module files, the Go version
-// or the flags gives a new stamp and so a rebuild.
+// stamp identifies one build: a change of the module files, the patches,
+// the binaries, the Go version or the flags gives a new stamp and so a
+// rebuild.
 func (t Tool) stamp(moduleDir string) (string, error) {
 	h := sha256.New()
 	for _, f := range []string{"go.mod", "go.sum"} {
@@ -149,6 +195,20 @@ func (t Tool) stamp(moduleDir string) (string, error) {
 		return "", fmt.Errorf("tool %s: go env GOVERSION: %w", t.Name, err)
 	}
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", t.Version, bytes.TrimSpace(goVersion), t.LDFlags)
+	// A binary added to a tool is a rebuild too.
+	for _, name := range sortedKeys(t.Binaries) {
+		fmt.Fprintf(h, "bin\x00%s\x00%s\x00", name, t.Binaries[name])
+	}
+	for _, p := range t.Patches {
+		fmt.Fprintf(h, "patch\x00%s\x00%s\x00", p.Module, p.Version)
+		for _, dst := range sortedKeys(p.Files) {
+			b, err := os.ReadFile(filepath.Join(moduleDir, p.Files[dst]))
+			if err != nil {
+				return "", fmt.Errorf("tool %s: patch of %s: %w", t.Name, p.Module, err)
+			}
+			fmt.Fprintf(h, "%s\x00%s\x00", dst, b)
+		}
+	}
 
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
@@ -231,11 +291,19 @@ func (t Tool) ensure(ctx context.Context, moduleDir, cache string, log io.Writer
 	for _, pkg := range t.Binaries {
 		args = append(args, pkg)
 	}
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = moduleDir
 	// -mod=mod lets a fresh clone fill go.sum entries the proxy snapshot
 	// serves differently; GOWORK=off keeps a developer's go.work out of it.
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
+	env := append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
+	buildDir := moduleDir
+	if len(t.Patches) > 0 {
+		buildDir = filepath.Join(tmp, ".module")
+		if err := t.patchedModule(ctx, moduleDir, buildDir, env); err != nil {
+			return rep, err
+		}
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = buildDir
+	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stdout = log
 	cmd.Stderr = io.MultiWriter(log, &stderr)
@@ -250,6 +318,9 @@ func (t Tool) ensure(ctx context.Context, moduleDir, cache string, log io.Writer
 			return rep, fmt.Errorf("build %s: expected binary %s: %w", t.Name, built, err)
 		}
 	}
+	if err := os.RemoveAll(filepath.Join(tmp, ".module")); err != nil {
+		return rep, err
+	}
 	if err := os.WriteFile(filepath.Join(tmp, "stamp"), []byte(stamp+"\n"), 0o644); err != nil {
 		return rep, err
 	}
@@ -263,6 +334,64 @@ func (t Tool) ensure(ctx context.Context, moduleDir, cache string, log io.Writer
 	}
 	fmt.Fprintf(log, "cluster tools: built %s %s in %s\n", t.Name, t.Version, rep.Duration.Round(time.Second))
 	return rep, nil
+}
+
+// patchedModule writes into dir a copy of the tools module (go.mod,
+// go.sum) whose go.mod replaces each patched dependency with a copy of it
+// from the module cache plus the patch's files.
+func (t Tool) patchedModule(ctx context.Context, moduleDir, dir string, env []string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range []string{"go.mod", "go.sum"} {
+		b, err := os.ReadFile(filepath.Join(moduleDir, f))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			return err
+		}
+	}
+	for i, p := range t.Patches {
+		cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", p.Module+"@"+p.Version)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("tool %s: go mod download %s@%s: %w\n%s", t.Name, p.Module, p.Version, err, out)
+		}
+		var dl struct{ Dir, Error string }
+		if err := json.Unmarshal(out, &dl); err != nil || dl.Dir == "" {
+			return fmt.Errorf("tool %s: go mod download %s@%s: no folder (%s): %v", t.Name, p.Module, p.Version, dl.Error, err)
+		}
+		copyDir := filepath.Join(dir, fmt.Sprintf("patched-%d", i))
+		if err := copyTree(dl.Dir, copyDir); err != nil {
+			return err
+		}
+		for _, dst := range sortedKeys(p.Files) {
+			b, err := os.ReadFile(filepath.Join(moduleDir, p.Files[dst]))
+			if err != nil {
+				return fmt.Errorf("tool %s: patch of %s: %w", t.Name, p.Module, err)
+			}
+			if err := os.WriteFile(filepath.Join(copyDir, dst), b, 0o644); err != nil {
+				return err
+			}
+		}
+		edit := exec.CommandContext(ctx, "go", "mod", "edit", "-replace="+p.Module+"=./"+filepath.Base(copyDir))
+		edit.Dir, edit.Env = dir, env
+		if out, err := edit.CombinedOutput(); err != nil {
+			return fmt.Errorf("tool %s: go mod edit: %w\n%s", t.Name, err, out)
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // tmpLog appends to the build-info file kept next to the binaries.

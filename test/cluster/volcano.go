@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 )
 
 // VolcanoConfig is operator-config/volcano-full (the fresh-cluster settings:
@@ -91,7 +93,58 @@ func (c *Cluster) startVolcano(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return waitReady(ctx, proc, 60*time.Second, func(ctx context.Context) error {
+	if err := waitReady(ctx, proc, 60*time.Second, func(ctx context.Context) error {
 		return httpGetOK(ctx, http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/healthz", healthPort))
+	}); err != nil {
+		return err
+	}
+	return c.startVolcanoQueueController(ctx, vc)
+}
+
+// startVolcanoQueueController runs Volcano's controller manager with only
+// its queue controller: since v1.15 the scheduler's enqueue action rejects
+// PodGroups of a queue whose status.state is not Open, and that controller
+// is what opens queues (operator-config's ml-training, those tests create).
+// The other controllers stay off: the training operator and Trainer v2
+// create their PodGroups themselves.
+//
+// Ready means every Queue of operator-config is Open.
+func (c *Cluster) startVolcanoQueueController(ctx context.Context, vc *VolcanoConfig) error {
+	ps, err := FreePorts(2)
+	if err != nil {
+		return err
+	}
+	healthPort, listenPort := ps[0], ps[1]
+	proc, err := c.start("vc-controller-manager", c.Binaries["vc-controller-manager"], []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--controllers=queue-controller",
+		"--leader-elect=false",
+		"--enable-healthz=true",
+		fmt.Sprintf("--healthz-address=127.0.0.1:%d", healthPort),
+		"--enable-metrics=false",
+		// Not the default :8080, which the runtime pods of serving/ use.
+		fmt.Sprintf("--listen-address=127.0.0.1:%d", listenPort),
+		"--v=2",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	var queues []string
+	for _, o := range vc.Objects {
+		if o.GetKind() == "Queue" {
+			queues = append(queues, o.GetName())
+		}
+	}
+	return waitReady(ctx, proc, 60*time.Second, func(ctx context.Context) error {
+		for _, name := range queues {
+			var q schedulingv1beta1.Queue
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, &q); err != nil {
+				return err
+			}
+			if q.Status.State != schedulingv1beta1.QueueStateOpen {
+				return fmt.Errorf("queue %s: state %q, want Open", name, q.Status.State)
+			}
+		}
+		return nil
 	})
 }

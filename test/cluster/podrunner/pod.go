@@ -618,9 +618,11 @@ func (p *preparer) isPodNetworkHost(host string) bool {
 	if len(rest) == 0 {
 		return true
 	}
-	// <pod hostname>.<subdomain>.<ns>...: drop the subdomain when it is a
-	// Service of the namespace.
-	if len(rest) >= 2 && p.hosts[rest[0]] && rest[1] == p.pod.Namespace {
+	// <pod hostname>.<subdomain>[.<ns>...]: drop the subdomain when it is a
+	// Service of the namespace (a bare <hostname>.<subdomain> resolves
+	// through the pod's DNS search path, as Kubeflow Trainer v2's
+	// DMLC_TRACKER_URI does).
+	if p.hosts[rest[0]] && (len(rest) == 1 || rest[1] == p.pod.Namespace) {
 		rest = rest[1:]
 	}
 	want := []string{p.pod.Namespace, "svc", "cluster", "local"}

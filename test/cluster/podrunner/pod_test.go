@@ -44,6 +44,11 @@ func TestRewriteHosts(t *testing.T) {
 		{"job-master-0.team.svc.cluster.local", "127.0.0.1"},
 		{"job-master-0.team.svc:9999", "127.0.0.1:9999"},
 		{"job-worker-0.job.team.svc.cluster.local", "127.0.0.1"},
+		// <hostname>.<subdomain> as the resolver's search path completes it:
+		// Kubeflow Trainer v2's DMLC_TRACKER_URI (<job>-node-0-0.<job>).
+		{"job-worker-0.job", "127.0.0.1"},
+		{"job-worker-0.job:29400", "127.0.0.1:29400"},
+		{"job-worker-0.unknown", "job-worker-0.unknown"},
 		{"http://job-master-0:8080/path", "http://127.0.0.1:8080/path"},
 		// Other namespaces, other names and plain values stay.
 		{"job-master-0.other.svc", "job-master-0.other.svc"},
