@@ -129,7 +129,7 @@ func TestStandaloneKFPBindsPipelineRunner(t *testing.T) {
 // namespace standalone KFP always runs in.
 func TestManifestsNameNoNamespace(t *testing.T) {
 	var files []string
-	for _, glob := range []string{"*.yaml", "rbac/*.yaml", "kubeflow/*.yaml"} {
+	for _, glob := range []string{"*.yaml", "rbac/*.yaml", "kubeflow/*.yaml", "contention/*.yaml"} {
 		m, err := filepath.Glob(glob)
 		if err != nil {
 			t.Fatal(err)
