@@ -217,10 +217,15 @@ configure-training-operator-full:
 	$(KUBECTL) -n kubeflow get deploy training-operator -o jsonpath='{.spec.template.spec.containers[0].args}{"\n"}'
 
 # manifests/kustomization.yaml rendered with both runtimes' image in REGISTRY (scripts/with-registry.sh).
-## deploy-runtime: the namespace, the model PVC, gangboost's ClusterServingRuntimes (image in REGISTRY) and the components' RBAC
+# Nothing in manifests/ names a namespace: the claim goes to NAMESPACE (your Kubeflow profile's, or
+# kubeflow for standalone KFP), the components' own accounts are rendered into it, and the ClusterRoles
+# of manifests/kubeflow let KFP's run account (default-editor, pipeline-runner) run the steps.
+## deploy-runtime: in NAMESPACE the model PVC and the components' RBAC; gangboost's ClusterServingRuntimes (image in REGISTRY) and Kubeflow ClusterRoles
 deploy-runtime:
-	KUBECTL=$(KUBECTL) scripts/with-registry.sh $(REGISTRY) | $(KUBECTL) apply -f -
-	$(KUBECTL) -n $(NAMESPACE) apply -f manifests/rbac/
+	$(KUBECTL) get namespace $(NAMESPACE) >/dev/null 2>&1 || $(KUBECTL) create namespace $(NAMESPACE)
+	KUBECTL=$(KUBECTL) scripts/with-registry.sh $(REGISTRY) | $(KUBECTL) apply -n $(NAMESPACE) -f -
+	KUBECTL=$(KUBECTL) scripts/in-namespace.sh $(NAMESPACE) manifests/rbac | $(KUBECTL) apply -f -
+	$(KUBECTL) apply -k manifests/kubeflow
 
 ## deploy-trainer-runtime: the Kubeflow Trainer v2 ClusterTrainingRuntime gangboost-xgboost (job_api trainjob; image in REGISTRY; needs Trainer v2.2+)
 deploy-trainer-runtime:
@@ -231,7 +236,7 @@ EXAMPLE_MODEL_URI := $(shell sed -n 's/^ *storageUri: *//p' manifests/inferences
 ## deploy-example: the iris InferenceService, waited for until Ready; serves the model a pipeline run wrote (run one first)
 deploy-example:
 	@echo "deploy-example serves $(EXAMPLE_MODEL_URI): a pipeline run with model_name=iris model_version=v1 must have written it (README \"From the Kubeflow Pipelines UI\"); without it the predictor cannot start"
-	$(KUBECTL) apply -f manifests/inferenceservice.yaml
+	$(KUBECTL) -n $(NAMESPACE) apply -f manifests/inferenceservice.yaml
 	$(KUBECTL) -n $(NAMESPACE) wait --for=condition=Ready inferenceservice/$(ISVC) --timeout=5m || { \
 	  echo "InferenceService $(ISVC) not Ready after 5m. Is the model at $(EXAMPLE_MODEL_URI)? Run the pipeline first; the predictor says:" >&2; \
 	  $(KUBECTL) -n $(NAMESPACE) logs -l serving.kserve.io/inferenceservice=$(ISVC) --tail=20 --prefix >&2; exit 1; }
@@ -261,10 +266,12 @@ port-forward:
 GANGBOOST_JOB_SELECTOR := app.kubernetes.io/managed-by=gangboost-launch-xgboostjob
 ## clean-app: remove the example InferenceService and gangboost's XGBoostJobs in NAMESPACE (by label; other jobs stay)
 clean-app:
-	$(KUBECTL) delete --ignore-not-found -f manifests/inferenceservice.yaml
+	$(KUBECTL) -n $(NAMESPACE) delete --ignore-not-found -f manifests/inferenceservice.yaml
 	$(KUBECTL) -n $(NAMESPACE) delete xgboostjobs -l $(GANGBOOST_JOB_SELECTOR) --ignore-not-found
 
-## clean-all: clean-app, then the runtimes, RBAC, PVC and namespace (the model PVC's data goes with it)
+## clean-all: clean-app, then the runtimes, RBAC and the PVC in NAMESPACE (its data goes with it; the namespace stays)
 clean-all: clean-app
-	$(KUBECTL) delete --ignore-not-found -f manifests/rbac/ -f manifests/clusterservingruntime.yaml
-	$(KUBECTL) delete --ignore-not-found -f manifests/pvc.yaml -f manifests/namespace.yaml
+	KUBECTL=$(KUBECTL) scripts/in-namespace.sh $(NAMESPACE) manifests/rbac | $(KUBECTL) delete --ignore-not-found -f -
+	$(KUBECTL) delete --ignore-not-found -k manifests/kubeflow
+	$(KUBECTL) delete --ignore-not-found -f manifests/clusterservingruntime.yaml
+	$(KUBECTL) -n $(NAMESPACE) delete --ignore-not-found -f manifests/pvc.yaml

@@ -106,8 +106,8 @@ var Parameters = []Parameter{
 	{Name: "subsample", Feeds: feeds(Launch, "subsample")},
 	{Name: "colsample_bytree", Feeds: feeds(Launch, "colsample_bytree")},
 	{Name: "min_child_weight", Feeds: feeds(Launch, "min_child_weight")},
-	{Name: "lambda", Feeds: feeds(Launch, "lambda")},
-	{Name: "alpha", Feeds: feeds(Launch, "alpha")},
+	{Name: "reg_lambda", Feeds: feeds(Launch, "reg_lambda")},
+	{Name: "reg_alpha", Feeds: feeds(Launch, "reg_alpha")},
 	{Name: "tree_method", Feeds: feeds(Launch, "tree_method"), Description: "hist, approx or exact"},
 	{Name: "num_class", Feeds: feeds(Launch, "num_class")},
 	{Name: "eval_metric", Feeds: feeds(Launch, "eval_metric")},
@@ -146,6 +146,24 @@ var Wires = map[Target]Output{
 	{Evaluate, "test_path"}:  {PrepareData, "test_path"},
 	{Evaluate, "label"}:      {PrepareData, "label"},
 	{Evaluate, "model_uri"}:  {Launch, "model_uri"},
+}
+
+// Result is one output of the pipeline (its root DAG's): a task's output under a name of its own.
+type Result struct {
+	Name, Task, Output string
+}
+
+// Results are the pipeline's outputs: what a pipeline that runs this package as one of its steps
+// (loaded as a component with KFP's SDK) passes on downstream.
+var Results = []Result{
+	{"model", Launch, "model"},
+	{"model_uri", Launch, "model_uri"},
+	{"training_metrics", Launch, "metrics"},
+	{"endpoint_url", Deploy, "url"},
+	{"accuracy", Evaluate, "accuracy"},
+	{"rmse", Evaluate, "rmse"},
+	{"evaluation_metrics", Evaluate, "metrics"},
+	{"evaluation_report", Evaluate, "report"},
 }
 
 // constants are the task inputs with a value fixed in the package. KFP's driver replaces a
@@ -357,8 +375,43 @@ func Build(o Options) (*pipelinespec.PipelineSpec, *pipelinespec.PlatformSpec, e
 		}
 	}
 	spec.DeploymentSpec.Fields["executors"] = structpb.NewStructValue(executors)
+	if err := addResults(spec, comps); err != nil {
+		return nil, nil, err
+	}
 	return spec, &pipelinespec.PlatformSpec{Platforms: map[string]*pipelinespec.SinglePlatformSpec{
 		"kubernetes": {DeploymentSpec: platform}}}, nil
+}
+
+// addResults declares Results as the root DAG's outputs, typed and described as the task outputs
+// they come from.
+func addResults(spec *pipelinespec.PipelineSpec, comps map[string]*component) error {
+	defs := &pipelinespec.ComponentOutputsSpec{
+		Parameters: map[string]*pipelinespec.ComponentOutputsSpec_ParameterSpec{},
+		Artifacts:  map[string]*pipelinespec.ComponentOutputsSpec_ArtifactSpec{},
+	}
+	outs := &pipelinespec.DagOutputsSpec{
+		Parameters: map[string]*pipelinespec.DagOutputsSpec_DagOutputParameterSpec{},
+		Artifacts:  map[string]*pipelinespec.DagOutputsSpec_DagOutputArtifactSpec{},
+	}
+	for _, r := range Results {
+		od := comps[r.Task].spec.GetOutputDefinitions()
+		if p := od.GetParameters()[r.Output]; p != nil {
+			defs.Parameters[r.Name] = proto.Clone(p).(*pipelinespec.ComponentOutputsSpec_ParameterSpec)
+			outs.Parameters[r.Name] = &pipelinespec.DagOutputsSpec_DagOutputParameterSpec{Kind: &pipelinespec.DagOutputsSpec_DagOutputParameterSpec_ValueFromParameter{
+				ValueFromParameter: &pipelinespec.DagOutputsSpec_ParameterSelectorSpec{ProducerSubtask: r.Task, OutputParameterKey: r.Output}}}
+			continue
+		}
+		if a := od.GetArtifacts()[r.Output]; a != nil {
+			defs.Artifacts[r.Name] = proto.Clone(a).(*pipelinespec.ComponentOutputsSpec_ArtifactSpec)
+			outs.Artifacts[r.Name] = &pipelinespec.DagOutputsSpec_DagOutputArtifactSpec{ArtifactSelectors: []*pipelinespec.DagOutputsSpec_ArtifactSelectorSpec{
+				{ProducerSubtask: r.Task, OutputArtifactKey: r.Output}}}
+			continue
+		}
+		return fmt.Errorf("pipeline output %s: task %s has no output %q", r.Name, r.Task, r.Output)
+	}
+	spec.GetRoot().OutputDefinitions = defs
+	spec.GetRoot().GetDag().Outputs = outs
+	return nil
 }
 
 // checkType reports whether v is a value of parameter type t.

@@ -506,7 +506,7 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		{[]string{"--param", "novalue"}, "want key=value"},
 		{[]string{"--num-round", "400000"}, "num_round 400000: want at most 100000"},
 		{[]string{"--eta", "NaN"}, "eta NaN: want more than 0"},
-		{[]string{"--lambda", "-1"}, "lambda -1: want 0 or more"},
+		{[]string{"--lambda", "-1"}, "reg_lambda -1: want 0 or more"},
 		{[]string{"--tree-method", "fast"}, `tree_method "fast": want one of auto, exact, approx, hist, gpu_hist`},
 	}
 	for _, c := range cases {

@@ -202,7 +202,8 @@ func (c *Component) Spec() (*pipelinespec.PipelineSpec, error) {
 	}, nil
 }
 
-// YAML is the component.yaml file: a header naming the generator, then the Spec as YAML.
+// YAML is the component.yaml file: KFP's header (name, description) and a line naming the
+// generator, then the Spec as YAML.
 func (c *Component) YAML(generator string) ([]byte, error) {
 	spec, err := c.Spec()
 	if err != nil {
@@ -216,7 +217,7 @@ func (c *Component) YAML(generator string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	header := "# PIPELINE DEFINITION\n# Name: " + c.Name + "\n# Generated from " + generator + "\n"
+	header := Header(spec) + "# Generated from " + generator + "\n"
 	return append([]byte(header), y...), nil
 }
 

@@ -37,7 +37,6 @@ const kserveDefaults = "../../manifests/testdata/kserve-v0.19.0-clusterservingru
 
 const (
 	image       = "ghcr.io/gangboost/gangboost-runtime:0.1.0"
-	namespace   = "gangboost"
 	restRuntime = "gangboost-xgboost"
 	grpcRuntime = "gangboost-xgboost-grpc"
 )
@@ -221,17 +220,19 @@ spec: {predictor: {model: {modelFormat: {name: xgboost}, storageURI: "pvc://a/b"
 	}
 }
 
-func TestNamespaceAndPVC(t *testing.T) {
+// The claim goes into the namespace the steps run in (a Kubeflow profile's, or kubeflow), which
+// the user gives when applying: no Namespace object, no namespace written.
+func TestPVC(t *testing.T) {
 	set := loadManifests(t)
-	if len(set.namespaces) != 1 || set.namespaces[0].Name != namespace {
-		t.Fatalf("namespace.yaml: want one Namespace %q, got %d", namespace, len(set.namespaces))
+	if len(set.namespaces) != 0 {
+		t.Errorf("the manifests create Namespace %q: they must go into the user's namespace (kubectl apply -n)", set.namespaces[0].Name)
 	}
 	if len(set.pvcs) != 1 {
 		t.Fatalf("pvc.yaml: want one PersistentVolumeClaim, got %d", len(set.pvcs))
 	}
 	pvc := set.pvcs[0]
-	if pvc.Name != "gangboost-models" || pvc.Namespace != namespace {
-		t.Errorf("PVC is %s/%s, want %s/gangboost-models", pvc.Namespace, pvc.Name, namespace)
+	if pvc.Name != "gangboost-models" || pvc.Namespace != "" {
+		t.Errorf("PVC is %s/%s, want gangboost-models in no namespace (the one it is applied to)", pvc.Namespace, pvc.Name)
 	}
 	// Every trainer pod of a gang mounts the claim at once, on different nodes.
 	if !slices.Equal(pvc.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}) {
@@ -444,7 +445,7 @@ func supporting(t *testing.T, runtimes []*v1alpha1.ClusterServingRuntime, versio
 		ModelFormat:            v1beta1.ModelFormat{Name: "xgboost", Version: version},
 		PredictorExtensionSpec: v1beta1.PredictorExtensionSpec{ProtocolVersion: ptr(protocol)},
 	}
-	got, err := m.GetSupportingRuntimes(context.Background(), b.Build(), namespace, false, false)
+	got, err := m.GetSupportingRuntimes(context.Background(), b.Build(), "team-a", false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,8 +544,8 @@ func TestInferenceServices(t *testing.T) {
 				t.Fatalf("no InferenceService %q", tt.name)
 			}
 			file := set.isvcFile[tt.name]
-			if isvc.Namespace != namespace {
-				t.Errorf("%s: namespace %q, want %q", file, isvc.Namespace, namespace)
+			if isvc.Namespace != "" {
+				t.Errorf("%s: namespace %q, want none (the claim's, where it is applied)", file, isvc.Namespace)
 			}
 			if _, err := (&v1beta1.InferenceServiceValidator{}).ValidateCreate(context.Background(), isvc); err != nil {
 				t.Errorf("%s: KServe's InferenceService webhook denies it: %v", file, err)

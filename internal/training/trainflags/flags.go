@@ -55,7 +55,7 @@ type Flags struct {
 // the process runs, which the launcher sets itself.
 var Tunables = []string{
 	"label", "features", "format", "eval-fraction", "objective", "num-round", "max-depth", "eta", "subsample",
-	"colsample-bytree", "min-child-weight", "lambda", "alpha", "tree-method", "nthread", "seed", "num-class",
+	"colsample-bytree", "min-child-weight", "reg-lambda", "reg-alpha", "tree-method", "nthread", "seed", "num-class",
 	"eval-metric", "early-stopping-rounds", "model-format", "log-every",
 }
 
@@ -87,8 +87,12 @@ func New(name string) (*Flags, *flag.FlagSet) {
 	fs.Float64Var(&p.Subsample, "subsample", p.Subsample, "row subsample ratio per tree")
 	fs.Float64Var(&p.ColsampleBytree, "colsample-bytree", p.ColsampleBytree, "column subsample ratio per tree")
 	fs.Float64Var(&p.MinChildWeight, "min-child-weight", p.MinChildWeight, "minimum sum of hessian in a child")
-	fs.Float64Var(&p.Lambda, "lambda", p.Lambda, "L2 regularisation")
-	fs.Float64Var(&p.Alpha, "alpha", p.Alpha, "L1 regularisation")
+	// XGBoost's scikit-learn names (reg_lambda, reg_alpha), which are Python keyword arguments
+	// where "lambda" is not; the native names stay accepted.
+	fs.Float64Var(&p.Lambda, "reg-lambda", p.Lambda, "L2 regularisation (XGBoost's lambda)")
+	fs.Float64Var(&p.Alpha, "reg-alpha", p.Alpha, "L1 regularisation (XGBoost's alpha)")
+	fs.Float64Var(&p.Lambda, "lambda", p.Lambda, "same as --reg-lambda")
+	fs.Float64Var(&p.Alpha, "alpha", p.Alpha, "same as --reg-alpha")
 	fs.StringVar(&p.TreeMethod, "tree-method", p.TreeMethod, "tree method: hist, approx or exact")
 	fs.IntVar(&p.NThread, "nthread", p.NThread, "threads per rank (0: all cores)")
 	fs.IntVar(&p.Seed, "seed", p.Seed, "random seed")

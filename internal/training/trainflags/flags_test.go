@@ -22,7 +22,7 @@ func TestCheck(t *testing.T) {
 		{[]string{"--subsample", "1.5"}, "subsample 1.5: want (0, 1]"},
 		{[]string{"--colsample-bytree", "0"}, "colsample_bytree 0"},
 		{[]string{"--min-child-weight", "-1"}, "min_child_weight -1"},
-		{[]string{"--alpha", "-0.5"}, "alpha -0.5"},
+		{[]string{"--alpha", "-0.5"}, "reg_alpha -0.5"},
 		{[]string{"--max-depth", "-1"}, "max_depth -1"},
 		{[]string{"--nthread", "-2"}, "nthread -2"},
 		{[]string{"--num-class", "-3"}, "num_class -3"},

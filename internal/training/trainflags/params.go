@@ -68,9 +68,9 @@ func (p Params) Validate() error {
 	case !(p.MinChildWeight >= 0) || math.IsInf(p.MinChildWeight, 0):
 		return fmt.Errorf("min_child_weight %g: want 0 or more", p.MinChildWeight)
 	case !(p.Lambda >= 0) || math.IsInf(p.Lambda, 0):
-		return fmt.Errorf("lambda %g: want 0 or more", p.Lambda)
+		return fmt.Errorf("reg_lambda %g: want 0 or more", p.Lambda)
 	case !(p.Alpha >= 0) || math.IsInf(p.Alpha, 0):
-		return fmt.Errorf("alpha %g: want 0 or more", p.Alpha)
+		return fmt.Errorf("reg_alpha %g: want 0 or more", p.Alpha)
 	case !slices.Contains(TreeMethods, p.TreeMethod):
 		return fmt.Errorf("tree_method %q: want one of %s", p.TreeMethod, strings.Join(TreeMethods, ", "))
 	case p.NThread < 0:

@@ -46,6 +46,20 @@ type deployEnv struct {
 func newDeployEnv(t *testing.T) *deployEnv {
 	t.Helper()
 	c := cluster.Require(t)
+	ns := "deploy-" + rand.String(5)
+	if _, err := c.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", ns, err)
+	}
+	e := deployEnvIn(t, ns)
+	c.ApplyRBAC(t, "deploy-inferenceservice.yaml", e.ns)
+	return e
+}
+
+// deployEnvIn readies namespace ns (which exists) for serving steps: the runtimes, a claim on a
+// local folder, the namespace's removal at the end; no RBAC.
+func deployEnvIn(t *testing.T, ns string) *deployEnv {
+	t.Helper()
+	c := cluster.Require(t)
 	c.RequirePodMounts(t)
 	for _, port := range []int{8080, 8081} {
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
@@ -54,17 +68,12 @@ func newDeployEnv(t *testing.T) *deployEnv {
 		}
 		l.Close()
 	}
-	ctx := context.Background()
-	e := &deployEnv{t: t, c: c, ns: "deploy-" + rand.String(5), serviceAccount: deployServiceAccount}
-	if err := cluster.Apply(ctx, c.Client, decodeManifest(t, "clusterservingruntime.yaml")...); err != nil {
+	e := &deployEnv{t: t, c: c, ns: ns, serviceAccount: deployServiceAccount}
+	if err := cluster.Apply(context.Background(), c.Client, decodeManifest(t, "clusterservingruntime.yaml")...); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := c.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create namespace %s: %v", e.ns, err)
 	}
 	t.Cleanup(e.cleanup)
 	e.pvcDir = c.LocalPVC(t, e.ns, claim)
-	c.ApplyRBAC(t, "deploy-inferenceservice.yaml", e.ns)
 	return e
 }
 

@@ -35,16 +35,27 @@ const pipelineRunner = "gangboost-pipeline-runner"
 // calls the predictor by its Service name (status.address.url).
 func TestPipelineOnCluster(t *testing.T) {
 	e := newDeployEnv(t)
-	// The finished job's pods stay (cleanPodPolicy Running); the namespace's cleanup waits for
-	// every pod to be gone, so the job and its pods go first (cleanups run last-in first-out).
+	e.c.ApplyRBAC(t, "launch-xgboostjob.yaml", e.ns)
+	e.c.ApplyRBAC(t, "pipeline-runner.yaml", e.ns)
+	checkPackageRun(t, e, pipelineRunner)
+}
+
+// removeRunObjects removes what a run leaves in e's namespace at the end of the test: the finished
+// job's pods stay (cleanPodPolicy Running) and the namespace's cleanup waits for every pod to be
+// gone, so the job and its pods go first (cleanups run last-in first-out).
+func removeRunObjects(t *testing.T, e *deployEnv) {
 	t.Cleanup(func() {
 		ctx := context.Background()
 		_ = e.c.Client.DeleteAllOf(ctx, &kubeflowv1.XGBoostJob{}, client.InNamespace(e.ns), client.PropagationPolicy(metav1.DeletePropagationBackground))
 		_ = e.c.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(e.ns), client.HasLabels{"training.kubeflow.org/job-name"})
 		_ = e.c.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(e.ns), client.HasLabels{cluster.StepLabel})
 	})
-	e.c.ApplyRBAC(t, "launch-xgboostjob.yaml", e.ns)
-	e.c.ApplyRBAC(t, "pipeline-runner.yaml", e.ns)
+}
+
+// runPackage runs the committed pipeline package in e's namespace with every step a pod under
+// serviceAccount.
+func runPackage(t *testing.T, e *deployEnv, serviceAccount string) (*localrun.Package, *localrun.Result, *cluster.StepPods, string, error) {
+	t.Helper()
 	root, err := cluster.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -55,30 +66,40 @@ func TestPipelineOnCluster(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	pods := &cluster.StepPods{C: e.c, Namespace: e.ns, ServiceAccount: pipelineRunner}
+	pods := &cluster.StepPods{C: e.c, Namespace: e.ns, ServiceAccount: serviceAccount}
 	var out syncbuf.Buffer
 	start := time.Now()
 	res, err := localrun.Run(ctx, localrun.Options{
 		Package: pkg, Backend: localrun.BackendKubernetes, Executor: pods,
 		Claims:  map[string]string{claim: e.pvcDir},
-		Params:  map[string]string{"namespace": e.ns, "workers": "2", "num_round": "20"},
+		Params:  map[string]string{"workers": "2", "num_round": "20"},
 		WorkDir: t.TempDir(), BinDir: testbin.Dir(t), Out: &out,
 	})
 	t.Logf("pipeline ran in %s", time.Since(start).Round(time.Millisecond))
+	return pkg, res, pods, out.String(), err
+}
+
+// checkPackageRun runs the package as serviceAccount in e's namespace (the steps' default: no
+// namespace parameter) and checks each step's pod and what the steps left on the cluster.
+func checkPackageRun(t *testing.T, e *deployEnv, serviceAccount string) {
+	t.Helper()
+	removeRunObjects(t, e)
+	ctx := context.Background()
+	pkg, res, pods, output, err := runPackage(t, e, serviceAccount)
 	if err != nil {
-		t.Fatalf("pipeline run: %v\n%s\ncomponent logs:\n%s", err, out.String(), e.c.LogTails(30))
+		t.Fatalf("pipeline run: %v\n%s\ncomponent logs:\n%s", err, output, e.c.LogTails(30))
 	}
 	for _, want := range []string{
 		"PodGroup", "minMember 3, queue ml-training", "gang placed: 3/3 pods bound", "job Succeeded",
 		"iris ready after", "http://iris-predictor." + e.ns + ".svc.cluster.local",
 		"compare with the trainer",
 	} {
-		if !strings.Contains(out.String(), want) {
+		if !strings.Contains(output, want) {
 			t.Errorf("run output lacks %q", want)
 		}
 	}
 	if t.Failed() {
-		t.Logf("run output:\n%s", out.String())
+		t.Logf("run output:\n%s", output)
 	}
 
 	// Each step ran as its pod: the run's service account with its token mounted, the
@@ -91,9 +112,9 @@ func TestPipelineOnCluster(t *testing.T) {
 		task := res.Tasks[i]
 		exec := pkg.Executors[pkg.Spec.GetComponents()[pkg.Spec.GetRoot().GetDag().GetTasks()[task.Name].GetComponentRef().GetName()].GetExecutorLabel()].GetContainer()
 		c := pod.Spec.Containers[0]
-		if pod.Labels[cluster.StepLabel] != task.Name || pod.Spec.ServiceAccountName != pipelineRunner || c.Image != exec.GetImage() {
+		if pod.Labels[cluster.StepLabel] != task.Name || pod.Spec.ServiceAccountName != serviceAccount || c.Image != exec.GetImage() {
 			t.Errorf("pod %s: task %q, service account %q, image %q; want %s, %s, %s",
-				pod.Name, pod.Labels[cluster.StepLabel], pod.Spec.ServiceAccountName, c.Image, task.Name, pipelineRunner, exec.GetImage())
+				pod.Name, pod.Labels[cluster.StepLabel], pod.Spec.ServiceAccountName, c.Image, task.Name, serviceAccount, exec.GetImage())
 		}
 		if !tokenMounted(pod) {
 			t.Errorf("pod %s: no service-account token volume at /var/run/secrets/kubernetes.io/serviceaccount", pod.Name)

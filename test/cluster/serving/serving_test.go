@@ -40,8 +40,8 @@ import (
 )
 
 const (
-	// namespace and claim are those of manifests/namespace.yaml and
-	// manifests/pvc.yaml, which the InferenceServices' storageUri name.
+	// namespace is where the tests apply manifests/pvc.yaml's claim, which
+	// the InferenceServices' storageUri name.
 	namespace = "gangboost"
 	claim     = "gangboost-models"
 	isvcLabel = "serving.kserve.io/inferenceservice"
@@ -92,11 +92,18 @@ func runtimeImage() (string, error) {
 	return image, nil
 }
 
+// The manifests name no namespace; the namespaced ones go into namespace, as
+// `kubectl apply -n gangboost -f` puts them.
 func decodeManifest(t testing.TB, name string) []*unstructured.Unstructured {
 	t.Helper()
 	objs, err := cluster.DecodeFiles(filepath.Join(manifestsDir(t), name))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if k := o.GetKind(); k == "PersistentVolumeClaim" || k == "InferenceService" {
+			o.SetNamespace(namespace)
+		}
 	}
 	return objs
 }
@@ -125,7 +132,11 @@ func newServingEnv(t *testing.T) *servingEnv {
 	e := &servingEnv{t: t, c: c, pvcDir: t.TempDir()}
 	ctx := context.Background()
 	var objs []*unstructured.Unstructured
-	objs = append(objs, decodeManifest(t, "namespace.yaml")...)
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(namespace)
+	objs = append(objs, ns)
 	objs = append(objs, decodeManifest(t, "clusterservingruntime.yaml")...)
 	if err := cluster.Apply(ctx, c.Client, objs...); err != nil {
 		t.Fatal(err)

@@ -119,7 +119,7 @@ func (b *Backend) checkClaim(ctx context.Context, j *launch.Job) error {
 		case apierrors.IsNotFound(err):
 			return fmt.Errorf("claim %s not found in namespace %s: create it (manifests/pvc.yaml, ReadWriteMany) or set pvc_name", j.Claim, j.Namespace)
 		case apierrors.IsForbidden(err):
-			return fmt.Errorf("read claim %s/%s to check its access modes: %w (the Role in manifests/rbac/launch-xgboostjob.yaml grants persistentvolumeclaims get)", j.Namespace, j.Claim, err)
+			return fmt.Errorf("read claim %s/%s to check its access modes: %w (grant persistentvolumeclaims get to the step's service account: under KFP, manifests/kubeflow's ClusterRole gangboost-edit, aggregated into a profile's kubeflow-edit or bound to standalone KFP's pipeline-runner; run as its own account, the Role in manifests/rbac/launch-xgboostjob.yaml)", j.Namespace, j.Claim, err)
 		}
 		return fmt.Errorf("read claim %s/%s to check its access modes: %w", j.Namespace, j.Claim, err)
 	}

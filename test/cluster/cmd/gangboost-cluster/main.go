@@ -30,6 +30,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/gangboost/gangboost/internal/contract/version"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/internal/kfp/localrun/demo"
@@ -134,17 +136,18 @@ func install(ctx context.Context, c *cluster.Cluster, pvcDir string) error {
 	if err != nil {
 		return err
 	}
-	ns, err := cluster.DecodeFiles(filepath.Join(root, "manifests", "namespace.yaml"))
-	if err != nil {
-		return err
-	}
-	if err := cluster.Apply(ctx, c.Client, ns...); err != nil {
+	// The manifests name no namespace: they go into the one they are applied to.
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(namespace)
+	if err := cluster.Apply(ctx, c.Client, ns); err != nil {
 		return err
 	}
 	if err := c.BindLocalPVC(ctx, namespace, claim, pvcDir); err != nil {
 		return err
 	}
-	rbac, err := filepath.Glob(filepath.Join(root, "manifests", "rbac", "*.yaml"))
+	rbac, err := filepath.Glob(filepath.Join(root, "manifests", "rbac", "*-*.yaml")) // not kustomization.yaml
 	if err != nil {
 		return err
 	}
@@ -155,6 +158,13 @@ func install(ctx context.Context, c *cluster.Cluster, pvcDir string) error {
 	for _, o := range objs {
 		if o.GetKind() != "ClusterServingRuntime" && o.GetKind() != "ClusterRole" && o.GetKind() != "ClusterRoleBinding" && o.GetNamespace() == "" {
 			o.SetNamespace(namespace)
+		}
+		// What scripts/in-namespace.sh does: the bindings' subjects are the namespace's accounts.
+		if subjects, ok, _ := unstructured.NestedSlice(o.Object, "subjects"); ok {
+			for _, s := range subjects {
+				s.(map[string]any)["namespace"] = namespace
+			}
+			_ = unstructured.SetNestedSlice(o.Object, subjects, "subjects")
 		}
 	}
 	return cluster.Apply(ctx, c.Client, objs...)
