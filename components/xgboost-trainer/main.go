@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/plumbing/envflag"
@@ -79,9 +80,11 @@ func run(args []string) int {
 		ModelDir:     f.ModelDir,
 		ModelFormat:  f.ModelFormat,
 		LogEvery:     f.LogEvery,
-		WatchPort:    f.WatchPort,
-		Watch:        gangwatch.Options{Timeout: f.GangTimeout, StartTimeout: f.GangStartTimeout},
-		Log:          log,
+		Checkpoint: train.Checkpointing{Dir: f.CheckpointDir, EveryRounds: f.CheckpointEveryRounds,
+			EverySeconds: time.Duration(f.CheckpointEverySeconds) * time.Second, Keep: f.CheckpointKeep},
+		WatchPort: f.WatchPort,
+		Watch:     gangwatch.Options{Timeout: f.GangTimeout, StartTimeout: f.GangStartTimeout},
+		Log:       log,
 	}
 	if f.Eval != "" {
 		job.Eval = &dataset.Spec{Path: f.Eval, Format: f.Format, Label: f.Label, Features: f.Features, Limits: limits}

@@ -52,6 +52,8 @@ type State struct {
 	Resumes []int `json:"resumes,omitempty"`
 	// XGBoostVersion wrote the model.
 	XGBoostVersion string `json:"xgboost_version"`
+	// Trainer is the trainer's own state beyond the model (early stopping), opaque here.
+	Trainer json.RawMessage `json:"trainer,omitempty"`
 	// Model is the booster serialised as UBJSON (exact floats, compact).
 	Model []byte `json:"-"`
 
