@@ -49,6 +49,8 @@ type Flags struct {
 	CheckpointEveryRounds, CheckpointEverySeconds, CheckpointKeep int
 	// Local is the number of Workers of a local gang (0: run one rank from the environment).
 	Local, WatchPort              int
+	// LocalRestarts is how often a local gang starts again after a replica fails.
+	LocalRestarts int
 	GangTimeout, GangStartTimeout time.Duration
 
 	evalMetric, extra  stringList
@@ -112,6 +114,7 @@ func New(name string) (*Flags, *flag.FlagSet) {
 	fs.IntVar(&f.CheckpointEverySeconds, "checkpoint-every-seconds", DefaultCheckpointEverySeconds, "write a checkpoint once this many seconds have passed since the last (0: by rounds only)")
 	fs.IntVar(&f.CheckpointKeep, "checkpoint-keep", 2, "checkpoints kept in --checkpoint-dir (the newest ones)")
 	fs.IntVar(&f.Local, "local", 0, "run a local gang: a Master and this many Workers as processes on loopback")
+	fs.IntVar(&f.LocalRestarts, "local-restarts", 0, "with --local: start the whole gang again up to this many times after a replica fails (as an XGBoostJob with restartPolicy OnFailure), resuming from --checkpoint-dir")
 	fs.IntVar(&f.WatchPort, "watch-port", 0, "port rank 0 watches the gang on (default: tracker port + 1)")
 	fs.DurationVar(&f.GangTimeout, "gang-timeout", 10*time.Second, "a rank silent this long counts as lost")
 	fs.DurationVar(&f.GangStartTimeout, "gang-start-timeout", DefaultGangStartTimeout, "how long ranks wait for the whole gang to join")
@@ -142,6 +145,9 @@ func (f *Flags) Finish() error {
 func (f *Flags) Validate() error {
 	if f.Local < 0 {
 		return fmt.Errorf("--local %d: want the number of Workers of a local gang (0: run one rank from the environment)", f.Local)
+	}
+	if f.LocalRestarts < 0 {
+		return fmt.Errorf("--local-restarts %d: want 0 or more", f.LocalRestarts)
 	}
 	if f.Dataset == "" && f.Train == "" {
 		return errors.New("no training data: give --train PATH or --dataset iris")
