@@ -48,9 +48,9 @@ type Flags struct {
 	// are kept.
 	CheckpointEveryRounds, CheckpointEverySeconds, CheckpointKeep int
 	// Local is the number of Workers of a local gang (0: run one rank from the environment).
-	Local, WatchPort              int
+	Local, WatchPort int
 	// LocalRestarts is how often a local gang starts again after a replica fails.
-	LocalRestarts int
+	LocalRestarts                 int
 	GangTimeout, GangStartTimeout time.Duration
 
 	evalMetric, extra  stringList
