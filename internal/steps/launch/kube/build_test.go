@@ -61,7 +61,7 @@ func TestXGBoostJob(t *testing.T) {
 	if c.Name != "xgboost" || c.Ports[0].Name != "xgboostjob-port" || c.Ports[0].ContainerPort != 9999 {
 		t.Errorf("container %s, port %+v", c.Name, c.Ports)
 	}
-	if got := strings.Join(append(c.Command, c.Args...), " "); got != "gangboost-train --train /mnt/pvc/datasets/iris/train.csv --num-round 20 --model-dir /mnt/pvc/models/iris/v1" {
+	if got := strings.Join(append(c.Command, c.Args...), " "); got != "gangboost-train --train /mnt/pvc/datasets/iris/train.csv --num-round 20 --checkpoint-dir /mnt/pvc/checkpoints/iris/v1 --model-dir /mnt/pvc/models/iris/v1" {
 		t.Errorf("command = %q", got)
 	}
 	if g := c.Resources.Limits[GPUResource]; g.Value() != 1 {
@@ -83,6 +83,22 @@ func TestXGBoostJob(t *testing.T) {
 	}
 	if worker.Template.Spec.PriorityClassName != "gangboost-training" {
 		t.Errorf("pod priority class = %q", worker.Template.Spec.PriorityClassName)
+	}
+
+	for _, r := range xj.Spec.XGBReplicaSpecs {
+		if r.RestartPolicy != kubeflowv1.RestartPolicyNever {
+			t.Errorf("restart policy %q, want Never by default", r.RestartPolicy)
+		}
+	}
+	// With OnFailure every replica restarts in place, so a gang that lost a rank starts again.
+	j.RestartPolicy = launch.RestartOnFailure
+	if xj, err = XGBoostJob(j); err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range xj.Spec.XGBReplicaSpecs {
+		if r.RestartPolicy != kubeflowv1.RestartPolicyOnFailure {
+			t.Errorf("%s: restart policy %q, want OnFailure", name, r.RestartPolicy)
+		}
 	}
 
 	j.Resources.Memory = "lots"
