@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -310,5 +311,34 @@ func TestStartChecksClaimAccess(t *testing.T) {
 		case tc.want != "" && created:
 			t.Errorf("claim %s, %d workers: the job was created despite %v", tc.claim, tc.workers, err)
 		}
+	}
+}
+
+// TestRestartsAreReported: each restart of a trainer container (restartPolicy OnFailure) is a
+// progress line with the exit code that caused it, once.
+func TestRestartsAreReported(t *testing.T) {
+	var lines []string
+	w := &watcher{b: &Backend{core: k8sfake.NewSimpleClientset().CoreV1()}, j: &launch.Job{}, restarts: map[string]int32{},
+		progress: func(p launch.Progress) { lines = append(lines, p.Line) }}
+	pod := func(name, role string, restarts int32) corev1.Pod {
+		return corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", Labels: map[string]string{kubeflowv1.ReplicaTypeLabel: role}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "xgboost", RestartCount: restarts,
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}}}},
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w.noteRestarts(ctx, []corev1.Pod{pod("j-master-0", "master", 0), pod("j-worker-1", "worker", 0)})
+	w.noteRestarts(ctx, []corev1.Pod{pod("j-master-0", "master", 0), pod("j-worker-1", "worker", 1)})
+	w.noteRestarts(ctx, []corev1.Pod{pod("j-master-0", "master", 0), pod("j-worker-1", "worker", 1)})
+	w.mu.Lock()
+	got := strings.Join(lines, "\n")
+	w.mu.Unlock()
+	if got != "pod j-worker-1: trainer restarted (restart 1) after exit code 137 (Error)" {
+		t.Errorf("progress lines:\n%s", got)
+	}
+	if !resumeLine.MatchString(`time=x level=INFO msg="resumed from checkpoint at round 120" rank=0 round=120`) {
+		t.Error("resumeLine does not match the trainer's line")
 	}
 }
