@@ -163,8 +163,9 @@ func runLocal(ctx context.Context, workers, restarts int, args []string) int {
 		Env: filtered, Stdout: os.Stdout, PeerLostExitCode: exitLost,
 	}
 	if restarts > 0 {
-		// The backoff limit counts replica restarts: each restart of the gang restarts them all.
-		job.RestartPolicy, job.BackoffLimit = localgang.RestartOnFailure, restarts*(workers+1)
+		// The backoff limit counts replica restarts, each restart of the gang restarts them all,
+		// and the gang fails once they reach it.
+		job.RestartPolicy, job.BackoffLimit = localgang.RestartOnFailure, restarts*(workers+1)+1
 	}
 	res, err := l.Run(ctx, job)
 	if err != nil {

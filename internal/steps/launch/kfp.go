@@ -295,7 +295,7 @@ var Inputs = []kfp.Input{
 	{Name: "schedule_timeout_seconds", Type: kfp.Integer, Default: 600, Description: "how long the gang may wait to be placed before the job is deleted and the step fails; 0 forever"},
 	{Name: "clean_pod_policy", Type: kfp.String, Default: "Running", Description: "All, Running or None"},
 	{Name: "restart_policy", Type: kfp.String, Default: RestartNever, Description: "Never: a failed rank fails the job; OnFailure: the gang restarts (within backoff_limit) and resumes from its newest checkpoint"},
-	{Name: "backoff_limit", Type: kfp.Integer, Default: 0, Description: "replica restarts allowed in all (with OnFailure a gang restart counts every replica: workers + 1)"},
+	{Name: "backoff_limit", Type: kfp.Integer, Default: 0, Description: "the job fails once its replicas' restarts reach this (with OnFailure a gang restart counts every replica: workers + 1)"},
 	{Name: "active_deadline_seconds", Type: kfp.Integer, Default: 0, Description: "0 none"},
 	{Name: "ttl_seconds_after_finished", Type: kfp.Integer, Default: -1, Description: "-1 keep the finished job"},
 }

@@ -100,7 +100,8 @@ type Job struct {
 	RestartPolicy string
 	// BackoffLimit bounds the restarts as the Training Operator's runPolicy.backoffLimit does:
 	// the replicas' restarts counted together, so restarting a gang of a Master and N Workers
-	// counts N+1. A restart that would pass the limit is not made and the gang fails.
+	// counts N+1, and the job fails once they reach the limit. A restart that would reach it is
+	// not made and the gang fails.
 	BackoffLimit int
 }
 
@@ -227,8 +228,9 @@ func (l *Launcher) Run(ctx context.Context, j Job) (*Result, error) {
 		if err == nil || ctx.Err() != nil || j.RestartPolicy != RestartOnFailure {
 			return res, err
 		}
-		if used := res.Restarts * need; used+need > j.BackoffLimit {
-			logs.printf("gang %s: not restarted: %d more replica restarts would pass the backoff limit %d (%d used)", j.Name, need, j.BackoffLimit, used)
+		// The operator fails a job whose replicas' restarts reach the limit (PastBackoffLimit).
+		if used := res.Restarts * need; used+need >= j.BackoffLimit {
+			logs.printf("gang %s: not restarted: %d more replica restarts would reach the backoff limit %d (%d used)", j.Name, need, j.BackoffLimit, used)
 			return res, fmt.Errorf("%w (backoff limit %d reached after %d restarts of the gang)", err, j.BackoffLimit, res.Restarts)
 		}
 		res.Restarts++

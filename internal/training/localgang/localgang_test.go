@@ -699,12 +699,12 @@ func TestOnFailureRestartsTheGang(t *testing.T) {
 	dir := t.TempDir()
 	logs := &syncBuffer{}
 	j := helperJob("flaky", 2, logs, "flaky", dir, "2", "once")
-	j.RestartPolicy, j.BackoffLimit, j.PeerLostExitCode = RestartOnFailure, 3, 3
+	j.RestartPolicy, j.BackoffLimit, j.PeerLostExitCode = RestartOnFailure, 4, 3
 	res, err := (&Launcher{}).Run(context.Background(), j)
 	if err != nil {
 		t.Fatalf("restarted gang failed: %v\n%s", err, logs.String())
 	}
-	if res.Restarts != 1 || !strings.Contains(logs.String(), "gang flaky restarting (restart 1, 3 of backoff limit 3 replica restarts): gang flaky failed: worker-1 (rank 2) was killed by SIGKILL") {
+	if res.Restarts != 1 || !strings.Contains(logs.String(), "gang flaky restarting (restart 1, 3 of backoff limit 4 replica restarts): gang flaky failed: worker-1 (rank 2) was killed by SIGKILL") {
 		t.Fatalf("restarts %d; log:\n%s", res.Restarts, logs.String())
 	}
 	for _, r := range res.Replicas {
@@ -715,13 +715,13 @@ func TestOnFailureRestartsTheGang(t *testing.T) {
 }
 
 // TestBackoffLimitEndsRestarts: a gang that keeps failing restarts while the replicas' restarts
-// stay within the backoff limit (counted as the Training Operator counts them), then fails with
+// stay below the backoff limit (counted as the Training Operator counts them), then fails with
 // the cause and the limit.
 func TestBackoffLimitEndsRestarts(t *testing.T) {
 	for _, c := range []struct {
 		policy          string
 		limit, restarts int
-	}{{RestartOnFailure, 5, 2}, {RestartOnFailure, 1, 0}, {RestartNever, 10, 0}, {"", 10, 0}} {
+	}{{RestartOnFailure, 5, 2}, {RestartOnFailure, 4, 1}, {RestartOnFailure, 2, 0}, {RestartNever, 10, 0}, {"", 10, 0}} {
 		dir := t.TempDir()
 		logs := &syncBuffer{}
 		j := helperJob("always", 1, logs, "flaky", dir, "1", "always")

@@ -236,7 +236,7 @@ func TestRestartedGangResumes(t *testing.T) {
 	job.ModelName = "iris-resume"
 	job.TrainerFlags = []string{"--num-round", "3000", "--max-depth", "2", "--objective", "multi:softprob",
 		"--checkpoint-every-rounds", "300", "--gang-timeout", "3s"}
-	backoff := int32(2) // one restart of the Master and the Worker
+	backoff := int32(3) // one restart of the Master and the Worker (2) stays below it
 	job.RestartPolicy, job.BackoffLimit = launch.RestartOnFailure, &backoff
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -276,7 +276,7 @@ func TestRestartedGangResumes(t *testing.T) {
 	progress := strings.Join(lines, "\n")
 	mu.Unlock()
 	m := regexp.MustCompile(`master-0: .*msg="resumed from checkpoint at round (\d+)"`).FindStringSubmatch(progress)
-	if m == nil || !strings.Contains(progress, "gang iris-resume restarting (restart 1, 2 of backoff limit 2 replica restarts)") {
+	if m == nil || !strings.Contains(progress, "gang iris-resume restarting (restart 1, 2 of backoff limit 3 replica restarts)") {
 		t.Fatalf("progress does not report the restart and the resume:\n%s", progress)
 	}
 	md, err := modeldir.ReadMetadata(filepath.Join(root, "models", "iris-resume", "v1"))
