@@ -91,7 +91,7 @@ func TestLaunchRestartedGangResumes(t *testing.T) {
 			t.Errorf("no progress line with %q", want)
 		}
 	}
-	line, ok := r.firstLine("pod "+job+"-master-0 (restart 1): resumed from checkpoint at round ")
+	line, ok := r.firstLine("pod " + job + "-master-0 (restart 1): resumed from checkpoint at round ")
 	if !ok {
 		t.Fatal("the component did not report where the restarted gang resumed")
 	}
