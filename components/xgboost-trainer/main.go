@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/plumbing/envflag"
@@ -80,9 +81,11 @@ func run(args []string) int {
 		ModelDir:     f.ModelDir,
 		ModelFormat:  f.ModelFormat,
 		LogEvery:     f.LogEvery,
-		WatchPort:    f.WatchPort,
-		Watch:        gangwatch.Options{Timeout: f.GangTimeout, StartTimeout: f.GangStartTimeout},
-		Log:          log,
+		Checkpoint: train.Checkpointing{Dir: f.CheckpointDir, EveryRounds: f.CheckpointEveryRounds,
+			EverySeconds: time.Duration(f.CheckpointEverySeconds) * time.Second, Keep: f.CheckpointKeep},
+		WatchPort: f.WatchPort,
+		Watch:     gangwatch.Options{Timeout: f.GangTimeout, StartTimeout: f.GangStartTimeout},
+		Log:       log,
 	}
 	if f.Eval != "" {
 		job.Eval = &dataset.Spec{Path: f.Eval, Format: f.Format, Label: f.Label, Features: f.Features, Limits: limits,
@@ -96,7 +99,7 @@ func run(args []string) int {
 	defer stop()
 	if f.Local > 0 {
 		// Each rank gets the share of the machine computed here, not a quarter of it each.
-		return runLocal(ctx, f.Local, append(args, "--max-matrix-bytes", strconv.FormatUint(f.MaxMatrixBytes, 10)))
+		return runLocal(ctx, f.Local, f.LocalRestarts, append(args, "--max-matrix-bytes", strconv.FormatUint(f.MaxMatrixBytes, 10)))
 	}
 	cl, err := gangenv.Read(os.Getenv)
 	if err != nil {
@@ -128,8 +131,9 @@ func defaultMaxMatrix(log *slog.Logger, ranksHere int) uint64 {
 }
 
 // runLocal re-runs this command as a local gang of 1 Master + workers processes, with the
-// environment the Training Operator injects into XGBoostJob pods.
-func runLocal(ctx context.Context, workers int, args []string) int {
+// environment the Training Operator injects into XGBoostJob pods, started again up to restarts
+// times after a replica fails.
+func runLocal(ctx context.Context, workers, restarts int, args []string) int {
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gangboost-train:", err)
@@ -139,9 +143,10 @@ func runLocal(ctx context.Context, workers int, args []string) int {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case a == "--local" || a == "-local":
+		case a == "--local" || a == "-local" || a == "--local-restarts" || a == "-local-restarts":
 			i++ // drop its value
-		case strings.HasPrefix(a, "--local=") || strings.HasPrefix(a, "-local="):
+		case strings.HasPrefix(a, "--local=") || strings.HasPrefix(a, "-local=") ||
+			strings.HasPrefix(a, "--local-restarts=") || strings.HasPrefix(a, "-local-restarts="):
 		default:
 			rankArgs = append(rankArgs, a)
 		}
@@ -149,16 +154,22 @@ func runLocal(ctx context.Context, workers int, args []string) int {
 	env := os.Environ()
 	filtered := env[:0]
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, "GANGBOOST_LOCAL=") {
+		if !strings.HasPrefix(kv, "GANGBOOST_LOCAL=") && !strings.HasPrefix(kv, "GANGBOOST_LOCAL_RESTARTS=") {
 			filtered = append(filtered, kv)
 		}
 	}
 	// One job: the launcher needs exactly its gang's slots.
 	l := &localgang.Launcher{Slots: workers + 1}
-	res, err := l.Run(ctx, localgang.Job{
+	job := localgang.Job{
 		Name: "gangboost-train", Command: self, Args: rankArgs, Workers: workers,
 		Env: filtered, Stdout: os.Stdout, PeerLostExitCode: exitLost,
-	})
+	}
+	if restarts > 0 {
+		// The backoff limit counts replica restarts, each restart of the gang restarts them all,
+		// and the gang fails once they reach it.
+		job.RestartPolicy, job.BackoffLimit = localgang.RestartOnFailure, restarts*(workers+1)+1
+	}
+	res, err := l.Run(ctx, job)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gangboost-train: local gang failed:", err)
 		return exitFailed

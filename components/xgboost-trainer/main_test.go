@@ -721,3 +721,139 @@ func TestEvalFractionLeavingNoRows(t *testing.T) {
 		})
 	}
 }
+
+// childWithEnv is the pid of a child process of parent whose environment holds kv (a replica of
+// a local gang: RANK=2), or 0.
+func childWithEnv(parent int, kv string) int {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		stat, err := os.ReadFile(filepath.Join(p, "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after the last ')'.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(parent) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(p, "environ"))
+		if err != nil {
+			continue
+		}
+		for _, e := range bytes.Split(env, []byte{0}) {
+			if string(e) == kv {
+				pid, _ := strconv.Atoi(filepath.Base(p))
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// TestKilledRankResumesFromCheckpoint: a local gang of 3 ranks loses rank 2 (SIGKILL) mid-training;
+// the gang starts again, every rank resumes from the newest checkpoint rank 0 wrote, and the model
+// is byte for byte (so predicts exactly as) the model of a gang that was never interrupted. Once
+// the model is published the checkpoints are gone.
+func TestKilledRankResumesFromCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	trainCSV := filepath.Join(dir, "train.csv")
+	writeCSV(t, trainCSV, 10000, 20, 5)
+	const rounds = 200
+	common := []string{"--local", "2", "--train", trainCSV, "--label", "y", "--objective", "binary:logistic",
+		"--num-round", strconv.Itoa(rounds), "--nthread", "1", "--eval-fraction", "0.1", "--gang-timeout", "3s"}
+
+	wholeDir := filepath.Join(dir, "whole")
+	start := time.Now()
+	if out, err := exec.Command(trainerBin, append(common, "--model-dir", wholeDir)...).CombinedOutput(); err != nil {
+		t.Fatalf("uninterrupted gang: %v\n%s", err, tailLines(string(out), 30))
+	}
+	wholeTook := time.Since(start)
+
+	ckDir := filepath.Join(dir, "checkpoints", "m", "v1")
+	resumedDir := filepath.Join(dir, "resumed")
+	cmd := exec.Command(trainerBin, append(common, "--model-dir", resumedDir, "--local-restarts", "1",
+		"--checkpoint-dir", ckDir, "--checkpoint-every-rounds", "25")...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	start = time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	// Kill rank 2 once rank 0 has written a checkpoint past round 50.
+	written := regexp.MustCompile(`\[master-0\] .*msg="checkpoint written" rank=0 round=(\d+) `)
+	deadline := time.Now().Add(2 * time.Minute)
+	lastCheckpoint := 0
+	for lastCheckpoint < 50 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint past round 50 after 2 minutes:\n%s", tailLines(out.String(), 30))
+		}
+		for _, m := range written.FindAllStringSubmatch(out.String(), -1) {
+			lastCheckpoint, _ = strconv.Atoi(m[1])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	victim := childWithEnv(cmd.Process.Pid, "RANK=2")
+	if victim == 0 {
+		t.Fatal("rank 2's process not found")
+	}
+	killedAt := time.Since(start)
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// How long the gang takes from the kill to boosting again: the survivors notice the loss
+	// (--gang-timeout at most), every rank exits, the gang starts and loads the data again.
+	resumedLine := regexp.MustCompile(`\[master-0\] .*msg="resumed from checkpoint at round`)
+	var backAfter time.Duration
+	for backAfter == 0 && time.Since(start) < 2*time.Minute {
+		if resumedLine.MatchString(out.String()) {
+			backAfter = time.Since(start) - killedAt
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("restarted gang failed: %v\n%s", err, tailLines(out.String(), 40))
+	}
+	took := time.Since(start)
+	log := out.String()
+	resumedAt := regexp.MustCompile(`\[master-0\] .*msg="resumed from checkpoint at round (\d+)"`).FindStringSubmatch(log)
+	if resumedAt == nil || !strings.Contains(log, "gang gangboost-train restarting (restart 1") {
+		t.Fatalf("the gang did not restart and resume:\n%s", tailLines(log, 40))
+	}
+	k, _ := strconv.Atoi(resumedAt[1])
+	if k < lastCheckpoint || k%25 != 0 {
+		t.Errorf("resumed at round %d, want the newest checkpoint (at least %d, a multiple of 25)", k, lastCheckpoint)
+	}
+	for _, w := range []string{"worker-0", "worker-1"} {
+		if !strings.Contains(log, "["+w+"] ") || !regexp.MustCompile(`\[`+w+`\] .*msg="resumed from checkpoint at round `+resumedAt[1]+`"`).MatchString(log) {
+			t.Errorf("%s did not resume at round %d", w, k)
+		}
+	}
+	md, err := modeldir.ReadMetadata(resumedDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(md.ResumedAt) != 1 || md.ResumedAt[0] != k || md.Rounds != rounds || len(md.Metrics["eval-logloss"]) != rounds {
+		t.Errorf("metadata: resumed at %v, %d rounds, %d eval rounds; want [%d], %d", md.ResumedAt, md.Rounds, len(md.Metrics["eval-logloss"]), k, rounds)
+	}
+	whole, err := os.ReadFile(filepath.Join(wholeDir, "model.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := os.ReadFile(filepath.Join(resumedDir, "model.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(whole, resumed) {
+		t.Fatalf("the resumed gang's model (%d bytes) differs from the uninterrupted gang's (%d bytes)", len(resumed), len(whole))
+	}
+	if _, err := os.Stat(ckDir); !os.IsNotExist(err) {
+		t.Errorf("checkpoint folder still there after the model was published (stat: %v)", err)
+	}
+	sizes := regexp.MustCompile(`msg="checkpoint written" rank=0 round=(\d+) \S+ bytes=(\d+) seconds=(\S+)`).FindAllStringSubmatch(log, -1)
+	t.Logf("uninterrupted gang %s; interrupted gang killed at %s (checkpoint at round %d), boosting again %s after the kill from round %d, done after %s; model %d bytes equal",
+		wholeTook.Round(time.Millisecond), killedAt.Round(time.Millisecond), lastCheckpoint, backAfter.Round(time.Millisecond), k, took.Round(time.Millisecond), len(whole))
+	for _, s := range sizes {
+		t.Logf("checkpoint round %s: %s bytes in %ss", s[1], s[2], s[3])
+	}
+}

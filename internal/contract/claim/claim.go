@@ -1,6 +1,7 @@
 // Package claim is the layout of the PersistentVolumeClaim the pipeline shares: which claim names
-// and which data set and model names are accepted, where data sets and models live on it
-// (datasets/<name>, models/<model>/<version>), the pvc://<claim>/<path> URIs KServe and the
+// and which data set and model names are accepted, where data sets, models and training
+// checkpoints live on it (datasets/<name>, models/<model>/<version>,
+// checkpoints/<model>/<version>), the pvc://<claim>/<path> URIs KServe and the
 // components exchange, and how a claim-relative path becomes a path under the folder where a step
 // sees the claim without ever leaving it.
 //
@@ -24,6 +25,10 @@ import (
 const (
 	DatasetsDir = "datasets"
 	ModelsDir   = "models"
+	// CheckpointsDir holds the trainer's checkpoints, one folder per model version, beside
+	// models/ rather than in the model folder: publishing replaces a model folder whole, and a
+	// half-trained model must never be served.
+	CheckpointsDir = "checkpoints"
 )
 
 // Scheme is the URI scheme of a path on a claim, as KServe's storageUri takes it.
@@ -76,6 +81,17 @@ func ModelPath(model, version string) (string, error) {
 		return "", errs
 	}
 	return ModelsDir + "/" + model + "/" + version, nil
+}
+
+// CheckpointPath is the folder of a model version's training checkpoints on the claim:
+// checkpoints/<model>/<version>. A restarted gang finds the checkpoints of the run it continues
+// there, since it trains the same model version.
+func CheckpointPath(model, version string) (string, error) {
+	errs := errors.Join(CheckSegment("model_name", model), CheckSegment("model_version", version))
+	if errs != nil {
+		return "", errs
+	}
+	return CheckpointsDir + "/" + model + "/" + version, nil
 }
 
 // CheckPath checks a claim-relative path as URIs carry it: slash-separated, clean (no "//",

@@ -56,6 +56,12 @@ func TestLayout(t *testing.T) {
 		if p, err := ModelPath(c[0], c[1]); err == nil {
 			t.Errorf("ModelPath(%q, %q) = %q, want an error", c[0], c[1], p)
 		}
+		if p, err := CheckpointPath(c[0], c[1]); err == nil {
+			t.Errorf("CheckpointPath(%q, %q) = %q, want an error", c[0], c[1], p)
+		}
+	}
+	if p, err := CheckpointPath("iris", "v1"); err != nil || p != "checkpoints/iris/v1" {
+		t.Errorf("CheckpointPath = %q, %v", p, err)
 	}
 	u, err := ModelURI("gangboost-models", "iris", "v1")
 	if err != nil || u.String() != "pvc://gangboost-models/models/iris/v1" {

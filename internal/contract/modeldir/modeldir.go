@@ -53,6 +53,9 @@ type Metadata struct {
 	XGBoostVersion string               `json:"xgboost_version"`
 	WorldSize      int                  `json:"world_size"`
 	TrainRows      int                  `json:"train_rows"`
+	// ResumedAt are the rounds training resumed at from checkpoints after its gang restarted,
+	// oldest first; absent when it ran through.
+	ResumedAt []int `json:"resumed_at,omitempty"`
 }
 
 // ReadMetadata reads a model folder's metadata.json.

@@ -90,6 +90,7 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 			ScheduleTimeout: time.Duration(integer("schedule_timeout_seconds", 600, 0, math.MaxInt32)) * time.Second,
 		},
 		CleanPodPolicy: str("clean_pod_policy", "Running"),
+		RestartPolicy:  str("restart_policy", RestartNever),
 		ServiceAccount: str("service_account", ""),
 	}
 	if j.API != APIXGBoostJob && j.API != APITrainJob {
@@ -215,6 +216,13 @@ func WriteOutputs(e *kfp.Executor, j *Job, localClaim string) error {
 		"world_size":      md.WorldSize,
 		"job_name":        j.Name,
 	}
+	if len(md.ResumedAt) > 0 {
+		rounds := make([]any, len(md.ResumedAt))
+		for i, r := range md.ResumedAt {
+			rounds[i] = r
+		}
+		modelMeta["resumed_at_rounds"] = rounds
+	}
 	if len(md.Classes) > 0 {
 		classes := make([]any, len(md.Classes))
 		for i, c := range md.Classes {
@@ -302,6 +310,8 @@ var Inputs = []kfp.Input{
 	{Name: "early_stopping_rounds", Type: kfp.Integer, Default: 0, Description: "0 off"},
 	{Name: "model_format", Type: kfp.String, Default: "json", Description: "json or ubj"},
 	{Name: "log_every", Type: kfp.Integer, Default: 1, Description: "log metrics every K rounds"},
+	{Name: "checkpoint_every_rounds", Type: kfp.Integer, Default: 0, Description: "write a checkpoint (to checkpoints/<model_name>/<model_version> on the claim) after every N rounds; 0 by time only"},
+	{Name: "checkpoint_every_seconds", Type: kfp.Integer, Default: trainflags.DefaultCheckpointEverySeconds, Description: "write a checkpoint once this many seconds have passed since the last; 0 by rounds only"},
 	{Name: "xgb_params", Type: kfp.Struct, Default: map[string]any{}, Description: "any other XGBoost parameter, as {key: value}"},
 	{Name: "job_api", Type: kfp.String, Default: APIXGBoostJob, Description: "xgboostjob: a Training Operator v1 XGBoostJob; trainjob: a Kubeflow Trainer v2 TrainJob on training_runtime (the local runner ignores it)"},
 	{Name: "training_runtime", Type: kfp.String, Default: DefaultTrainingRuntime, Description: "job_api trainjob: the ClusterTrainingRuntime (mlPolicy.xgboost) the TrainJob runs on"},
@@ -321,7 +331,8 @@ var Inputs = []kfp.Input{
 	{Name: "priority_class", Type: kfp.String, Default: "gangboost-training", Description: "priority class of the PodGroup and the pods"},
 	{Name: "schedule_timeout_seconds", Type: kfp.Integer, Default: 600, Description: "how long the gang may wait to be placed before the job is deleted and the step fails; 0 forever"},
 	{Name: "clean_pod_policy", Type: kfp.String, Default: "Running", Description: "All, Running or None"},
-	{Name: "backoff_limit", Type: kfp.Integer, Default: 0},
+	{Name: "restart_policy", Type: kfp.String, Default: RestartNever, Description: "Never: a failed rank fails the job; OnFailure: the gang restarts (within backoff_limit) and resumes from its newest checkpoint"},
+	{Name: "backoff_limit", Type: kfp.Integer, Default: 0, Description: "the job fails once its replicas' restarts reach this (with OnFailure a gang restart counts every replica: workers + 1)"},
 	{Name: "active_deadline_seconds", Type: kfp.Integer, Default: 0, Description: "0 none"},
 	{Name: "ttl_seconds_after_finished", Type: kfp.Integer, Default: -1, Description: "-1 keep the finished job"},
 }

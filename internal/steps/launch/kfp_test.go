@@ -90,7 +90,7 @@ func TestJobFromExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(args, " ")
-	want := "--train /mnt/pvc/datasets/iris/train.csv --objective multi:softprob --num-round 20 --param grow_policy=lossguide --param max_bin=64 --model-dir /mnt/pvc/models/iris/v1"
+	want := "--train /mnt/pvc/datasets/iris/train.csv --objective multi:softprob --num-round 20 --param grow_policy=lossguide --param max_bin=64 --checkpoint-dir /mnt/pvc/checkpoints/iris/v1 --model-dir /mnt/pvc/models/iris/v1"
 	if got != want {
 		t.Errorf("trainer args = %q\nwant %q", got, want)
 	}

@@ -105,6 +105,11 @@ type Job struct {
 	// Port is the Master's port (xgboostjob-port, MASTER_PORT).
 	Port int32
 	Gang Gang
+	// RestartPolicy is every replica's restartPolicy: Never ("" too) fails the job when a rank
+	// fails; OnFailure restarts the failed containers in place, so a gang that lost a rank (its
+	// other ranks exit too) starts again and resumes from the newest checkpoint. BackoffLimit
+	// then bounds the restarts of all replicas together.
+	RestartPolicy string
 	// CleanPodPolicy (All, Running, None), BackoffLimit, ActiveDeadlineSeconds and
 	// TTLSecondsAfterFinished are the Training Operator's run policy; nil leaves its default.
 	CleanPodPolicy          string
@@ -151,6 +156,12 @@ func (j *Job) MinAvailable() int32 {
 // error naming the rule a name breaks (package claim).
 func (j *Job) ModelPath() (string, error) { return claim.ModelPath(j.ModelName, j.ModelVersion) }
 
+// Restart policies a job's replicas take (Job.RestartPolicy).
+const (
+	RestartNever     = "Never"
+	RestartOnFailure = "OnFailure"
+)
+
 // TrainerArgs are gangboost-train's arguments with the claim at root (where a replica sees it).
 // The data paths and the model folder are joined under root only when they stay inside it.
 func (j *Job) TrainerArgs(root string) ([]string, error) {
@@ -192,7 +203,17 @@ func (j *Job) TrainerArgs(root string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(args, "--model-dir", filepath.ToSlash(dir)), nil
+	// The checkpoints of the model version: a restarted gang (or a retried step's new job)
+	// resumes from them.
+	ckRel, err := claim.CheckpointPath(j.ModelName, j.ModelVersion)
+	if err != nil {
+		return nil, err
+	}
+	ckDir, err := claim.Join(root, ckRel)
+	if err != nil {
+		return nil, err
+	}
+	return append(args, "--checkpoint-dir", filepath.ToSlash(ckDir), "--model-dir", filepath.ToSlash(dir)), nil
 }
 
 // onClaim places a claim-relative path under root; an absolute path already under root stays (as
@@ -252,6 +273,16 @@ func (j *Job) Validate() error {
 	case "", "All", "Running", "None":
 	default:
 		errs = append(errs, fmt.Errorf("clean_pod_policy = %q, want All, Running or None", j.CleanPodPolicy))
+	}
+	switch j.RestartPolicy {
+	case "", RestartNever, RestartOnFailure:
+	case "ExitCode", "Always":
+		// ExitCode restarts only replicas killed by a signal (exit code 128 and above); the other
+		// ranks of a gang that lost one exit 3, which fails the job. Always restarts a finished
+		// Master too, and the job never completes.
+		errs = append(errs, fmt.Errorf("restart_policy = %q: a gang that lost a rank restarts only with OnFailure (with ExitCode the surviving ranks' exit code 3 fails the job; with Always it never completes); want Never or OnFailure", j.RestartPolicy))
+	default:
+		errs = append(errs, fmt.Errorf("restart_policy = %q, want Never or OnFailure", j.RestartPolicy))
 	}
 	return errors.Join(errs...)
 }

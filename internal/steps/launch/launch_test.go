@@ -45,7 +45,7 @@ func TestTrainerArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(args, " ")
-	want := "--train /mnt/pvc/datasets/iris/train.csv --eval /mnt/pvc/datasets/iris/test.csv --objective multi:softprob --model-dir /mnt/pvc/models/iris/v2"
+	want := "--train /mnt/pvc/datasets/iris/train.csv --eval /mnt/pvc/datasets/iris/test.csv --objective multi:softprob --checkpoint-dir /mnt/pvc/checkpoints/iris/v2 --model-dir /mnt/pvc/models/iris/v2"
 	if got != want {
 		t.Errorf("TrainerArgs = %q\nwant %q", got, want)
 	}
@@ -69,6 +69,11 @@ func TestValidate(t *testing.T) {
 		{"min available", func(j *Job) { j.Gang.MinAvailable = 3 }, "min_available = 3"},
 		{"model", func(j *Job) { j.ModelName = "a/b" }, "model_name"},
 		{"clean", func(j *Job) { j.CleanPodPolicy = "Some" }, "clean_pod_policy"},
+		{"restart on failure", func(j *Job) { j.RestartPolicy = RestartOnFailure }, ""},
+		{"restart policy", func(j *Job) { j.RestartPolicy = "Sometimes" }, "restart_policy"},
+		// The surviving ranks of a gang exit 3, which ExitCode does not retry.
+		{"restart on exit code", func(j *Job) { j.RestartPolicy = "ExitCode" }, "surviving ranks' exit code 3"},
+		{"negative checkpoint interval", func(j *Job) { j.TrainerFlags = []string{"--checkpoint-every-rounds", "-1"} }, "--checkpoint-every-rounds -1"},
 		// Once published over models/ whole, over every version of the model, at the claim's parent.
 		{"version ..", func(j *Job) { j.ModelVersion = ".." }, `model_version ".."`},
 		{"version .", func(j *Job) { j.ModelVersion = "." }, `model_version "."`},

@@ -92,11 +92,29 @@ type Job struct {
 	// replica that failed for its own reason (killed, or another exit code) when there is one,
 	// even if a survivor noticed the loss and exited before the lost replica was reaped.
 	PeerLostExitCode int
+	// RestartPolicy is what follows a failed replica, named as an XGBoostJob replica spec's
+	// restartPolicy: "" or RestartNever fails the gang; RestartOnFailure starts the whole gang
+	// again once every replica has ended, on the same ports, as the kubelet restarts the failed
+	// containers of an XGBoostJob with restartPolicy OnFailure in place (when one rank is lost,
+	// the others exit too, so every replica restarts). A canceled gang never restarts.
+	RestartPolicy string
+	// BackoffLimit bounds the restarts as the Training Operator's runPolicy.backoffLimit does:
+	// the replicas' restarts counted together, so restarting a gang of a Master and N Workers
+	// counts N+1, and the job fails once they reach the limit. A restart that would reach it is
+	// not made and the gang fails.
+	BackoffLimit int
 }
+
+// Restart policies Job.RestartPolicy takes.
+const (
+	RestartNever     = "Never"
+	RestartOnFailure = "OnFailure"
+)
 
 // Result is what happened to a gang's replicas.
 type Result struct {
-	Replicas   []Replica     // by rank: master-0, worker-0, ..., worker-(N-1)
+	Replicas   []Replica     // by rank: master-0, worker-0, ..., worker-(N-1), of the last run
+	Restarts   int           // times the whole gang was started again (Job.RestartPolicy)
 	Waited     time.Duration // time spent waiting for slots
 	MasterPort int
 	WorkerPort int
@@ -170,6 +188,14 @@ func (l *Launcher) Run(ctx context.Context, j Job) (*Result, error) {
 	if j.Workers < 0 {
 		return nil, fmt.Errorf("gang %s: %d workers: want 0 or more", j.Name, j.Workers)
 	}
+	switch j.RestartPolicy {
+	case "", RestartNever, RestartOnFailure:
+	default:
+		return nil, fmt.Errorf("gang %s: restart policy %q: want %s or %s", j.Name, j.RestartPolicy, RestartNever, RestartOnFailure)
+	}
+	if j.BackoffLimit < 0 {
+		return nil, fmt.Errorf("gang %s: backoff limit %d: want 0 or more", j.Name, j.BackoffLimit)
+	}
 	if j.Env == nil {
 		j.Env = os.Environ()
 	}
@@ -193,11 +219,23 @@ func (l *Launcher) Run(ctx context.Context, j Job) (*Result, error) {
 	}
 	defer l.releasePorts(res.MasterPort, res.WorkerPort)
 
-	g := &gang{job: j, path: path, logs: logs, res: res, exits: make(chan exit, need)}
-	if err := g.start(); err != nil {
-		return res, err
+	for {
+		g := &gang{job: j, path: path, logs: logs, res: res, exits: make(chan exit, need)}
+		if err := g.start(); err != nil {
+			return res, err
+		}
+		err := g.wait(ctx)
+		if err == nil || ctx.Err() != nil || j.RestartPolicy != RestartOnFailure {
+			return res, err
+		}
+		// The operator fails a job whose replicas' restarts reach the limit (PastBackoffLimit).
+		if used := res.Restarts * need; used+need >= j.BackoffLimit {
+			logs.printf("gang %s: not restarted: %d more replica restarts would reach the backoff limit %d (%d used)", j.Name, need, j.BackoffLimit, used)
+			return res, fmt.Errorf("%w (backoff limit %d reached after %d restarts of the gang)", err, j.BackoffLimit, res.Restarts)
+		}
+		res.Restarts++
+		logs.printf("gang %s restarting (restart %d, %d of backoff limit %d replica restarts): %v", j.Name, res.Restarts, res.Restarts*need, j.BackoffLimit, err)
 	}
-	return res, g.wait(ctx)
 }
 
 // resolveCommand finds the program the way exec would, but up front.

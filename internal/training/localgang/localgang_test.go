@@ -106,6 +106,28 @@ func helper(args []string) int {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 		return forever()
+	case "flaky": // flaky DIR VICTIM once|always: VICTIM dies by SIGKILL once every rank has
+		// started and the others then exit 3, as trainers that lost a rank; with "once", a gang
+		// started again after that (DIR/failed exists) succeeds.
+		again := fileExists(filepath.Join(args[1], "failed"))
+		mark(args[1], "start")
+		if again && args[3] == "once" {
+			return 0
+		}
+		if rank == args[2] {
+			waitForMarks(args[1], "start", os.Getenv("WORLD_SIZE"))
+			os.WriteFile(filepath.Join(args[1], "failed.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644)
+			os.WriteFile(filepath.Join(args[1], "failed"), nil, 0o644)
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		for {
+			raw, err := os.ReadFile(filepath.Join(args[1], "failed.pid"))
+			pid, _ := strconv.Atoi(string(raw))
+			if err == nil && pid > 0 && syscall.Kill(pid, 0) != nil {
+				return 3
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	case "run": // run DIR: mark start, run until stopped
 		mark(args[1], "start")
 		return forever()
@@ -123,6 +145,11 @@ func helper(args []string) int {
 		return forever()
 	}
 	return 97
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func waitForMarks(dir, what, world string) {
@@ -663,5 +690,51 @@ func TestCancelWhileWaiting(t *testing.T) {
 	// Both gangs gave their slots back.
 	if _, err := l.Run(context.Background(), helperJob("C", 1, &syncBuffer{}, "log")); err != nil {
 		t.Errorf("C after A and B: %v", err)
+	}
+}
+
+// TestOnFailureRestartsTheGang: with restartPolicy OnFailure a gang whose rank was killed starts
+// again, every replica on the same ports, and succeeds; the restart is in the log and the result.
+func TestOnFailureRestartsTheGang(t *testing.T) {
+	dir := t.TempDir()
+	logs := &syncBuffer{}
+	j := helperJob("flaky", 2, logs, "flaky", dir, "2", "once")
+	j.RestartPolicy, j.BackoffLimit, j.PeerLostExitCode = RestartOnFailure, 4, 3
+	res, err := (&Launcher{}).Run(context.Background(), j)
+	if err != nil {
+		t.Fatalf("restarted gang failed: %v\n%s", err, logs.String())
+	}
+	if res.Restarts != 1 || !strings.Contains(logs.String(), "gang flaky restarting (restart 1, 3 of backoff limit 4 replica restarts): gang flaky failed: worker-1 (rank 2) was killed by SIGKILL") {
+		t.Fatalf("restarts %d; log:\n%s", res.Restarts, logs.String())
+	}
+	for _, r := range res.Replicas {
+		if r.ExitCode != 0 {
+			t.Errorf("after the restart %s exited %d", r.Name, r.ExitCode)
+		}
+	}
+}
+
+// TestBackoffLimitEndsRestarts: a gang that keeps failing restarts while the replicas' restarts
+// stay below the backoff limit (counted as the Training Operator counts them), then fails with
+// the cause and the limit.
+func TestBackoffLimitEndsRestarts(t *testing.T) {
+	for _, c := range []struct {
+		policy          string
+		limit, restarts int
+	}{{RestartOnFailure, 5, 2}, {RestartOnFailure, 4, 1}, {RestartOnFailure, 2, 0}, {RestartNever, 10, 0}, {"", 10, 0}} {
+		dir := t.TempDir()
+		logs := &syncBuffer{}
+		j := helperJob("always", 1, logs, "flaky", dir, "1", "always")
+		j.RestartPolicy, j.BackoffLimit, j.PeerLostExitCode = c.policy, c.limit, 3
+		res, err := (&Launcher{}).Run(context.Background(), j)
+		if err == nil || !strings.Contains(err.Error(), "worker-0 (rank 1) was killed by SIGKILL") {
+			t.Fatalf("%+v: err = %v, want the killed worker named", c, err)
+		}
+		if res.Restarts != c.restarts {
+			t.Errorf("%+v: %d restarts, want %d\n%s", c, res.Restarts, c.restarts, logs.String())
+		}
+		if c.policy == RestartOnFailure && !strings.Contains(err.Error(), fmt.Sprintf("backoff limit %d reached", c.limit)) {
+			t.Errorf("%+v: err = %v, want the backoff limit named", c, err)
+		}
 	}
 }

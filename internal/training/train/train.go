@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
+	"github.com/gangboost/gangboost/internal/training/checkpoint"
 	"github.com/gangboost/gangboost/internal/training/dataset"
 	"github.com/gangboost/gangboost/internal/training/gangenv"
 	"github.com/gangboost/gangboost/internal/training/gangwatch"
@@ -40,6 +42,9 @@ type Job struct {
 	// LogEvery makes only every k-th round eligible for a progress line (1: every round); a
 	// line is printed at most once a second or per 1% of the rounds, and for the last round.
 	LogEvery int
+	// Checkpoint is where and how often rank 0 writes checkpoints, and where a restarted gang
+	// resumes from.
+	Checkpoint Checkpointing
 	// WatchPort is where rank 0 watches the gang for lost ranks; 0 means TrackerPort+1.
 	WatchPort int
 	Watch     gangwatch.Options
@@ -59,12 +64,19 @@ func (job Job) Validate() error {
 	if err := trainflags.CheckModelFormat(job.ModelFormat); err != nil {
 		return err
 	}
+	c := job.Checkpoint
+	if err := trainflags.CheckCheckpointing(c.EveryRounds, int(c.EverySeconds/time.Second), max(c.Keep, 1)); err != nil {
+		return err
+	}
 	return trainflags.CheckEvalFraction(job.EvalFraction)
 }
 
 // Result is what a rank knows when training ends.
 type Result struct {
-	Rounds        int
+	Rounds int
+	// ResumedAt are the rounds this training resumed at from checkpoints, oldest first (empty
+	// when it ran from round 0 without a restart).
+	ResumedAt     []int
 	BestIteration int
 	Metrics       map[string][]float64
 	ModelSHA256   string // of the serialised model; equal on every rank
@@ -184,6 +196,12 @@ func Run(ctx context.Context, job Job, cl gangenv.Cluster) (*Result, error) {
 		}
 		out.res.ModelPath = filepath.Join(job.ModelDir, out.md.ModelFile)
 		log.Info("model written", "path", out.res.ModelPath, "sha256", out.md.ModelSHA256)
+		if job.Checkpoint.enabled() {
+			// The run a checkpoint would resume is complete: its model is published.
+			if err := (checkpoint.Dir{Path: job.Checkpoint.Dir}).Remove(); err != nil {
+				log.Warn("checkpoints not removed", "dir", job.Checkpoint.Dir, "err", err)
+			}
+		}
 	}
 	return out.res, nil
 }
@@ -307,7 +325,34 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 		defer deval.Free()
 		dms, names = append(dms, deval), append(names, "eval")
 	}
-	bst, err := xgb.NewBooster(dms...)
+	// Where the gang starts: round 0, or the checkpoint rank 0 chose, which every rank receives
+	// from it and checks it holds before boosting on.
+	var resumed *checkpoint.State
+	var ckpt *checkpointWriter
+	if job.Checkpoint.enabled() {
+		digest, err := gangDataDigest(xgbCollective{}, cl.Rank, max(cl.WorldSize, 1), matrixDigest(trainM, evalM))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		settings := settingsOf(newSchema(params, trainM, evalM), digest, max(cl.WorldSize, 1))
+		var raw []byte
+		if cl.Rank == 0 {
+			raw = choose(checkpoint.Dir{Path: job.Checkpoint.Dir}, settings, params.NumRound, log)
+		}
+		if resumed, err = shareCheckpoint(xgbCollective{}, cl.Rank, max(cl.WorldSize, 1), raw); err != nil {
+			return nil, nil, nil, err
+		}
+		if cl.Rank == 0 {
+			ckpt = &checkpointWriter{opts: job.Checkpoint, dir: checkpoint.Dir{Path: job.Checkpoint.Dir, Keep: job.Checkpoint.Keep},
+				settings: settings, log: log, now: time.Now, last: time.Now()}
+		}
+	}
+	var bst *xgb.Booster
+	if resumed != nil {
+		bst, err = xgb.LoadBoosterBytes(resumed.Model, dms...)
+	} else {
+		bst, err = xgb.NewBooster(dms...)
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -321,9 +366,54 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 	metrics := map[string][]float64{}
 	stopper := earlyStopper{patience: params.EarlyStoppingRounds}
 	rounds := 0
+	var resumes []int
+	if resumed != nil {
+		have, err := bst.BoostedRounds()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if have != resumed.Round {
+			return nil, nil, nil, fmt.Errorf("the checkpoint of round %d holds a model of %d rounds", resumed.Round, have)
+		}
+		rounds, metrics = resumed.Round, resumed.Metrics
+		if metrics == nil {
+			metrics = map[string][]float64{}
+		}
+		var ts trainerState
+		if len(resumed.Trainer) > 0 {
+			if err := json.Unmarshal(resumed.Trainer, &ts); err != nil {
+				return nil, nil, nil, fmt.Errorf("the checkpoint of round %d: trainer state: %w", resumed.Round, err)
+			}
+		}
+		stopper.best, stopper.bestRound, stopper.seen = ts.BestScore, ts.BestRound, ts.Seen
+		resumes = append(append(resumes, resumed.Resumes...), resumed.Round)
+	}
+	var startModel []byte
+	if resumed != nil {
+		startModel = resumed.Model
+	}
+	if err := agreeOnStart(xgbCollective{}, cl.Rank, max(cl.WorldSize, 1), rounds, startModel); err != nil {
+		return nil, nil, nil, err
+	}
+	if resumed != nil {
+		log.Info("resumed from checkpoint at round "+strconv.Itoa(resumed.Round), "round", resumed.Round, "of", params.NumRound,
+			"resumes", len(resumes))
+		if sampled(params) {
+			log.Warn("row or column sampling is on: libxgboost does not restore its random state from a model, so the resumed rounds draw other samples than an uninterrupted run would")
+		}
+	} else if job.Checkpoint.enabled() {
+		log.Info("starting from round 0", "checkpoint_dir", job.Checkpoint.Dir)
+	}
+	if ckpt != nil {
+		ckpt.resumes, ckpt.lastRound = resumes, rounds
+	}
+
 	start := time.Now()
+	first := rounds
 	progress := newRoundLog(job.LogEvery, params.NumRound)
-	for i := 0; i < params.NumRound; i++ {
+	progress.startAt(first, start)
+	stop := resumed != nil && params.EarlyStoppingRounds > 0 && stopper.seen && rounds-1-stopper.bestRound >= params.EarlyStoppingRounds
+	for i := first; i < params.NumRound && !stop; i++ {
 		if err := bst.UpdateOneIter(i, dtrain); err != nil {
 			return nil, nil, nil, err
 		}
@@ -341,14 +431,17 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 			metrics[m.Name] = append(metrics[m.Name], m.Value)
 			attrs = append(attrs, m.Name, m.Value)
 		}
-		stop := len(ms) > 0 && stopper.observe(i, ms[len(ms)-1])
+		stop = len(ms) > 0 && stopper.observe(i, ms[len(ms)-1])
 		if progress.due(rounds, rounds == params.NumRound || stop) {
-			log.Info("round", attrs...)
+			log.Info("round", append(attrs, progress.rate(rounds)...)...)
 		}
 		if stop {
 			log.Info("early stopping", "best_iteration", stopper.bestRound, "best_score", stopper.best,
 				"patience", params.EarlyStoppingRounds)
 			break
+		}
+		if rounds < params.NumRound && ckpt.due(rounds) {
+			ckpt.write(bst, rounds, metrics, stopper)
 		}
 	}
 	best := rounds - 1
@@ -365,7 +458,7 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 			return nil, nil, nil, err
 		}
 	}
-	log.Info("boosting done", "rounds", rounds, "seconds", time.Since(start).Seconds())
+	log.Info("boosting done", "rounds", rounds, "rounds_this_run", rounds-first, "seconds", time.Since(start).Seconds())
 
 	model, err := bst.ModelBytes(job.ModelFormat)
 	if err != nil {
@@ -376,13 +469,13 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 		return nil, nil, nil, err
 	}
 	sum := sha256.Sum256(model)
-	res := &Result{Rounds: rounds, BestIteration: best, Metrics: metrics, ModelSHA256: hex.EncodeToString(sum[:])}
+	res := &Result{Rounds: rounds, ResumedAt: resumes, BestIteration: best, Metrics: metrics, ModelSHA256: hex.EncodeToString(sum[:])}
 	md := &modeldir.Metadata{
 		ModelFile: modeldir.ModelFileName(job.ModelFormat), Objective: params.Objective, NumFeatures: nfeat,
 		FeatureNames: trainM.FeatureNames, Label: trainM.LabelName, Classes: trainM.Classes,
 		NumClass: params.NumClass, Rounds: rounds, BestIteration: best, BestScore: bestScore,
 		Metrics: metrics, Params: params.Map(), XGBoostVersion: xgb.Version(), WorldSize: cl.WorldSize,
-		TrainRows: trainM.Rows,
+		TrainRows: trainM.Rows, ResumedAt: resumes,
 	}
 	if cl.Distributed() {
 		// Total training rows across the gang.
@@ -393,6 +486,21 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 		md.TrainRows = int(n[0])
 	}
 	return res, model, md, nil
+}
+
+// sampled reports whether training draws random rows or columns.
+func sampled(p Params) bool {
+	if p.Subsample < 1 || p.ColsampleBytree < 1 {
+		return true
+	}
+	for _, k := range []string{"colsample_bylevel", "colsample_bynode"} {
+		if v, ok := p.Extra[k]; ok {
+			if f, err := strconv.ParseFloat(v, 64); err != nil || f < 1 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // numClasses is the class count for multi:* objectives: the label column's distinct strings, or

@@ -42,8 +42,17 @@ type Flags struct {
 	LogEvery                     int
 	// ObjectStore reaches the store of s3:// and minio:// data (credentials: AWS_* environment).
 	ObjectStore dataset.ObjectStore
+	// CheckpointDir receives the run's checkpoints ("": none); a restarted run resumes from the
+	// newest one trained with the same settings and data.
+	CheckpointDir string
+	// A checkpoint is written after every CheckpointEveryRounds rounds (0: not by rounds) and
+	// once CheckpointEverySeconds have passed since the last one (0: not by time); CheckpointKeep
+	// are kept.
+	CheckpointEveryRounds, CheckpointEverySeconds, CheckpointKeep int
 	// Local is the number of Workers of a local gang (0: run one rank from the environment).
-	Local, WatchPort              int
+	Local, WatchPort int
+	// LocalRestarts is how often a local gang starts again after a replica fails.
+	LocalRestarts                 int
 	GangTimeout, GangStartTimeout time.Duration
 
 	evalMetric, extra  stringList
@@ -57,7 +66,14 @@ var Tunables = []string{
 	"label", "features", "format", "eval-fraction", "objective", "num-round", "max-depth", "eta", "subsample",
 	"colsample-bytree", "min-child-weight", "reg-lambda", "reg-alpha", "tree-method", "nthread", "seed", "num-class",
 	"eval-metric", "early-stopping-rounds", "model-format", "log-every",
+	"checkpoint-every-rounds", "checkpoint-every-seconds",
 }
+
+// DefaultCheckpointEverySeconds is how often a run with a checkpoint folder writes a checkpoint
+// by default: a lost rank costs at most this much boosting, and a checkpoint (the model so far,
+// written by rank 0 while the others wait in the next round's collective) costs far less than
+// a minute of training.
+const DefaultCheckpointEverySeconds = 60
 
 // InputName is the component input that sets flag: num-round -> num_round.
 func InputName(flag string) string { return strings.ReplaceAll(flag, "-", "_") }
@@ -103,7 +119,12 @@ func New(name string) (*Flags, *flag.FlagSet) {
 	fs.Var(&f.maxLine, "max-line-bytes", "longest input line (a CSV record, quoted line breaks included) accepted, e.g. 16MiB")
 	fs.Var(&f.maxMatrix, "max-matrix-bytes", "largest dense matrix (rows x features x 4 bytes) one rank may load, e.g. 8GiB (0: a quarter of the memory available; with --local, shared by the ranks)")
 	fs.IntVar(&f.LogEvery, "log-every", 1, "only every k-th round may get a progress line (at most one a second or per 1% of the rounds, and the last)")
+	fs.StringVar(&f.CheckpointDir, "checkpoint-dir", "", "folder for checkpoints, e.g. <pvc>/checkpoints/<model>/<version>: rank 0 writes one every --checkpoint-every-rounds or --checkpoint-every-seconds, and a restarted gang resumes from the newest one trained with the same settings and data")
+	fs.IntVar(&f.CheckpointEveryRounds, "checkpoint-every-rounds", 0, "write a checkpoint after every N rounds (0: by time only)")
+	fs.IntVar(&f.CheckpointEverySeconds, "checkpoint-every-seconds", DefaultCheckpointEverySeconds, "write a checkpoint once this many seconds have passed since the last (0: by rounds only)")
+	fs.IntVar(&f.CheckpointKeep, "checkpoint-keep", 2, "checkpoints kept in --checkpoint-dir (the newest ones)")
 	fs.IntVar(&f.Local, "local", 0, "run a local gang: a Master and this many Workers as processes on loopback")
+	fs.IntVar(&f.LocalRestarts, "local-restarts", 0, "with --local: start the whole gang again up to this many times after a replica fails (as an XGBoostJob with restartPolicy OnFailure), resuming from --checkpoint-dir")
 	fs.IntVar(&f.WatchPort, "watch-port", 0, "port rank 0 watches the gang on (default: tracker port + 1)")
 	fs.DurationVar(&f.GangTimeout, "gang-timeout", 10*time.Second, "a rank silent this long counts as lost")
 	fs.DurationVar(&f.GangStartTimeout, "gang-start-timeout", DefaultGangStartTimeout, "how long ranks wait for the whole gang to join")
@@ -135,6 +156,9 @@ func (f *Flags) Validate() error {
 	if f.Local < 0 {
 		return fmt.Errorf("--local %d: want the number of Workers of a local gang (0: run one rank from the environment)", f.Local)
 	}
+	if f.LocalRestarts < 0 {
+		return fmt.Errorf("--local-restarts %d: want 0 or more", f.LocalRestarts)
+	}
 	if f.Dataset == "" && f.Train == "" {
 		return errors.New("no training data: give --train PATH or --dataset iris")
 	}
@@ -150,6 +174,9 @@ func (f *Flags) Validate() error {
 	if err := f.Params.Validate(); err != nil {
 		return err
 	}
+	if err := CheckCheckpointing(f.CheckpointEveryRounds, f.CheckpointEverySeconds, f.CheckpointKeep); err != nil {
+		return err
+	}
 	if err := CheckModelFormat(f.ModelFormat); err != nil {
 		return err
 	}
@@ -163,6 +190,19 @@ func CheckModelFormat(format string) error {
 		return nil
 	}
 	return fmt.Errorf("model format %q: want json or ubj", format)
+}
+
+// CheckCheckpointing checks the checkpoint intervals and how many are kept.
+func CheckCheckpointing(everyRounds, everySeconds, keep int) error {
+	switch {
+	case everyRounds < 0:
+		return fmt.Errorf("--checkpoint-every-rounds %d: want 0 (by time only) or more", everyRounds)
+	case everySeconds < 0:
+		return fmt.Errorf("--checkpoint-every-seconds %d: want 0 (by rounds only) or more", everySeconds)
+	case keep < 1:
+		return fmt.Errorf("--checkpoint-keep %d: want 1 or more", keep)
+	}
+	return nil
 }
 
 // CheckEvalFraction checks --eval-fraction.

@@ -354,12 +354,14 @@ func LoadBooster(path string) (*Booster, error) {
 	return b, nil
 }
 
-// LoadBoosterBytes reads a model from memory (JSON or UBJSON, sniffed by libxgboost).
-func LoadBoosterBytes(model []byte) (*Booster, error) {
+// LoadBoosterBytes reads a model from memory (JSON or UBJSON, sniffed by libxgboost) into a booster
+// that caches the given matrices: boosting on from a checkpoint continues the model's rounds on
+// them, and for deterministic settings gives the model an uninterrupted run gives.
+func LoadBoosterBytes(model []byte, cache ...*DMatrix) (*Booster, error) {
 	if len(model) == 0 {
 		return nil, errors.New("load model: empty buffer")
 	}
-	b, err := NewBooster()
+	b, err := NewBooster(cache...)
 	if err != nil {
 		return nil, err
 	}

@@ -71,14 +71,21 @@ func XGBoostJob(j *launch.Job) (*kubeflowv1.XGBoostJob, error) {
 			},
 		}
 	}
+	// A rank that dies takes the collective with it: restarting one pod cannot rejoin it. With
+	// Never the job fails; with OnFailure every rank fails (the survivors exit when the gang
+	// watch names the lost rank), the kubelet restarts each container in place, and the new
+	// gang resumes from the newest checkpoint on the claim.
+	restart := kubeflowv1.RestartPolicyNever
+	if j.RestartPolicy == launch.RestartOnFailure {
+		restart = kubeflowv1.RestartPolicyOnFailure
+	}
 	one := int32(1)
 	specs := map[kubeflowv1.ReplicaType]*kubeflowv1.ReplicaSpec{
-		// A rank that dies takes the collective with it: restarting one pod cannot rejoin it.
-		kubeflowv1.XGBoostJobReplicaTypeMaster: {Replicas: &one, RestartPolicy: kubeflowv1.RestartPolicyNever, Template: template()},
+		kubeflowv1.XGBoostJobReplicaTypeMaster: {Replicas: &one, RestartPolicy: restart, Template: template()},
 	}
 	if j.Workers > 0 {
 		w := j.Workers
-		specs[kubeflowv1.XGBoostJobReplicaTypeWorker] = &kubeflowv1.ReplicaSpec{Replicas: &w, RestartPolicy: kubeflowv1.RestartPolicyNever, Template: template()}
+		specs[kubeflowv1.XGBoostJobReplicaTypeWorker] = &kubeflowv1.ReplicaSpec{Replicas: &w, RestartPolicy: restart, Template: template()}
 	}
 	minAvailable := j.MinAvailable()
 	sp := &kubeflowv1.SchedulingPolicy{

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -61,7 +62,7 @@ func TestXGBoostJob(t *testing.T) {
 	if c.Name != "xgboost" || c.Ports[0].Name != "xgboostjob-port" || c.Ports[0].ContainerPort != 9999 {
 		t.Errorf("container %s, port %+v", c.Name, c.Ports)
 	}
-	if got := strings.Join(append(c.Command, c.Args...), " "); got != "gangboost-train --train /mnt/pvc/datasets/iris/train.csv --num-round 20 --model-dir /mnt/pvc/models/iris/v1" {
+	if got := strings.Join(append(c.Command, c.Args...), " "); got != "gangboost-train --train /mnt/pvc/datasets/iris/train.csv --num-round 20 --checkpoint-dir /mnt/pvc/checkpoints/iris/v1 --model-dir /mnt/pvc/models/iris/v1" {
 		t.Errorf("command = %q", got)
 	}
 	if g := c.Resources.Limits[GPUResource]; g.Value() != 1 {
@@ -83,6 +84,22 @@ func TestXGBoostJob(t *testing.T) {
 	}
 	if worker.Template.Spec.PriorityClassName != "gangboost-training" {
 		t.Errorf("pod priority class = %q", worker.Template.Spec.PriorityClassName)
+	}
+
+	for _, r := range xj.Spec.XGBReplicaSpecs {
+		if r.RestartPolicy != kubeflowv1.RestartPolicyNever {
+			t.Errorf("restart policy %q, want Never by default", r.RestartPolicy)
+		}
+	}
+	// With OnFailure every replica restarts in place, so a gang that lost a rank starts again.
+	j.RestartPolicy = launch.RestartOnFailure
+	if xj, err = XGBoostJob(j); err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range xj.Spec.XGBReplicaSpecs {
+		if r.RestartPolicy != kubeflowv1.RestartPolicyOnFailure {
+			t.Errorf("%s: restart policy %q, want OnFailure", name, r.RestartPolicy)
+		}
 	}
 
 	j.Resources.Memory = "lots"
@@ -317,5 +334,34 @@ func TestXGBoostJobObjectStoreSecret(t *testing.T) {
 		if args := strings.Join(r.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--train s3://data/higgs/") {
 			t.Errorf("%s pods: args %q", name, args)
 		}
+	}
+}
+
+// TestRestartsAreReported: each restart of a trainer container (restartPolicy OnFailure) is a
+// progress line with the exit code that caused it, once.
+func TestRestartsAreReported(t *testing.T) {
+	var lines []string
+	w := &watcher{b: &Backend{core: k8sfake.NewSimpleClientset().CoreV1()}, j: &launch.Job{}, restarts: map[string]int32{},
+		progress: func(p launch.Progress) { lines = append(lines, p.Line) }}
+	pod := func(name, role string, restarts int32) corev1.Pod {
+		return corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", Labels: map[string]string{kubeflowv1.ReplicaTypeLabel: role}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "xgboost", RestartCount: restarts,
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}}}},
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w.noteRestarts(ctx, []corev1.Pod{pod("j-master-0", "master", 0), pod("j-worker-1", "worker", 0)})
+	w.noteRestarts(ctx, []corev1.Pod{pod("j-master-0", "master", 0), pod("j-worker-1", "worker", 1)})
+	w.noteRestarts(ctx, []corev1.Pod{pod("j-master-0", "master", 0), pod("j-worker-1", "worker", 1)})
+	w.mu.Lock()
+	got := strings.Join(lines, "\n")
+	w.mu.Unlock()
+	if got != "pod j-worker-1: trainer restarted (restart 1) after exit code 137 (Error)" {
+		t.Errorf("progress lines:\n%s", got)
+	}
+	if !resumeLine.MatchString(`time=x level=INFO msg="resumed from checkpoint at round 120" rank=0 round=120`) {
+		t.Error("resumeLine does not match the trainer's line")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -174,7 +175,7 @@ func (b *Backend) Watch(ctx context.Context, j *launch.Job, progress func(launch
 		Needs: b.api.resources(),
 	}, func(ctx context.Context, r client.Reader) (bool, error) {
 		if w == nil {
-			w = &watcher{b: b, j: j, r: r, progress: progress, failures: map[string]string{}}
+			w = &watcher{b: b, j: j, r: r, progress: progress, failures: map[string]string{}, restarts: map[string]int32{}}
 		}
 		return w.observe(ctx)
 	})
@@ -197,6 +198,10 @@ type watcher struct {
 	// queueUnreadable is set once the queue or the nodes could not be read (the service
 	// account lacks the ClusterRole): wait reasons go on without the queue's room.
 	queueUnreadable bool
+	// restarts are the trainer containers' restart counts seen, by pod name; followStart reads
+	// them from its own goroutine. mu guards them and serialises progress reports.
+	mu       sync.Mutex
+	restarts map[string]int32
 }
 
 // queueRoom says how much of what the gang needs its queue can still get, read when a wait
@@ -271,7 +276,11 @@ func queueRoom(q *schedulingv1beta1.Queue, need, cluster corev1.ResourceList) st
 	return fmt.Sprintf("queue %s%s has %s", q.Name, state, strings.Join(parts, ", "))
 }
 
-func (w *watcher) emit(p launch.Progress) { w.progress(p) }
+func (w *watcher) emit(p launch.Progress) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.progress(p)
+}
 
 // observe reads the cache; done is set when the job has ended (err nil: succeeded).
 func (w *watcher) observe(ctx context.Context) (done bool, err error) {
@@ -316,6 +325,7 @@ func (w *watcher) observe(ctx context.Context) (done bool, err error) {
 			}
 		}
 	}
+	w.noteRestarts(ctx, pods.Items)
 	total := int(w.j.Replicas())
 	if b := fmt.Sprintf("pods bound %d/%d", bound, total); b != w.lastBound {
 		w.lastBound = b
@@ -367,6 +377,71 @@ func (w *watcher) observe(ctx context.Context) (done bool, err error) {
 		return true, fe
 	}
 	return false, nil
+}
+
+// noteRestarts reports each restart of a trainer container (restartPolicy OnFailure: the kubelet
+// restarts it in place), and for a restart of the Master follows its new run's log until the
+// trainer says where the gang starts: "resumed from checkpoint at round K" or from round 0.
+func (w *watcher) noteRestarts(ctx context.Context, pods []corev1.Pod) {
+	for i := range pods {
+		p := &pods[i]
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name != kubeflowv1.XGBoostJobDefaultContainerName || cs.RestartCount <= w.restartCount(p.Name) {
+				continue
+			}
+			w.mu.Lock()
+			w.restarts[p.Name] = cs.RestartCount
+			w.mu.Unlock()
+			line := fmt.Sprintf("pod %s: trainer restarted (restart %d)", p.Name, cs.RestartCount)
+			if t := cs.LastTerminationState.Terminated; t != nil {
+				line += fmt.Sprintf(" after exit code %d (%s)", t.ExitCode, orNone(t.Reason))
+			}
+			w.emit(launch.Progress{Line: line})
+			if p.Labels[kubeflowv1.ReplicaTypeLabel] == strings.ToLower(string(kubeflowv1.XGBoostJobReplicaTypeMaster)) {
+				go w.followStart(ctx, p.Namespace, p.Name, cs.RestartCount)
+			}
+		}
+	}
+}
+
+// resumeLine is the trainer's log line saying where a gang starts.
+var resumeLine = regexp.MustCompile(`msg="(resumed from checkpoint at round \d+|starting from round 0)"`)
+
+// followStart reads the Master's log (its current run) every few seconds until the trainer says
+// where the gang starts, and reports it; it gives up when the container restarts again, after
+// the gang's start timeout, or when the watch ends. The log is read only while a restart is
+// being followed: pods/log has no cheap way to wait for one line.
+func (w *watcher) followStart(ctx context.Context, ns, pod string, restart int32) {
+	deadline := time.Now().Add(10 * time.Minute)
+	tail := int64(200)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(followStartEvery):
+		}
+		if w.restartCount(pod) != restart {
+			return
+		}
+		b, err := w.b.core.Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: kubeflowv1.XGBoostJobDefaultContainerName, TailLines: &tail}).DoRaw(ctx)
+		if err != nil {
+			continue
+		}
+		if m := resumeLine.FindSubmatch(b); m != nil {
+			w.emit(launch.Progress{Line: fmt.Sprintf("pod %s (restart %d): %s", pod, restart, m[1])})
+			return
+		}
+	}
+}
+
+// followStartEvery is how often followStart reads the Master's log.
+var followStartEvery = 2 * time.Second
+
+// restartCount is the restart count last seen for a pod's trainer container.
+func (w *watcher) restartCount(pod string) int32 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.restarts[pod]
 }
 
 // waitReason says why a gang waits: the PodGroup's newest Unschedulable condition (Volcano's gang

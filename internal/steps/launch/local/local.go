@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,6 +158,13 @@ func (b *Backend) Start(ctx context.Context, j *launch.Job) (launch.Started, err
 		TerminationGracePeriod: b.TerminationGracePeriod,
 		PeerLostExitCode:       exitLost,
 	}
+	if j.RestartPolicy == launch.RestartOnFailure {
+		// As the Training Operator: no backoff limit means no limit.
+		lj.RestartPolicy, lj.BackoffLimit = localgang.RestartOnFailure, math.MaxInt32
+		if j.BackoffLimit != nil {
+			lj.BackoffLimit = int(*j.BackoffLimit)
+		}
+	}
 	if b.runs == nil {
 		b.runs = map[string]*run{}
 	}
@@ -249,8 +257,9 @@ func (r *run) line(s string, log io.Writer) {
 	}
 	l.add(text)
 	r.mu.Unlock()
-	// The Master's slog lines for each boosting round are the job's progress.
-	if name == localgang.ReplicaName(0) && strings.Contains(text, " msg=round ") {
+	// The Master's slog lines for each boosting round, and where a restarted gang resumed, are
+	// the job's progress.
+	if name == localgang.ReplicaName(0) && (strings.Contains(text, " msg=round ") || strings.Contains(text, ` msg="resumed from checkpoint`)) {
 		r.add(launch.Progress{Line: name + ": " + text})
 	}
 }

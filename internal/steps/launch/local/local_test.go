@@ -5,11 +5,16 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/steps/launch"
 
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
@@ -194,5 +199,91 @@ func TestDeleteStopsTheGang(t *testing.T) {
 	var fe *launch.FailedError
 	if err := <-watched; !errors.As(err, &fe) || !strings.Contains(fe.Reason, "deleted while running") {
 		t.Errorf("Watch of the deleted job = %v, want a *launch.FailedError saying it was deleted", err)
+	}
+}
+
+// replicaPid is the pid of this process's child whose environment holds RANK=rank and whose
+// command line holds marker: a replica of a local gang this test started.
+func replicaPid(rank int, marker string) int {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		stat, err := os.ReadFile(filepath.Join(p, "stat"))
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+		env, _ := os.ReadFile(filepath.Join(p, "environ"))
+		if strings.Contains(string(cmdline), marker) && slices.Contains(strings.Split(string(env), "\x00"), "RANK="+strconv.Itoa(rank)) {
+			pid, _ := strconv.Atoi(filepath.Base(p))
+			return pid
+		}
+	}
+	return 0
+}
+
+// TestRestartedGangResumes: with restart_policy OnFailure, a job whose Worker is killed after a
+// checkpoint restarts its gang, which resumes from that checkpoint; the launcher's progress says
+// so, and the model's metadata records the round.
+func TestRestartedGangResumes(t *testing.T) {
+	root := t.TempDir()
+	replicaLog := &syncBuffer{}
+	b := &Backend{Trainer: trainerBinary(t), Root: root, Log: replicaLog, GracePeriod: 5 * time.Second}
+	job := irisJob("iris-resume")
+	job.ModelName = "iris-resume"
+	job.TrainerFlags = []string{"--num-round", "3000", "--max-depth", "2", "--objective", "multi:softprob",
+		"--checkpoint-every-rounds", "300", "--gang-timeout", "3s"}
+	backoff := int32(3) // one restart of the Master and the Worker (2) stays below it
+	job.RestartPolicy, job.BackoffLimit = launch.RestartOnFailure, &backoff
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := b.Start(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		lines []string
+	)
+	watched := make(chan error, 1)
+	go func() {
+		watched <- b.Watch(ctx, job, func(p launch.Progress) {
+			mu.Lock()
+			lines = append(lines, p.Line)
+			mu.Unlock()
+		})
+	}()
+	for !strings.Contains(replicaLog.String(), `msg="checkpoint written"`) {
+		select {
+		case err := <-watched:
+			t.Fatalf("the job ended before its first checkpoint: %v\n%s", err, replicaLog)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	pid := replicaPid(1, "iris-resume")
+	if pid == 0 {
+		t.Fatal("the Worker's process not found")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-watched; err != nil {
+		t.Fatalf("Watch = %v, want the restarted gang to succeed\n%s", err, replicaLog)
+	}
+	mu.Lock()
+	progress := strings.Join(lines, "\n")
+	mu.Unlock()
+	m := regexp.MustCompile(`master-0: .*msg="resumed from checkpoint at round (\d+)"`).FindStringSubmatch(progress)
+	if m == nil || !strings.Contains(progress, "gang iris-resume restarting (restart 1, 2 of backoff limit 3 replica restarts)") {
+		t.Fatalf("progress does not report the restart and the resume:\n%s", progress)
+	}
+	md, err := modeldir.ReadMetadata(filepath.Join(root, "models", "iris-resume", "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := strconv.Atoi(m[1]); k%300 != 0 || len(md.ResumedAt) != 1 || md.ResumedAt[0] != k || md.Rounds != 3000 {
+		t.Errorf("resumed at round %s; metadata resumed_at %v, rounds %d", m[1], md.ResumedAt, md.Rounds)
 	}
 }
