@@ -65,6 +65,10 @@ type Options struct {
 	// (RawDeployment mode); it adds a few seconds to the start, so only test
 	// binaries that serve models ask for it.
 	KServe bool
+	// RealNode adds a real node (realnode.go): a kubelet, kube-proxy and containerd that run
+	// pods as containers of their images. It needs root; elsewhere Start fails with
+	// ErrNoRealNodes.
+	RealNode bool
 }
 
 func (o *Options) defaults() error {
@@ -156,6 +160,7 @@ type Cluster struct {
 	stopRunner context.CancelFunc
 	runnerDone chan struct{}
 	stopOnce   sync.Once
+	real       *realNode
 }
 
 // ErrTools wraps failures to build or find the control-plane binaries:
@@ -242,6 +247,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			name string
 			f    func() error
 		}{"kserve-manager", func() error { return c.startKServe(ctx) }})
+	}
+	if opts.RealNode {
+		steps = append(steps, struct {
+			name string
+			f    func() error
+		}{"real-node", func() error { return c.startRealNode(ctx, p) }})
 	}
 	for _, s := range steps {
 		if err := phase(s.name, s.f); err != nil {
@@ -546,6 +557,7 @@ func (c *Cluster) startScheduler(ctx context.Context) error {
 // then removes the run folder unless Options.KeepDir.
 func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
+		c.stopRealNode()
 		if c.stopRunner != nil {
 			c.stopRunner()
 			<-c.runnerDone
