@@ -67,6 +67,7 @@ type realNode struct {
 	proxy     *process
 	proxyCfg  string
 	forward   net.Listener
+	dns       *clusterDNS
 	forwardWG sync.WaitGroup
 	// ready is the time from starting the kubelet to the node being Ready and untainted.
 	ready time.Duration
@@ -241,6 +242,9 @@ func (c *Cluster) startRealNode(ctx context.Context, p *pki) error {
 	if err := c.forwardAPI(ctx, r); err != nil {
 		return err
 	}
+	if r.dns, err = startClusterDNS(c.Kube, r.ip); err != nil {
+		return err
+	}
 	if err := c.startKubelet(ctx, r); err != nil {
 		return err
 	}
@@ -378,6 +382,7 @@ containerRuntimeEndpoint: unix://{{socket}}
 podLogsDir: {{dir}}/pod-logs
 resolvConf: /etc/resolv.conf
 clusterDomain: cluster.local
+clusterDNS: [{{ip}}]
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard:
@@ -516,6 +521,9 @@ func (c *Cluster) stopRealNode() []string {
 		r.cd.removeTasks(ctx)
 		r.cd.proc.stop(10 * time.Second)
 		r.cd.killShims()
+	}
+	if r.dns != nil {
+		r.dns.stop()
 	}
 	if r.forward != nil {
 		r.forward.Close()

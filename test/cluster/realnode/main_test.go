@@ -15,9 +15,9 @@ import (
 // images holds the OCI archives scripts/build-images.sh wrote for this run (what make images
 // writes to dist/), from the binaries of make build; imagesErr says why there are none.
 var (
-	images    string
-	imagesErr error
-	version   string
+	images       string
+	imagesErr    error
+	imageVersion string
 )
 
 func TestMain(m *testing.M) {
@@ -54,7 +54,7 @@ func buildImages(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	version = strings.TrimSpace(string(b))
+	imageVersion = strings.TrimSpace(string(b))
 	if os.Geteuid() != 0 {
 		return "", fmt.Errorf("the images are built only where the real node runs (root)")
 	}
@@ -69,7 +69,7 @@ func buildImages(dir string) (string, error) {
 	flags := "--root " + filepath.Join(store, "root") + " --runroot " + filepath.Join(store, "run")
 	defer exec.Command("buildah", "--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"), "rmi", "--all", "--force").Run()
 	cmd := exec.Command(filepath.Join(root, "scripts", "build-images.sh"))
-	cmd.Env = append(os.Environ(), "BUILDAH_STORAGE="+flags, "DIST="+filepath.Join(dir, "dist"), "GANGBOOST_BIN_DIR="+bin, "VERSION="+version)
+	cmd.Env = append(os.Environ(), "BUILDAH_STORAGE="+flags, "DIST="+filepath.Join(dir, "dist"), "GANGBOOST_BIN_DIR="+bin, "VERSION="+imageVersion)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("scripts/build-images.sh: %w\n%s", err, out)
 	}
@@ -82,5 +82,5 @@ func requireImage(t *testing.T, name string) string {
 	if imagesErr != nil {
 		t.Fatalf("images: %v", imagesErr)
 	}
-	return filepath.Join(images, name+"-"+version+".tar")
+	return filepath.Join(images, name+"-"+imageVersion+".tar")
 }

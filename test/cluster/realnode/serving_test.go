@@ -90,8 +90,8 @@ func TestRuntimeImageServesOnRealNode(t *testing.T) {
 	}
 
 	ctr := runtimeContainer(t, root, "binary")
-	if ctr.Image != "ghcr.io/gangboost/gangboost-runtime:"+version {
-		t.Fatalf("the ClusterServingRuntime names image %s; the archive holds ghcr.io/gangboost/gangboost-runtime:%s", ctr.Image, version)
+	if ctr.Image != "ghcr.io/gangboost/gangboost-runtime:"+imageVersion {
+		t.Fatalf("the ClusterServingRuntime names image %s; the archive holds ghcr.io/gangboost/gangboost-runtime:%s", ctr.Image, imageVersion)
 	}
 	ctr.ImagePullPolicy = corev1.PullNever
 	ctr.VolumeMounts = []corev1.VolumeMount{{Name: "models", MountPath: "/mnt/models", SubPath: "models/binary", ReadOnly: true}}
