@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -404,4 +405,17 @@ func unmountUnder(dir string) []string {
 		}
 	}
 	return left
+}
+
+// HostBaseline is the host's state as a real node should leave it: SnapshotHost, or, when a run
+// died with its real node running (its state file remains, for the next Start to undo), the
+// state from before that node.
+func HostBaseline() HostState {
+	if b, err := os.ReadFile(realNodeHostFile); err == nil {
+		var s HostState
+		if json.Unmarshal(b, &s) == nil {
+			return s
+		}
+	}
+	return SnapshotHost()
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -54,6 +55,9 @@ const (
 	realClusterCIDR = "10.244.0.0/16"
 	// realNodeLock is held, host-wide, while a real node runs.
 	realNodeLock = "/run/gangboost-real-node.lock"
+	// realNodeHostFile keeps the host's state from before the running real node (JSON HostState)
+	// until its Stop has undone its changes: a run that dies first leaves it for the next to undo.
+	realNodeHostFile = "/run/gangboost-real-node.host.json"
 )
 
 // realNode is the running real node.
@@ -214,9 +218,24 @@ func (c *Cluster) startRealNode(ctx context.Context, p *pki) error {
 	if err != nil {
 		return err
 	}
+	sweepStaleHost(c.Binaries["kube-proxy"])
+	if b, err := os.ReadFile(realNodeHostFile); err == nil {
+		var old HostState
+		if json.Unmarshal(b, &old) == nil {
+			failed := restoreHost(old, realBridge)
+			fmt.Fprintf(c.opts.Log, "cluster: undid the host changes of a real node whose run died (%d left: %s)\n", len(failed), strings.Join(failed, "; "))
+		}
+	}
 	ip, _ := hostIP()
 	r := &realNode{ip: ip, dir: filepath.Join(c.Dir, "node"), unlock: unlock, before: SnapshotHost()}
 	c.real = r
+	state, err := json.Marshal(r.before)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(realNodeHostFile, state, 0o600); err != nil {
+		return err
+	}
 	for _, d := range []string{"cni/net.d", "cni/ipam", "kubelet", "pod-logs", "pki"} {
 		if err := os.MkdirAll(filepath.Join(r.dir, d), 0o755); err != nil {
 			return err
@@ -537,6 +556,8 @@ func (c *Cluster) stopRealNode() []string {
 	failed = append(failed, restoreHost(r.before, realBridge)...)
 	if len(failed) > 0 {
 		fmt.Fprintf(c.opts.Log, "cluster: the real node left on the host:\n  %s\n", strings.Join(failed, "\n  "))
+	} else {
+		os.Remove(realNodeHostFile)
 	}
 	return failed
 }
@@ -585,3 +606,34 @@ func (c *Cluster) RealNodePIDs() map[string]int {
 // Run is Main without the exit: it starts the shared control plane, runs the tests, stops it and
 // returns the exit code, for a TestMain that checks something after Stop (the host left clean).
 func Run(m *testing.M, opts Options) int { return runMain(m, opts) }
+
+// sweepStaleNode ends what the real node of a dead run (SIGKILL, go test -timeout: its
+// containerd, kubelet and kube-proxy die with it) left running in its run folder dir: its
+// containers (runc state under node/containerd/runc) and their shims, and it detaches the mounts
+// under dir, so the folder can be removed without reaching through a mount. It returns the
+// mounts that remain.
+func sweepStaleNode(dir string) []string {
+	runcRoot := filepath.Join(dir, "node", "containerd", "runc", "k8s.io")
+	if _, err := os.Stat(runcRoot); err == nil {
+		if out, err := exec.Command("runc", "--root", runcRoot, "list", "--quiet").Output(); err == nil {
+			for _, id := range strings.Fields(string(out)) {
+				_ = exec.Command("runc", "--root", runcRoot, "kill", "--all", id, "KILL").Run()
+				_ = exec.Command("runc", "--root", runcRoot, "delete", "--force", id).Run()
+			}
+		}
+	}
+	(&containerd{socket: filepath.Join(dir, "node", "containerd", "containerd.sock")}).killShims()
+	return unmountUnder(dir)
+}
+
+// sweepStaleHost removes the host changes a dead run's real node left that no snapshot will undo:
+// the bridge and kube-proxy's rules. Only under the host lock, where no real node runs.
+func sweepStaleHost(kubeProxy string) {
+	if _, err := net.InterfaceByName(realBridge); err != nil {
+		return
+	}
+	_ = exec.Command("ip", "link", "delete", realBridge).Run()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = exec.CommandContext(ctx, kubeProxy, "--cleanup").Run()
+}

@@ -33,7 +33,7 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	images, imagesErr = buildImages(dir)
 
-	before := cluster.SnapshotHost()
+	before := cluster.HostBaseline()
 	code := cluster.Run(m, cluster.Options{RealNode: true, Nodes: []cluster.NodeSpec{{Name: "fake-node", CPU: "8", Memory: "32Gi"}}})
 	// Stop has run: whatever the real node added to the host must be gone.
 	if left := before.Added(cluster.SnapshotHost()); len(left) > 0 {
