@@ -151,6 +151,34 @@ func (d *containerd) killShims() {
 		if err != nil || !bytes.Contains(cmdline, []byte("containerd-shim")) || !bytes.Contains(cmdline, []byte(d.socket)) {
 			continue
 		}
+		// The shim's children are its containers' first processes, each its pid namespace's
+		// init: killing one ends its container.
+		for _, child := range childPIDs(pid) {
+			_ = syscall.Kill(child, syscall.SIGKILL)
+		}
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+}
+
+// childPIDs are the processes whose parent is pid.
+func childPIDs(pid int) []int {
+	var out []int
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		c, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after its closing parenthesis.
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 {
+			if f := strings.Fields(string(stat[i+1:])); len(f) > 1 && f[1] == strconv.Itoa(pid) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }

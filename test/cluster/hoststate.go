@@ -36,6 +36,9 @@ type HostState struct {
 	// Entries are the names in the host folders they write to ("<folder>/<name>"), and the
 	// folders themselves.
 	Entries []string
+	// Cgroups are the cgroup folders containerd's containers get (<hierarchy>/k8s.io and one per
+	// container under it), which runc removes only when a container is deleted.
+	Cgroups []string
 	// Procs are "<pid> <name>" of the processes that run containers or nodes (containerd, its
 	// shims, runc, kubelet, kube-proxy).
 	Procs []string
@@ -108,6 +111,7 @@ func SnapshotHost() HostState {
 			s.Entries = append(s.Entries, filepath.Join(d, e.Name()))
 		}
 	}
+	s.Cgroups = containerCgroups()
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		comm, err := os.ReadFile(filepath.Join("/proc", p.Name(), "comm"))
@@ -119,7 +123,7 @@ func SnapshotHost() HostState {
 			s.Procs = append(s.Procs, p.Name()+" "+name)
 		}
 	}
-	for _, l := range [][]string{s.Chains, s.NftTables, s.Links, s.Mounts, s.Entries, s.Procs} {
+	for _, l := range [][]string{s.Chains, s.NftTables, s.Links, s.Mounts, s.Entries, s.Cgroups, s.Procs} {
 		slices.Sort(l)
 	}
 	return s
@@ -140,6 +144,7 @@ func (s HostState) Added(after HostState) []string {
 	added("network interface", s.Links, after.Links)
 	added("mount", s.Mounts, after.Mounts)
 	added("file", s.Entries, after.Entries)
+	added("cgroup", s.Cgroups, after.Cgroups)
 	added("process", s.Procs, after.Procs)
 	for _, k := range nodeSysctls {
 		if s.Sysctls[k] != after.Sysctls[k] {
@@ -201,6 +206,27 @@ func nftTables() []string {
 		}
 	}
 	return tables
+}
+
+// containerCgroups lists, sorted, the k8s.io cgroup folder of every hierarchy under
+// /sys/fs/cgroup (v1's controllers, or v2's single one) and the container folders in it.
+func containerCgroups() []string {
+	var out []string
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/k8s.io")
+	if v2, err := os.Stat("/sys/fs/cgroup/k8s.io"); err == nil && v2.IsDir() {
+		roots = append(roots, "/sys/fs/cgroup/k8s.io")
+	}
+	for _, r := range roots {
+		out = append(out, r)
+		ents, _ := os.ReadDir(r)
+		for _, e := range ents {
+			if e.IsDir() {
+				out = append(out, filepath.Join(r, e.Name()))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // mountPoints are the mount points of this process's mount namespace, unescaped.
@@ -327,6 +353,15 @@ func restoreHost(before HostState, bridge string) []string {
 		}
 		if err := os.WriteFile(path, []byte(was+"\n"), 0o644); err != nil {
 			failed = append(failed, fmt.Sprintf("restore sysctl %s to %s: %v", k, was, err))
+		}
+	}
+	cgroups := containerCgroups()
+	slices.Reverse(cgroups) // a container's folder before k8s.io
+	for _, cg := range cgroups {
+		if !slices.Contains(before.Cgroups, cg) {
+			if err := syscall.Rmdir(cg); err != nil && err != syscall.ENOENT {
+				failed = append(failed, fmt.Sprintf("remove cgroup %s: %v", cg, err))
+			}
 		}
 	}
 	// Deepest first, so a folder is emptied before it is removed.
