@@ -24,7 +24,7 @@ func rbacObjects(t *testing.T, file string) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, err := yamlDocs(data)
+	docs, err := YAMLDocs(data)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
@@ -144,7 +144,7 @@ func TestManifestsNameNoNamespace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		docs, err := yamlDocs(data)
+		docs, err := YAMLDocs(data)
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
@@ -180,7 +180,7 @@ func TestInNamespaceRendersEverySubject(t *testing.T) {
 	if err != nil {
 		t.Fatalf("scripts/in-namespace.sh team-a: %v\n%s", err, out)
 	}
-	docs, err := yamlDocs(out)
+	docs, err := YAMLDocs(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,9 @@ packages=(
   buildah               # images built without a Docker daemon, from scratch
   podman                # and run in the image tests
   runc
+  containerd            # the test control plane's real node: containerd (CRI), the CNI bridge,
+  containernetworking-plugins # and nftables to remove iptables-nft's tables after it
+  nftables
 )
 [ "$#" -gt 0 ] && packages=("$@")
 

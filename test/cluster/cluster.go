@@ -69,6 +69,10 @@ type Options struct {
 	// scheduled by Volcano when their runtime asks for it); only test
 	// binaries that run TrainJobs ask for it.
 	TrainerV2 bool
+	// RealNode adds a real node (realnode.go): a kubelet, kube-proxy and containerd that run
+	// pods as containers of their images. It needs root; elsewhere Start fails with
+	// ErrNoRealNodes.
+	RealNode bool
 }
 
 func (o *Options) defaults() error {
@@ -160,6 +164,7 @@ type Cluster struct {
 	stopRunner context.CancelFunc
 	runnerDone chan struct{}
 	stopOnce   sync.Once
+	real       *realNode
 }
 
 // ErrTools wraps failures to build or find the control-plane binaries:
@@ -255,6 +260,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			name string
 			f    func() error
 		}{"trainer-controller-manager", func() error { return c.startTrainer(ctx) }})
+	}
+	if opts.RealNode {
+		steps = append(steps, struct {
+			name string
+			f    func() error
+		}{"real-node", func() error { return c.startRealNode(ctx, p) }})
 	}
 	for _, s := range steps {
 		if err := phase(s.name, s.f); err != nil {
@@ -561,6 +572,7 @@ func (c *Cluster) startScheduler(ctx context.Context) error {
 // then removes the run folder unless Options.KeepDir.
 func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
+		c.stopRealNode()
 		if c.stopRunner != nil {
 			c.stopRunner()
 			<-c.runnerDone

@@ -39,7 +39,7 @@ func sweepStale() {
 		if err != nil || pid <= 0 {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
+		if err := syscall.Kill(pid, 0); err == syscall.ESRCH && len(sweepStaleNode(d)) == 0 {
 			os.RemoveAll(d)
 		}
 	}

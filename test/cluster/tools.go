@@ -84,6 +84,17 @@ var Tools = []Tool{
 		LDFlags:  kubeLDFlags,
 	},
 	{
+		// The real nodes' kubelet and kube-proxy (Options.RealNodes), from the
+		// same Kubernetes release in a module of their own (see its go.mod).
+		Name:    "node",
+		Version: "v1.32.2",
+		Binaries: map[string]string{
+			"kubelet":    "k8s.io/kubernetes/cmd/kubelet",
+			"kube-proxy": "k8s.io/kubernetes/cmd/kube-proxy",
+		},
+		LDFlags: kubeLDFlags,
+	},
+	{
 		Name:     "kwok",
 		Version:  "v0.6.1",
 		Binaries: map[string]string{"kwok": "sigs.k8s.io/kwok/cmd/kwok"},

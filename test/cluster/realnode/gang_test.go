@@ -1,0 +1,164 @@
+package realnode
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangboost/gangboost/internal/contract/version"
+	"github.com/gangboost/gangboost/internal/steps/launch"
+	"github.com/gangboost/gangboost/internal/steps/launch/kube"
+	"github.com/gangboost/gangboost/test/cluster"
+)
+
+// TestGangTrainsOnRealNode runs the XGBoostJob launch-xgboostjob builds (Master + 2 Workers of the
+// gangboost image, uid 65532) on the real node: the Training Operator creates the pods and their
+// headless Services, Volcano places the gang, the ranks find the Master by its Service name
+// through the cluster DNS and train together, and rank 0 writes the model to the claim with its
+// sha256 in metadata.json.
+func TestGangTrainsOnRealNode(t *testing.T) {
+	c := cluster.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	archive := requireImage(t, "gangboost")
+	t0 := time.Now()
+	if err := c.ImportImage(ctx, archive); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("imported %s in %s", filepath.Base(archive), time.Since(t0).Round(time.Millisecond))
+	// Only the real node takes the gang: the fake node has no pod runner here.
+	for _, n := range slices.Clone(c.Nodes) {
+		if n != cluster.RealNodeName {
+			if err := c.RemoveNode(ctx, n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	ns := namespace(t, c, "realnode-gang")
+	claimDir := filepath.Join(c.Dir, "claims", "gang")
+	if err := os.MkdirAll(claimDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The trainer runs as 65532: the claim's root is theirs, as a provisioner with fsGroup makes it.
+	if err := os.Chown(claimDir, 65532, 65532); err != nil {
+		t.Fatal(err)
+	}
+	claim := claimOn(t, c, ns, "gangboost-models", claimDir)
+
+	job := &launch.Job{
+		Name: "iris-gang", Namespace: ns,
+		Identity:     launch.Identity{RunID: "realnode", TaskName: "launch"},
+		Image:        version.Image("gangboost"),
+		Workers:      2,
+		Data:         launch.Data{Dataset: "iris"},
+		TrainerFlags: []string{"--label", "species", "--objective", "multi:softprob", "--num-round", "20"},
+		Resources:    launch.Resources{CPU: "200m", Memory: "256Mi"},
+		Claim:        claim, MountPath: "/mnt/pvc",
+		ModelName: "iris", ModelVersion: "v1",
+		Port:     9999,
+		Gang:     launch.Gang{Queue: "ml-training", PriorityClass: "gangboost-training"},
+		Security: launch.PodSecurity{FSGroup: ptr.To(int64(65532))},
+	}
+	xj, err := kube.XGBoostJob(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rs := range xj.Spec.XGBReplicaSpecs {
+		rs.Template.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	}
+	t0 = time.Now()
+	if err := c.Client.Create(ctx, xj); err != nil {
+		t.Fatal(err)
+	}
+	var got kubeflowv1.XGBoostJob
+	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(xj), &got); err != nil {
+			return false, nil
+		}
+		for _, cond := range got.Status.Conditions {
+			if (cond.Type == kubeflowv1.JobSucceeded || cond.Type == kubeflowv1.JobFailed) && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	pods, _ := c.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: kube.JobNameLabel + "=" + xj.Name})
+	for _, p := range pods.Items {
+		var state string
+		if cs := p.Status.ContainerStatuses; len(cs) == 1 && cs[0].State.Terminated != nil {
+			state = cs[0].State.Terminated.Reason + ": " + cs[0].State.Terminated.Message
+		}
+		t.Logf("pod %s: %s on %s (scheduler %s, ip %s) %s", p.Name, p.Status.Phase, p.Spec.NodeName, p.Spec.SchedulerName, p.Status.PodIP, state)
+		if p.Spec.NodeName != cluster.RealNodeName || p.Spec.SchedulerName != "volcano" {
+			t.Errorf("pod %s placed on %q by %q, want the real node by volcano", p.Name, p.Spec.NodeName, p.Spec.SchedulerName)
+		}
+	}
+	if err != nil || !succeeded(&got) {
+		for _, p := range pods.Items {
+			logs, _ := c.Kube.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(context.Background())
+			t.Logf("logs of %s:\n%s", p.Name, logs)
+		}
+		t.Fatalf("XGBoostJob %s did not succeed (%v): %+v", xj.Name, err, got.Status.Conditions)
+	}
+	t.Logf("3-rank gang trained on the real node in %s after create", time.Since(t0).Round(time.Millisecond))
+	if len(pods.Items) != 3 {
+		t.Errorf("%d pods, want Master + 2 Workers", len(pods.Items))
+	}
+	md, err := cluster.CheckModelFolder(filepath.Join(claimDir, "models", "iris", "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("model on the claim: %s sha256 %s", md.ModelFile, md.ModelSHA256)
+}
+
+func succeeded(j *kubeflowv1.XGBoostJob) bool {
+	for _, cond := range j.Status.Conditions {
+		if cond.Type == kubeflowv1.JobSucceeded && cond.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// claimOn creates a ReadWriteMany claim bound to a hostPath volume at dir and returns its name.
+func claimOn(t *testing.T, c *cluster.Cluster, ns, name, dir string) string {
+	t.Helper()
+	ctx := context.Background()
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: ptr.To(corev1.HostPathDirectory)}},
+		},
+	}
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName: ptr.To(""),
+			VolumeName:       pv.Name,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if _, err := c.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
