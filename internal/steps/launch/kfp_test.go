@@ -208,7 +208,7 @@ func TestObjectStoreData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Join(args, " "), "--train minio://mlpipeline/v2/artifacts/p/r/prep/train --s3-path-style --label label --model-dir /mnt/pvc/models/higgs/v1"; got != want {
+	if got, want := strings.Join(args, " "), "--train minio://mlpipeline/v2/artifacts/p/r/prep/train --s3-path-style --label label --checkpoint-dir /mnt/pvc/checkpoints/higgs/v1 --model-dir /mnt/pvc/models/higgs/v1"; got != want {
 		t.Errorf("trainer args = %q\nwant %q", got, want)
 	}
 	if o := j.Data.ObjectStore; o.Secret != "mlpipeline-minio-artifact" || o.AccessKeyKey != "accesskey" || o.SecretKeyKey != "secretkey" {
