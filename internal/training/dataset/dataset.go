@@ -91,7 +91,17 @@ type Spec struct {
 	NumFeatures int
 	// Limits bound the memory loading may take.
 	Limits Limits
+	// SplitFileBytes is the size from which one local, uncompressed CSV file is split between
+	// the ranks by byte range, like an object (0: DefaultSplitFileBytes; < 0: never). A smaller
+	// file is read whole by every rank, which keeps the rows i % World: every rank then checks
+	// every line and fails identically, with line numbers from the top of the file.
+	SplitFileBytes int64
 }
+
+// DefaultSplitFileBytes is Spec.SplitFileBytes' default. Below it, reading the whole file takes
+// each rank well under a second; above it, the file's I/O and parsing are what a bigger gang is
+// for, and every rank reading all of it would make the load no faster with more ranks.
+const DefaultSplitFileBytes = 64 << 20
 
 // DefaultMaxLineBytes bounds one line of input when Limits.MaxLineBytes is 0: far above any
 // real CSV or LibSVM line, far below what a file without line breaks (/dev/zero, a binary file
@@ -177,7 +187,7 @@ func Load(spec Spec, s Shard) (*Matrix, error) {
 	case spec.Path == "":
 		return nil, fmt.Errorf("data set: no path and no built-in data set given")
 	}
-	if usesParts(spec) {
+	if usesParts(spec) || splitsLocalCSV(spec, s) {
 		return loadParts(spec, s)
 	}
 	read, err := spec.reader(s)
@@ -250,6 +260,30 @@ func sniffFormat(path string) (string, error) {
 		return "parquet", nil
 	}
 	return "", fmt.Errorf("%s: cannot tell the data format from the extension %q: name the format (csv, parquet or libsvm)", path, ext)
+}
+
+// splitsLocalCSV reports whether spec is one local, uncompressed CSV file that shard s reads
+// only its byte range of (Spec.SplitFileBytes).
+func splitsLocalCSV(spec Spec, s Shard) bool {
+	if s.World <= 1 || spec.SplitFileBytes < 0 || strings.HasSuffix(strings.ToLower(spec.Path), ".gz") {
+		return false
+	}
+	format := strings.ToLower(spec.Format)
+	if format == "" {
+		format, _ = sniffFormat(spec.Path)
+	}
+	if format != "csv" {
+		return false
+	}
+	st, err := os.Stat(spec.Path)
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	threshold := spec.SplitFileBytes
+	if threshold == 0 {
+		threshold = DefaultSplitFileBytes
+	}
+	return st.Size() >= threshold
 }
 
 func isDir(path string) bool {

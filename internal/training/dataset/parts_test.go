@@ -213,6 +213,67 @@ func TestCSVSplitByByteRangeKeepsEveryLineOnce(t *testing.T) {
 	}
 }
 
+// A local CSV file from Spec.SplitFileBytes on is split by byte range like an object: each
+// rank reads about its share of the bytes, holds its lines once and in order, and knows its
+// facts are partial; below the size every rank reads the whole file and keeps rows i % world.
+func TestLocalCSVFileSplitFromSplitFileBytes(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a,label,b\n")
+	const n = 300000 // about 5 MB: the readers' buffers are a small part of a share
+	for i := range n {
+		fmt.Fprintf(&b, "%d,%d,%d.5\n", i, i%3, i*7)
+	}
+	path := filepath.Join(t.TempDir(), "train.csv")
+	writeFile(t, path, []byte(b.String()))
+	size := int64(b.Len())
+	for _, world := range []int{2, 3} {
+		var all []int
+		for r := range world {
+			m, err := Load(Spec{Path: path, Label: "label", SplitFileBytes: size}, Shard{r, world})
+			if err != nil {
+				t.Fatalf("world %d rank %d: %v", world, r, err)
+			}
+			if !m.Partial {
+				t.Errorf("world %d rank %d: Partial false: the rank's facts cover only its range", world, r)
+			}
+			// Its range, the line that ends past it, the header, and what the buffered readers
+			// fetch ahead (1 MiB for the range, 64 KiB for the header).
+			if share := size / int64(world); m.BytesRead > share+share/20+(1<<20)+(64<<10) {
+				t.Errorf("world %d rank %d read %d of the file's %d bytes: want about %d", world, r, m.BytesRead, size, share)
+			}
+			for i := 0; i < m.Rows; i++ {
+				all = append(all, int(m.Row(i)[0]))
+			}
+		}
+		if len(all) != n {
+			t.Fatalf("world %d: %d rows in all, want %d", world, len(all), n)
+		}
+		for i, g := range all {
+			if g != i {
+				t.Fatalf("world %d: row %d is %d: want every line once, in order", world, i, g)
+			}
+		}
+	}
+	// One byte smaller than the threshold: read whole, rows i % world, whole-file facts.
+	m, err := Load(Spec{Path: path, Label: "label", SplitFileBytes: size + 1}, Shard{1, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Partial || m.Rows != n/3 || m.TotalRows != n || int(m.Row(0)[0]) != 1 || int(m.Row(1)[0]) != 4 {
+		t.Errorf("below the threshold: Partial %v, %d rows of %d, first rows %v %v; want rows 1, 4, ... of the whole file",
+			m.Partial, m.Rows, m.TotalRows, m.Row(0)[0], m.Row(1)[0])
+	}
+	// SplitFileBytes < 0 never splits; a gzip'd file cannot be split.
+	if m, err := Load(Spec{Path: path, Label: "label", SplitFileBytes: -1}, Shard{0, 2}); err != nil || m.Partial {
+		t.Errorf("SplitFileBytes -1: err %v, Partial %v; want the whole file read", err, m != nil && m.Partial)
+	}
+	gz := filepath.Join(t.TempDir(), "train.csv.gz")
+	writeFile(t, gz, gzipBytes(t, b.String()))
+	if m, err := Load(Spec{Path: gz, Label: "label", SplitFileBytes: 1}, Shard{0, 2}); err != nil || m.Partial || m.Rows != n/2 {
+		t.Errorf("gzip'd file: err %v; want every rank to read it whole and keep every other row", err)
+	}
+}
+
 func TestCSVPartsWithStringLabelsShareOneClassList(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "a.csv"), []byte("x,kind\n1,cat\n2,dog\n"))

@@ -16,7 +16,7 @@ import (
 )
 
 // Sharded reads: a data set of part files (a local folder, an s3:// prefix, or a single object
-// or Parquet file) is read in shares, so that I/O and parsing per rank shrink with the gang.
+// or Parquet file, or a local CSV file of at least Spec.SplitFileBytes) is read in shares, so that I/O and parsing per rank shrink with the gang.
 // With at least as many parts as ranks each rank reads whole parts, balanced by size (largest
 // first to the rank with the fewest bytes, ties to the lower rank: the same plan on every rank).
 // With fewer parts, each part is split: Parquet by row group (balanced the same way), CSV by
