@@ -40,11 +40,16 @@ func benchData(rows, cols int) *dataset.Matrix {
 	return m
 }
 
-const benchRows, benchCols, benchRounds = 50000, 20, 50
+// benchShape is one data set size the trainers are compared on.
+type benchShape struct{ rows, cols, rounds int }
 
-func benchParams(nthread int) Params {
+// benchShapes: a small problem, where fixed costs show, and the load benchmark's HIGGS-like 1M x 28
+// (test/loadbench) boosted 100 rounds, where the rounds dominate.
+var benchShapes = []benchShape{{50000, 20, 50}, {1000000, 28, 100}}
+
+func benchParams(rounds, nthread int) Params {
 	p := DefaultParams()
-	p.NumRound = benchRounds
+	p.NumRound = rounds
 	p.NThread = nthread
 	return p
 }
@@ -68,9 +73,18 @@ print(time.perf_counter() - t)
 // Each iteration trains once with each peer, in alternating order, so that the background load
 // of a shared machine falls on both alike; it reports each peer's mean and the median of the
 // per-iteration ratios (gangboost / python; below 1 is faster). Both time matrix construction
-// plus the boosting rounds with a train-set evaluation each round. Run with -benchtime 5x or more.
+// plus the boosting rounds with a train-set evaluation each round. Run with -benchtime 5x or more
+// (-bench 'Train/rows=50000' for the small shape alone: the large one takes minutes an iteration).
 func BenchmarkTrain(b *testing.B) {
-	m := benchData(benchRows, benchCols)
+	for _, shape := range benchShapes {
+		b.Run(fmt.Sprintf("rows=%d/cols=%d/rounds=%d", shape.rows, shape.cols, shape.rounds), func(b *testing.B) {
+			benchmarkTrain(b, shape)
+		})
+	}
+}
+
+func benchmarkTrain(b *testing.B, shape benchShape) {
+	m := benchData(shape.rows, shape.cols)
 	// Debian's interpreter, which python3-xgboost is installed for, whatever else is on PATH.
 	const python = "/usr/bin/python3"
 	path := filepath.Join(b.TempDir(), "data.f32")
@@ -85,7 +99,7 @@ func BenchmarkTrain(b *testing.B) {
 	// on a loaded machine depends on OMP_WAIT_POLICY as much as on the trainer.
 	for _, nthread := range []int{1, 2} {
 		b.Run(fmt.Sprintf("nthread=%d", nthread), func(b *testing.B) {
-			job := Job{Params: benchParams(nthread), ModelFormat: "json", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			job := Job{Params: benchParams(shape.rounds, nthread), ModelFormat: "json", Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			runtime.LockOSThread() // as Run does: libxgboost keeps per-thread state
 			defer runtime.UnlockOSThread()
 			goTrain := func() float64 {
@@ -96,8 +110,8 @@ func BenchmarkTrain(b *testing.B) {
 				return time.Since(start).Seconds()
 			}
 			pyTrain := func() float64 {
-				out, err := exec.Command(python, "-c", pythonTrain, strconv.Itoa(benchRows), strconv.Itoa(benchCols),
-					strconv.Itoa(benchRounds), path, strconv.Itoa(nthread)).CombinedOutput()
+				out, err := exec.Command(python, "-c", pythonTrain, strconv.Itoa(shape.rows), strconv.Itoa(shape.cols),
+					strconv.Itoa(shape.rounds), path, strconv.Itoa(nthread)).CombinedOutput()
 				if err != nil {
 					b.Fatalf("python3-xgboost: %v\n%s", err, out)
 				}
