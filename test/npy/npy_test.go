@@ -1,4 +1,4 @@
-package foresttest
+package npy
 
 import (
 	"encoding/binary"
