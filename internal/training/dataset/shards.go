@@ -256,6 +256,7 @@ func loadParquetParts(st store, ps []part, spec Spec, s Shard, rows *atomic.Int6
 	}
 	m := &Matrix{Rows: total, Cols: cols, Data: make([]float32, total*cols), FeatureNames: slices.Clone(first.names), LabelName: first.labelName}
 	labels := newLabelSet(o.classes)
+	labels.reserve(total, !first.labelText)
 	row := 0
 	for k, u := range units {
 		n := int(u.pf.f.RowGroups()[u.rg].NumRows())
