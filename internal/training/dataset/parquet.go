@@ -152,8 +152,9 @@ func (pf *parquetFile) rowGroupSpan(g int) (off, end int64) {
 	return off, end
 }
 
-// readRowGroup reads row group g into rows [row0, row0+n) of m's data and labels.
-func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *labelSet, l Limits) error {
+// readRowGroup reads row group g into rows [row0, row0+n) of m's data and labels; db holds the
+// decoding buffers, reused across the row groups of a load.
+func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *labelSet, l Limits, db *decodeBuffers) error {
 	rg := pf.f.RowGroups()[g]
 	n := int(rg.NumRows())
 	off, end := pf.rowGroupSpan(g)
@@ -176,8 +177,6 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 		return err
 	}
 	chunks := rg.ColumnChunks()
-	buf := make([]parquet.Value, 4096)
-	var tb typedBuffers
 	readColumn := func(c int, name string, take func(row int, v parquet.Value) string, num func(row int, f float64) string) error {
 		pages := chunks[c].Pages()
 		defer pages.Close()
@@ -193,7 +192,7 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 			vr := page.Values()
 			if num != nil && page.NumNulls() == 0 {
 				// Typed reads of a page without nulls: no parquet.Value per cell.
-				handled, msg, err := readTyped(vr, &tb, func(f float64) string {
+				handled, msg, err := readTyped(vr, db, func(f float64) string {
 					if row >= n {
 						return fmt.Sprintf("the column holds more values than the group's %d rows (a repeated column?)", n)
 					}
@@ -212,9 +211,12 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 					continue
 				}
 			}
+			if db.values == nil {
+				db.values = make([]parquet.Value, 4096)
+			}
 			for {
-				k, err := vr.ReadValues(buf)
-				for _, v := range buf[:k] {
+				k, err := vr.ReadValues(db.values)
+				for _, v := range db.values[:k] {
 					if row >= n {
 						parquet.Release(page)
 						return &DataError{File: pf.p.Name, ColumnName: name, Msg: fmt.Sprintf("row group %d: the column holds more values than the group's %d rows (a repeated column?)", g, n)}
@@ -323,17 +325,19 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 	return nil
 }
 
-// typedBuffers are the buffers of readTyped, reused across pages.
-type typedBuffers struct {
-	f32 []float32
-	f64 []float64
-	i32 []int32
-	i64 []int64
+// decodeBuffers are the buffers values are decoded into, made when first needed and reused
+// across pages: typed numbers (readTyped) or parquet.Values (pages with nulls, dictionaries).
+type decodeBuffers struct {
+	values []parquet.Value
+	f32    []float32
+	f64    []float64
+	i32    []int32
+	i64    []int64
 }
 
 // readTyped reads a page's values through its typed reader, when it has one (plain-encoded
 // pages of numeric columns), passing each to emit; handled is false when it has none.
-func readTyped(vr parquet.ValueReader, tb *typedBuffers, emit func(float64) string) (handled bool, msg string, err error) {
+func readTyped(vr parquet.ValueReader, tb *decodeBuffers, emit func(float64) string) (handled bool, msg string, err error) {
 	const n = 4096
 	loop := func(read func() (int, error), at func(i int) float64) (bool, string, error) {
 		for {

@@ -258,9 +258,10 @@ func loadParquetParts(st store, ps []part, spec Spec, s Shard, rows *atomic.Int6
 	labels := newLabelSet(o.classes)
 	labels.reserve(total, !first.labelText)
 	row := 0
+	var db decodeBuffers
 	for k, u := range units {
 		n := int(u.pf.f.RowGroups()[u.rg].NumRows())
-		if err := u.pf.readRowGroup(u.rg, m.Data[row*cols:(row+n)*cols], cols, labels, spec.Limits); err != nil {
+		if err := u.pf.readRowGroup(u.rg, m.Data[row*cols:(row+n)*cols], cols, labels, spec.Limits, &db); err != nil {
 			return nil, err
 		}
 		row += n
