@@ -114,7 +114,9 @@ func loadCSVReader(r io.Reader, file string, o csvOptions, s Shard) (*Matrix, er
 				sampled += len(f) + 1
 			}
 			if row == sampleRows-1 {
-				data.reserve(estimateOwnRows(o.sizeHint, sampled, sampleRows, s) * len(featCols))
+				est := estimateOwnRows(o.sizeHint, sampled, sampleRows, s)
+				data.reserve(est * len(featCols))
+				labels.reserve(est, false)
 			}
 		}
 		own := s.owns(row)
@@ -324,15 +326,23 @@ func (l *labelSet) addNumber(f float32) {
 	l.ownValues.append(f)
 }
 
+// reserve makes room for n labels of this rank in one piece, so that finish hands them over
+// without copying chunks together (the labels twice at once). numbers says they come through
+// addNumber, which keeps no class ids.
+func (l *labelSet) reserve(n int, numbers bool) {
+	if numbers || l.fixed == nil {
+		l.ownValues.reserve(n)
+	}
+	if !numbers {
+		l.ownIDs.reserve(n)
+	}
+}
+
 // finish sets m's Labels, Classes and label range.
 func (l *labelSet) finish(m *Matrix) *DataError {
-	ids := l.ownIDs.flatten()
-	m.Labels = make([]float32, len(ids))
 	switch {
 	case l.fixed != nil:
-		for i, id := range ids {
-			m.Labels[i] = float32(id)
-		}
+		m.Labels = l.idLabels(func(id int32) float32 { return float32(id) })
 		m.Classes = l.fixedClassesList
 		m.LabelMin, m.LabelMax = 0, float32(len(m.Classes)-1)
 	case l.numeric:
@@ -349,13 +359,26 @@ func (l *labelSet) finish(m *Matrix) *DataError {
 			k, _ := slices.BinarySearch(sorted, name)
 			index[id] = float32(k)
 		}
-		for i, id := range ids {
-			m.Labels[i] = index[id]
-		}
+		m.Labels = l.idLabels(func(id int32) float32 { return index[id] })
 		m.Classes = sorted
 		m.LabelMin, m.LabelMax = 0, float32(len(sorted)-1)
 	}
 	return nil
+}
+
+// idLabels maps the class ids of this rank's rows to labels, chunk by chunk (no flattened copy
+// of the ids).
+func (l *labelSet) idLabels(label func(int32) float32) []float32 {
+	out := make([]float32, 0, l.ownIDs.n)
+	for _, ch := range l.ownIDs.full {
+		for _, id := range ch {
+			out = append(out, label(id))
+		}
+	}
+	for _, id := range l.ownIDs.cur {
+		out = append(out, label(id))
+	}
+	return out
 }
 
 // quoteClip quotes a cell for a message, cut short when long: a message echoing a 16 MiB cell

@@ -122,7 +122,7 @@ type Limits struct {
 	// MaxObjects bounds the part files of a folder or object store prefix (0: DefaultMaxObjects).
 	MaxObjects int
 	// MaxRowGroupBytes bounds the compressed bytes of the columns read from one Parquet row group,
-	// which are held in memory while it is decoded (0: DefaultMaxRowGroupBytes).
+	// which are one request (0: DefaultMaxRowGroupBytes).
 	MaxRowGroupBytes int64
 }
 

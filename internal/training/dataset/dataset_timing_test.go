@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -131,4 +132,28 @@ func BenchmarkSplitRecords(b *testing.B) {
 			f.Close()
 		}
 	})
+}
+
+// BenchmarkLoadParquet reads 3 Parquet parts of 100k rows (4 features, one with nulls) in row
+// groups of 32k rows. beyond-matrix-B/op is what the load allocates besides the matrix and the
+// labels it returns: the decoding's garbage and buffers, which add to a rank's peak memory.
+func BenchmarkLoadParquet(b *testing.B) {
+	dir := b.TempDir()
+	const parts, perPart = 3, 100_000
+	for p := range parts {
+		writeFile(b, filepath.Join(dir, fmt.Sprintf("part-%d.parquet", p)), parquetBytes(b, testRows(p*perPart, perPart), 32<<10))
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var m *Matrix
+	for b.Loop() {
+		var err error
+		if m, err = Load(Spec{Path: dir, Label: "label"}, Shard{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	out := float64(len(m.Data)+len(m.Labels)) * 4
+	b.SetBytes(int64(out))
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)-out, "beyond-matrix-B/op")
 }

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,7 +13,7 @@ import (
 )
 
 // DefaultMaxRowGroupBytes bounds the compressed bytes of the columns read from one Parquet row
-// group when Limits.MaxRowGroupBytes is 0: a row group is read into memory as one request.
+// group when Limits.MaxRowGroupBytes is 0: a row group is read as one request.
 const DefaultMaxRowGroupBytes = 1 << 30
 
 // maxFooterBytes bounds a Parquet footer (the schema and row group index): a damaged length
@@ -58,6 +59,7 @@ func openParquet(s store, p part, o csvOptions) (*parquetFile, error) {
 		return nil, err
 	}
 	f, err := parquet.OpenFile(r, p.Size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.ReadBufferSize(8))
+	r.win = nil // parsed: the footer's bytes are not read again
 	if err != nil {
 		return nil, parquetError(p, "not a readable Parquet file (damaged footer?): %v; rewrite the file", err)
 	}
@@ -129,23 +131,30 @@ func (a *parquetFile) sameSchema(b *parquetFile) error {
 	return nil
 }
 
+// chunkStart is the file offset of column c's chunk in row group g.
+func (pf *parquetFile) chunkStart(g, c int) int64 {
+	cm := pf.f.Metadata().RowGroups[g].Columns[c].MetaData
+	start := cm.DataPageOffset
+	if cm.DictionaryPageOffset > 0 && cm.DictionaryPageOffset < start {
+		start = cm.DictionaryPageOffset
+	}
+	return start
+}
+
 // rowGroupSpan is the byte range of the chosen columns of row group g, and its compressed size.
 func (pf *parquetFile) rowGroupSpan(g int) (off, end int64) {
 	md := pf.f.Metadata().RowGroups[g]
 	off, end = math.MaxInt64, 0
 	for _, c := range append([]int{pf.labelCol}, pf.featCols...) {
-		cm := md.Columns[c].MetaData
-		start := cm.DataPageOffset
-		if cm.DictionaryPageOffset > 0 && cm.DictionaryPageOffset < start {
-			start = cm.DictionaryPageOffset
-		}
-		off, end = min(off, start), max(end, start+cm.TotalCompressedSize)
+		start := pf.chunkStart(g, c)
+		off, end = min(off, start), max(end, start+md.Columns[c].MetaData.TotalCompressedSize)
 	}
 	return off, end
 }
 
-// readRowGroup reads row group g into rows [row0, row0+n) of m's data and labels.
-func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *labelSet, l Limits) error {
+// readRowGroup reads row group g into rows [row0, row0+n) of m's data and labels; db holds the
+// decoding buffers, reused across the row groups of a load.
+func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *labelSet, l Limits, db *decodeBuffers) error {
 	rg := pf.f.RowGroups()[g]
 	n := int(rg.NumRows())
 	off, end := pf.rowGroupSpan(g)
@@ -164,12 +173,10 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 		return parquetError(pf.p, "row group %d holds %d rows in %d compressed bytes (%d uncompressed) of the chosen columns, more than the bound of %d compressed (and 4 times that uncompressed): write the file with smaller row groups (e.g. 128 MiB)",
 			g, n, end-off, unpacked, maxRG)
 	}
-	if err := pf.r.prefetch(off, end-off); err != nil {
+	if err := pf.r.stream(off, end-off); err != nil {
 		return err
 	}
 	chunks := rg.ColumnChunks()
-	buf := make([]parquet.Value, 4096)
-	var tb typedBuffers
 	readColumn := func(c int, name string, take func(row int, v parquet.Value) string, num func(row int, f float64) string) error {
 		pages := chunks[c].Pages()
 		defer pages.Close()
@@ -185,7 +192,7 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 			vr := page.Values()
 			if num != nil && page.NumNulls() == 0 {
 				// Typed reads of a page without nulls: no parquet.Value per cell.
-				handled, msg, err := readTyped(vr, &tb, func(f float64) string {
+				handled, msg, err := readTyped(vr, db, func(f float64) string {
 					if row >= n {
 						return fmt.Sprintf("the column holds more values than the group's %d rows (a repeated column?)", n)
 					}
@@ -204,9 +211,12 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 					continue
 				}
 			}
+			if db.values == nil {
+				db.values = make([]parquet.Value, 4096)
+			}
 			for {
-				k, err := vr.ReadValues(buf)
-				for _, v := range buf[:k] {
+				k, err := vr.ReadValues(db.values)
+				for _, v := range db.values[:k] {
 					if row >= n {
 						parquet.Release(page)
 						return &DataError{File: pf.p.Name, ColumnName: name, Msg: fmt.Sprintf("row group %d: the column holds more values than the group's %d rows (a repeated column?)", g, n)}
@@ -232,8 +242,8 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 		}
 		return nil
 	}
-	for j, c := range pf.featCols {
-		err := readColumn(c, pf.names[j], func(row int, v parquet.Value) string {
+	readFeature := func(j int) error {
+		return readColumn(pf.featCols[j], pf.names[j], func(row int, v parquet.Value) string {
 			f, bad := parquetNumber(v)
 			if bad != "" {
 				return bad
@@ -250,9 +260,6 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 			data[row*cols+j] = f32
 			return ""
 		})
-		if err != nil {
-			return err
-		}
 	}
 	var labelNum func(row int, f float64) string
 	if !pf.labelText {
@@ -270,36 +277,67 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 			return ""
 		}
 	}
-	return readColumn(pf.labelCol, pf.labelName, func(row int, v parquet.Value) string {
-		if v.IsNull() {
-			return "the label is missing (null); every row needs a label"
+	readLabel := func() error {
+		return readColumn(pf.labelCol, pf.labelName, func(row int, v parquet.Value) string {
+			if v.IsNull() {
+				return "the label is missing (null); every row needs a label"
+			}
+			if pf.labelText {
+				return labels.add(string(v.ByteArray()), true)
+			}
+			f, bad := parquetNumber(v)
+			if bad != "" {
+				return bad
+			}
+			if math.IsNaN(float64(f)) {
+				return "the label is NaN; every row needs a label"
+			}
+			labels.addNumber(f)
+			return ""
+		}, labelNum)
+	}
+	// The column chunks in the order they lie in the file (feature -1: the label), so that the
+	// row group's request is read forward once.
+	order := make([]int, 0, len(pf.featCols)+1)
+	order = append(order, -1)
+	for j := range pf.featCols {
+		order = append(order, j)
+	}
+	start := func(j int) int64 {
+		c := pf.labelCol
+		if j >= 0 {
+			c = pf.featCols[j]
 		}
-		if pf.labelText {
-			return labels.add(string(v.ByteArray()), true)
+		return pf.chunkStart(g, c)
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(start(a), start(b)) })
+	for _, j := range order {
+		var err error
+		if j < 0 {
+			err = readLabel()
+		} else {
+			err = readFeature(j)
 		}
-		f, bad := parquetNumber(v)
-		if bad != "" {
-			return bad
+		if err != nil {
+			return err
 		}
-		if math.IsNaN(float64(f)) {
-			return "the label is NaN; every row needs a label"
-		}
-		labels.addNumber(f)
-		return ""
-	}, labelNum)
+	}
+	return nil
 }
 
-// typedBuffers are the buffers of readTyped, reused across pages.
-type typedBuffers struct {
-	f32 []float32
-	f64 []float64
-	i32 []int32
-	i64 []int64
+// decodeBuffers are the buffers values are decoded into, made when first needed and reused
+// across pages: typed numbers (readTyped) or parquet.Values (pages with nulls, dictionaries).
+type decodeBuffers struct {
+	values []parquet.Value
+	f32    []float32
+	f64    []float64
+	i32    []int32
+	i64    []int64
 }
 
 // readTyped reads a page's values through its typed reader, when it has one (plain-encoded
 // pages of numeric columns), passing each to emit; handled is false when it has none.
-func readTyped(vr parquet.ValueReader, tb *typedBuffers, emit func(float64) string) (handled bool, msg string, err error) {
+func readTyped(vr parquet.ValueReader, tb *decodeBuffers, emit func(float64) string) (handled bool, msg string, err error) {
 	const n = 4096
 	loop := func(read func() (int, error), at func(i int) float64) (bool, string, error) {
 		for {

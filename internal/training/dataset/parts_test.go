@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -436,5 +438,67 @@ func TestParquetRowGroupBoundCountsUncompressedBytes(t *testing.T) {
 	_, err = Load(Spec{Path: dir, Label: "label", Limits: Limits{MaxRowGroupBytes: bound}}, Shard{})
 	if err == nil || !strings.Contains(err.Error(), "uncompressed") {
 		t.Fatalf("error %v, want the row group refused for its uncompressed size", err)
+	}
+}
+
+// labelFirstRow has its label as the first column (as the original HIGGS file has).
+type labelFirstRow struct {
+	Label float32 `parquet:"label"`
+	F0    float32 `parquet:"f0"`
+	F1    float64 `parquet:"f1"`
+	F2    int64   `parquet:"f2"`
+}
+
+// requestCounter counts the requests a load makes of its store.
+type requestCounter struct {
+	store
+	opens, readAts int
+}
+
+func (s *requestCounter) open(p part, off, n int64) (io.ReadCloser, error) {
+	s.opens++
+	return s.store.open(p, off, n)
+}
+
+func (s *requestCounter) readAt(p part, b []byte, off int64) error {
+	s.readAts++
+	return s.store.readAt(p, b, off)
+}
+
+// TestParquetRowGroupIsOneForwardRequest: a row group is one request whatever the order of
+// the columns asked for (the label first in the file, features reordered), read forward rather
+// than held in memory. Opening the file takes three small reads: the magic bytes at its start,
+// the footer's length and the footer.
+func TestParquetRowGroupIsOneForwardRequest(t *testing.T) {
+	rows := make([]labelFirstRow, 1000)
+	for i := range rows {
+		rows[i] = labelFirstRow{Label: float32(i % 3), F0: float32(i), F1: float64(i) / 4, F2: int64(i % 5)}
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.parquet")
+	writeFile(t, path, parquetBytes(t, rows, 128)) // 8 row groups
+	for _, features := range [][]string{nil, {"f2", "f0"}} {
+		st := &requestCounter{store: &localStore{path: dir, c: &byteCounter{}}}
+		ps, err := st.parts(10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read atomic.Int64
+		m, err := loadParquetParts(st, ps, Spec{Path: dir, Label: "label", Features: features}, Shard{0, 1}, &read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.opens != 8 || st.readAts != 3 {
+			t.Errorf("features %v: %d row group requests and %d other reads, want 8 and 3 (magic, footer length, footer)", features, st.opens, st.readAts)
+		}
+		for i, r := range rows {
+			want := []float32{r.F0, float32(r.F1), float32(r.F2)}
+			if features != nil {
+				want = []float32{float32(r.F2), r.F0}
+			}
+			if !slices.Equal(m.Row(i), want) || m.Labels[i] != r.Label {
+				t.Fatalf("features %v: row %d = %v label %v, want %v label %v", features, i, m.Row(i), m.Labels[i], want, r.Label)
+			}
+		}
 	}
 }

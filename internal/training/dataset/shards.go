@@ -161,7 +161,7 @@ func loadParts(spec Spec, s Shard) (*Matrix, error) {
 
 // openPart reads p from off, through gzip when its name ends in .gz (only from 0).
 func openPart(st store, p part, off int64) (io.ReadCloser, error) {
-	rc, err := st.open(p, off)
+	rc, err := st.open(p, off, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -256,16 +256,18 @@ func loadParquetParts(st store, ps []part, spec Spec, s Shard, rows *atomic.Int6
 	}
 	m := &Matrix{Rows: total, Cols: cols, Data: make([]float32, total*cols), FeatureNames: slices.Clone(first.names), LabelName: first.labelName}
 	labels := newLabelSet(o.classes)
+	labels.reserve(total, !first.labelText)
 	row := 0
+	var db decodeBuffers
 	for k, u := range units {
 		n := int(u.pf.f.RowGroups()[u.rg].NumRows())
-		if err := u.pf.readRowGroup(u.rg, m.Data[row*cols:(row+n)*cols], cols, labels, spec.Limits); err != nil {
+		if err := u.pf.readRowGroup(u.rg, m.Data[row*cols:(row+n)*cols], cols, labels, spec.Limits, &db); err != nil {
 			return nil, err
 		}
 		row += n
 		rows.Add(int64(n))
 		if k == len(units)-1 || units[k+1].pf != u.pf {
-			u.pf.r.win = nil // done with this file: its last row group's bytes go
+			u.pf.r.release() // done with this file
 		}
 	}
 	m.TotalRows = total
@@ -343,14 +345,14 @@ func loadCSVSplit(st store, p part, o csvOptions, s Shard) (*Matrix, error) {
 	var header []byte
 	var body io.ReadCloser
 	if s.Rank == 0 {
-		rc, err := st.open(p, 0)
+		rc, err := st.open(p, 0, -1)
 		if err != nil {
 			return nil, err
 		}
 		body = rc
 	} else {
 		// The header: the first line of the part.
-		rc, err := st.open(p, 0)
+		rc, err := st.open(p, 0, -1)
 		if err != nil {
 			return nil, err
 		}
@@ -360,7 +362,7 @@ func loadCSVSplit(st store, p part, o csvOptions, s Shard) (*Matrix, error) {
 			return nil, fmt.Errorf("%s: read the header: %w", p.Name, err)
 		}
 		// From the byte before the range: the first line that starts in it follows a newline.
-		if body, err = st.open(p, start-1); err != nil {
+		if body, err = st.open(p, start-1, -1); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -59,8 +60,8 @@ type store interface {
 	// parts lists the data set's files, sorted by name: the file itself, or the files in the
 	// folder or under the prefix, at most max of them.
 	parts(max int) ([]part, error)
-	// open reads p from offset off to its end.
-	open(p part, off int64) (io.ReadCloser, error)
+	// open reads n bytes of p from offset off; n < 0 reads to its end.
+	open(p part, off, n int64) (io.ReadCloser, error)
 	// readAt reads len(b) bytes of p at off.
 	readAt(p part, b []byte, off int64) error
 }
@@ -153,7 +154,7 @@ func (s *localStore) parts(max int) ([]part, error) {
 	return ps, nil
 }
 
-func (s *localStore) open(p part, off int64) (io.ReadCloser, error) {
+func (s *localStore) open(p part, off, n int64) (io.ReadCloser, error) {
 	f, err := os.Open(p.Name)
 	if err != nil {
 		return nil, fmt.Errorf("open data: %w", err)
@@ -162,7 +163,16 @@ func (s *localStore) open(p part, off int64) (io.ReadCloser, error) {
 		f.Close()
 		return nil, err
 	}
-	return countingReader{f, s.c}, nil
+	if n < 0 {
+		return countingReader{f, s.c}, nil
+	}
+	return countingReader{limitedFile{io.LimitReader(f, n), f}, s.c}, nil
+}
+
+// limitedFile is a byte range of an open file.
+type limitedFile struct {
+	io.Reader
+	io.Closer
 }
 
 func (s *localStore) readAt(p part, b []byte, off int64) error {
@@ -297,9 +307,16 @@ func (s *s3Store) parts(max int) ([]part, error) {
 	return ps, nil
 }
 
-func (s *s3Store) open(p part, off int64) (io.ReadCloser, error) {
+func (s *s3Store) open(p part, off, n int64) (io.ReadCloser, error) {
 	opts := minio.GetObjectOptions{}
-	if off > 0 {
+	switch {
+	case n == 0:
+		return io.NopCloser(strings.NewReader("")), nil
+	case n > 0:
+		if err := opts.SetRange(off, off+n-1); err != nil {
+			return nil, err
+		}
+	case off > 0:
 		if err := opts.SetRange(off, 0); err != nil {
 			return nil, err
 		}
@@ -332,15 +349,25 @@ func (s *s3Store) readAt(p part, b []byte, off int64) error {
 	return nil
 }
 
-// partReaderAt is one part as an io.ReaderAt (what the Parquet reader takes), serving reads that
-// fall inside a prefetched window from memory: a Parquet row group is read as one ranged request
-// instead of one per page.
+// partReaderAt is one part as an io.ReaderAt (what the Parquet reader takes). A Parquet row
+// group is read as one ranged request, not one per page; the request's body is read forward as
+// the pages are decoded (the reader asks for a column chunk's pages in order, and readRowGroup
+// takes the column chunks in file order), so a rank holds a page at a time rather than a whole
+// row group's compressed columns next to its matrix. Reads inside the window (the footer) come
+// from memory; any other read is a request of its own.
 type partReaderAt struct {
 	s      store
 	p      part
 	winOff int64
 	win    []byte
+	// The streamed span: body holds the part's bytes [pos, end).
+	body     io.ReadCloser
+	br       *bufio.Reader
+	pos, end int64
 }
+
+// streamBufferBytes buffers a streamed span: page headers are read a few bytes at a time.
+const streamBufferBytes = 64 << 10
 
 func (r *partReaderAt) ReadAt(b []byte, off int64) (int, error) {
 	if off < 0 || off >= r.p.Size {
@@ -350,15 +377,39 @@ func (r *partReaderAt) ReadAt(b []byte, off int64) (int, error) {
 	if off+int64(n) > r.p.Size {
 		n = int(r.p.Size - off)
 	}
-	if off >= r.winOff && off+int64(n) <= r.winOff+int64(len(r.win)) {
+	switch {
+	case off >= r.winOff && off+int64(n) <= r.winOff+int64(len(r.win)):
 		copy(b, r.win[off-r.winOff:])
-	} else if err := r.s.readAt(r.p, b[:n], off); err != nil {
-		return 0, err
+	case r.body != nil && off >= r.pos && off+int64(n) <= r.end:
+		if err := r.readForward(b[:n], off); err != nil {
+			return 0, err
+		}
+	default:
+		if err := r.s.readAt(r.p, b[:n], off); err != nil {
+			return 0, err
+		}
 	}
 	if n < len(b) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// readForward reads b at off from the streamed span, skipping the bytes before off (the
+// columns of the row group that are not read).
+func (r *partReaderAt) readForward(b []byte, off int64) error {
+	if _, err := r.br.Discard(int(off - r.pos)); err != nil {
+		r.closeStream()
+		return fmt.Errorf("%s: read bytes %d-%d: %w", r.p.Name, r.pos, off-1, err)
+	}
+	r.pos = off
+	k, err := io.ReadFull(r.br, b)
+	r.pos += int64(k)
+	if err != nil {
+		r.closeStream()
+		return fmt.Errorf("%s: read bytes %d-%d: %w", r.p.Name, off, off+int64(len(b))-1, err)
+	}
+	return nil
 }
 
 // prefetch reads [off, off+n) into the window, reusing its memory.
@@ -372,4 +423,34 @@ func (r *partReaderAt) prefetch(off, n int64) error {
 		return err
 	}
 	return nil
+}
+
+// stream opens [off, off+n) as one request, read forward by ReadAt.
+func (r *partReaderAt) stream(off, n int64) error {
+	r.closeStream()
+	body, err := r.s.open(r.p, off, n)
+	if err != nil {
+		return err
+	}
+	if r.br == nil {
+		r.br = bufio.NewReaderSize(body, streamBufferBytes)
+	} else {
+		r.br.Reset(body)
+	}
+	r.body, r.pos, r.end = body, off, off+n
+	return nil
+}
+
+func (r *partReaderAt) closeStream() {
+	if r.body != nil {
+		r.body.Close()
+		r.body = nil
+		r.br.Reset(nil)
+	}
+}
+
+// release lets go of the part's request and buffers once its last row group is read.
+func (r *partReaderAt) release() {
+	r.closeStream()
+	r.win, r.br = nil, nil
 }
