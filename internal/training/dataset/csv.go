@@ -319,20 +319,28 @@ func (l *labelSet) add(cell string, own bool) string {
 	return ""
 }
 
-// addNumber takes a numeric label of this rank (from a typed column, no text to parse).
-func (l *labelSet) addNumber(f float32) {
+// addNumber takes a numeric label of this rank (from a typed column, no text to parse); it
+// returns a message when it is no valid label. Against a given class list (evaluation data of a
+// model trained on class names) the number is a class name as CSV would spell it: 1, not 1.0.
+func (l *labelSet) addNumber(f float32) string {
+	if l.fixed != nil {
+		return l.add(strconv.FormatFloat(float64(f), 'g', -1, 32), true)
+	}
 	v := float64(f)
 	l.min, l.max = min(l.min, v), max(l.max, v)
 	l.ownValues.append(f)
+	return ""
 }
 
 // reserve makes room for n labels of this rank in one piece, so that finish hands them over
 // without copying chunks together (the labels twice at once). numbers says they come through
-// addNumber, which keeps no class ids.
+// addNumber, which keeps no class ids unless a class list is given.
 func (l *labelSet) reserve(n int, numbers bool) {
-	if numbers || l.fixed == nil {
-		l.ownValues.reserve(n)
+	if l.fixed != nil {
+		l.ownIDs.reserve(n)
+		return
 	}
+	l.ownValues.reserve(n)
 	if !numbers {
 		l.ownIDs.reserve(n)
 	}

@@ -273,8 +273,7 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 					return bad
 				}
 			}
-			labels.addNumber(f32)
-			return ""
+			return labels.addNumber(f32)
 		}
 	}
 	readLabel := func() error {
@@ -292,8 +291,7 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 			if math.IsNaN(float64(f)) {
 				return "the label is NaN; every row needs a label"
 			}
-			labels.addNumber(f)
-			return ""
+			return labels.addNumber(f)
 		}, labelNum)
 	}
 	// The column chunks in the order they lie in the file (feature -1: the label), so that the

@@ -502,3 +502,23 @@ func TestParquetRowGroupIsOneForwardRequest(t *testing.T) {
 		}
 	}
 }
+
+// Evaluation data in Parquet whose label column is numeric, for a model trained on class names:
+// each number is the class name CSV would read (1, not 1.0), so labels "0" and "1" map to the
+// training data's classes and any other number is an error naming it, never an empty label list.
+func TestParquetNumericLabelsAgainstClassNames(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "eval.parquet")
+	writeFile(t, path, parquetBytes(t, testRows(0, 10), 4))
+	m, err := Load(Spec{Path: path, Label: "label", Classes: []string{"0", "1"}}, Shard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{0, 1, 0, 1, 0, 1, 0, 1, 0, 1}
+	if !slices.Equal(m.Labels, want) || !slices.Equal(m.Classes, []string{"0", "1"}) {
+		t.Errorf("labels %v classes %v, want %v of [0 1]", m.Labels, m.Classes, want)
+	}
+	_, err = Load(Spec{Path: path, Label: "label", Classes: []string{"cat", "dog"}}, Shard{})
+	if err == nil || !strings.Contains(err.Error(), `label "0" is not one of the training data's classes "cat", "dog"`) {
+		t.Errorf("numeric labels against classes cat, dog: got %v, want the label named", err)
+	}
+}
