@@ -233,9 +233,13 @@ deploy-trainer-runtime:
 
 # The model the example serves: a pipeline run writes it (model_name iris, model_version v1).
 EXAMPLE_MODEL_URI := $(shell sed -n 's/^ *storageUri: *//p' manifests/inferenceservice.yaml)
-## deploy-example: the iris InferenceService, waited for until Ready; serves the model a pipeline run wrote (run one first)
+EXAMPLE_RUNTIME := $(shell sed -n 's/^ *runtime: *//p' manifests/inferenceservice.yaml)
+# scripts/check-model.sh first loads the model on the claim with gangboost-runtime --check in a
+# short-lived pod, and stops with what to do when no pipeline run wrote it.
+## deploy-example: the iris InferenceService, waited for until Ready; checks first that a pipeline run wrote its model (run one first)
 deploy-example:
-	@echo "deploy-example serves $(EXAMPLE_MODEL_URI): a pipeline run with model_name=iris model_version=v1 must have written it (README \"From the Kubeflow Pipelines UI\"); without it the predictor cannot start"
+	@echo "deploy-example serves $(EXAMPLE_MODEL_URI): a pipeline run with model_name=iris model_version=v1 must have written it (README \"From the Kubeflow Pipelines UI\")"
+	KUBECTL=$(KUBECTL) scripts/check-model.sh $(NAMESPACE) $(EXAMPLE_MODEL_URI) $(ISVC) $(EXAMPLE_RUNTIME)
 	$(KUBECTL) -n $(NAMESPACE) apply -f manifests/inferenceservice.yaml
 	$(KUBECTL) -n $(NAMESPACE) wait --for=condition=Ready inferenceservice/$(ISVC) --timeout=5m || { \
 	  echo "InferenceService $(ISVC) not Ready after 5m. Is the model at $(EXAMPLE_MODEL_URI)? Run the pipeline first; the predictor says:" >&2; \
