@@ -66,19 +66,22 @@ upload-pipeline: compile-pipeline
 	$(BIN)/gangboost pipeline upload $(if $(KFP_HOST),--host $(KFP_HOST)) pipelines/xgboost-volcano.yaml
 
 # Container images without a Docker daemon or a base image pull: gangboost-runtime (FROM scratch)
-# and gangboost (trainer + components on a root of Debian packages), as OCI archives in dist/.
-## images: build the gangboost-runtime and gangboost images into dist/ (no Docker daemon)
+# and gangboost (trainer + components on a root of Debian packages), one OCI archive per
+# architecture in dist/ and a manifest list of them each. The other architecture's binaries are
+# cross-compiled: pure Go, and gangboost-train with Debian's cross gcc against that architecture's
+# libxgboost .debs (make deps installs the compiler). IMAGE_ARCHES=<the host's> builds one.
+IMAGE_ARCHES ?= amd64 arm64
+export IMAGE_ARCHES
+## images: build the gangboost-runtime and gangboost images for IMAGE_ARCHES (amd64 arm64) into dist/ (no Docker daemon)
 images: build
-	scripts/build-images.sh
+	ARCHES="$(IMAGE_ARCHES)" scripts/build-images.sh
 
 # Push the images to REGISTRY (make push REGISTRY=registry.example.com/ml): they are built with the
-# same REGISTRY, so launch-xgboostjob's default trainer image is the pushed one.
-## push: push the images to REGISTRY
+# same REGISTRY, so launch-xgboostjob's default trainer image is the pushed one. Each name is an
+# OCI image index of IMAGE_ARCHES: every node pulls its own architecture.
+## push: push the images to REGISTRY, each a multi-architecture index of IMAGE_ARCHES
 push: images
-	@for name in gangboost-runtime gangboost; do \
-	  echo "buildah push $(REGISTRY)/$$name:$(VERSION)"; \
-	  buildah push $(REGISTRY)/$$name:$(VERSION) docker://$(REGISTRY)/$$name:$(VERSION) || exit 1; \
-	done
+	scripts/push-images.sh
 
 # The test control plane's binaries (kube-apiserver, controller-manager, KWOK, Volcano
 # scheduler, training operator), built from the module proxy into a cache keyed by version:
@@ -233,9 +236,13 @@ deploy-trainer-runtime:
 
 # The model the example serves: a pipeline run writes it (model_name iris, model_version v1).
 EXAMPLE_MODEL_URI := $(shell sed -n 's/^ *storageUri: *//p' manifests/inferenceservice.yaml)
-## deploy-example: the iris InferenceService, waited for until Ready; serves the model a pipeline run wrote (run one first)
+EXAMPLE_RUNTIME := $(shell sed -n 's/^ *runtime: *//p' manifests/inferenceservice.yaml)
+# scripts/check-model.sh first loads the model on the claim with gangboost-runtime --check in a
+# short-lived pod, and stops with what to do when no pipeline run wrote it.
+## deploy-example: the iris InferenceService, waited for until Ready; checks first that a pipeline run wrote its model (run one first)
 deploy-example:
-	@echo "deploy-example serves $(EXAMPLE_MODEL_URI): a pipeline run with model_name=iris model_version=v1 must have written it (README \"From the Kubeflow Pipelines UI\"); without it the predictor cannot start"
+	@echo "deploy-example serves $(EXAMPLE_MODEL_URI): a pipeline run with model_name=iris model_version=v1 must have written it (README \"From the Kubeflow Pipelines UI\")"
+	KUBECTL=$(KUBECTL) scripts/check-model.sh $(NAMESPACE) $(EXAMPLE_MODEL_URI) $(ISVC) $(EXAMPLE_RUNTIME)
 	$(KUBECTL) -n $(NAMESPACE) apply -f manifests/inferenceservice.yaml
 	$(KUBECTL) -n $(NAMESPACE) wait --for=condition=Ready inferenceservice/$(ISVC) --timeout=5m || { \
 	  echo "InferenceService $(ISVC) not Ready after 5m. Is the model at $(EXAMPLE_MODEL_URI)? Run the pipeline first; the predictor says:" >&2; \

@@ -5,11 +5,15 @@ package notebooks
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,26 +68,134 @@ func startRuntime(t *testing.T) string {
 	}
 }
 
+// TestPredictNotebook runs predict.ipynb as a user would reach the model: straight at the runtime
+// (make demo, port-forward), from a notebook pod in the cluster behind an authorization policy
+// (the endpoint derived from the namespace, the service-account token from its file), and through
+// an ingress gateway that routes by Host and wants a bearer token.
 func TestPredictNotebook(t *testing.T) {
 	requirePython(t)
 	url := startRuntime(t)
-	out := filepath.Join(t.TempDir(), "predict.executed.ipynb")
-	if keep := os.Getenv("GANGBOOST_KEEP_NOTEBOOKS"); keep != "" {
-		out = filepath.Join(keep, "predict.executed.ipynb") // to look at what it shows
+	const token = "eyJhbGciOiJSUzI1NiJ9.gangboost-test-token"
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	cmd := exec.Command(debianPython, "-c", execute, filepath.Join(testbin.Root(t), "notebooks", "predict.ipynb"), out, t.TempDir())
-	cmd.Env = append(os.Environ(), "GANGBOOST_ENDPOINT="+url, "GANGBOOST_MODEL=iris",
-		"GANGBOOST_MODEL_METADATA="+filepath.Join(testbin.Root(t), "runtime", "testdata", "models", "iris", "metadata.json"),
-		"MPLBACKEND=module://matplotlib_inline.backend_inline")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("notebook failed: %v\n%s", err, b)
+	for _, c := range []struct {
+		name string
+		// gateHost, when set, puts an authGate for that host in front of the runtime.
+		gateHost string
+		env      func(gate string) []string
+		shows    string
+	}{
+		{"direct", "", func(string) []string { return []string{"GANGBOOST_ENDPOINT=" + url} }, "bearer token: none | Host: the endpoint's"},
+		// The endpoint the notebook derives from GANGBOOST_NAMESPACE is a cluster Service name: the
+		// gate, as the HTTP proxy, stands where cluster DNS and the predictor's sidecar would.
+		{"in cluster, service-account token", "iris-predictor.team-a.svc.cluster.local", func(gate string) []string {
+			return []string{"GANGBOOST_ENDPOINT=", "GANGBOOST_NAMESPACE=team-a", "GANGBOOST_TOKEN_PATH=" + tokenFile,
+				"http_proxy=" + gate, "HTTP_PROXY=" + gate, "no_proxy=", "NO_PROXY="}
+		}, "http://iris-predictor.team-a.svc.cluster.local iris\nbearer token: " + tokenFile},
+		{"ingress gateway, token and Host", "iris.team-a.example.com", func(gate string) []string {
+			return []string{"GANGBOOST_ENDPOINT=" + gate, "GANGBOOST_TOKEN=" + token, "GANGBOOST_HOST_HEADER=iris.team-a.example.com"}
+		}, "bearer token: GANGBOOST_TOKEN | Host: iris.team-a.example.com"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var gate *authGate
+			gateURL := ""
+			if c.gateHost != "" {
+				gate = startAuthGate(t, url, c.gateHost, token)
+				gateURL = gate.url
+			}
+			out := filepath.Join(t.TempDir(), "predict.executed.ipynb")
+			if keep := os.Getenv("GANGBOOST_KEEP_NOTEBOOKS"); keep != "" {
+				out = filepath.Join(keep, "predict."+strings.ReplaceAll(c.name, " ", "_")+".executed.ipynb") // to look at what it shows
+			}
+			cmd := exec.Command(debianPython, "-c", execute, filepath.Join(testbin.Root(t), "notebooks", "predict.ipynb"), out, t.TempDir())
+			cmd.Env = append(append(os.Environ(), "GANGBOOST_MODEL=iris",
+				"GANGBOOST_MODEL_METADATA="+filepath.Join(testbin.Root(t), "runtime", "testdata", "models", "iris", "metadata.json"),
+				"MPLBACKEND=module://matplotlib_inline.backend_inline"), c.env(gateURL)...)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("notebook failed: %v\n%s", err, b)
+			}
+			shown := outputsText(t, out)
+			for _, want := range []string{c.shows, "binary and JSON answers agree", "setosa", "image/png", "shape [1 5] has 5 features per row"} {
+				if !strings.Contains(shown, want) {
+					t.Errorf("executed notebook's outputs lack %q:\n%s", want, shown)
+				}
+			}
+			if strings.Contains(shown, token) {
+				t.Error("the executed notebook shows the bearer token")
+			}
+			if gate != nil && gate.passed.Load() == 0 {
+				t.Error("no call of the notebook went through the auth gate")
+			}
+		})
 	}
-	shown := outputsText(t, out)
-	for _, want := range []string{"binary and JSON answers agree", "setosa", "image/png", "shape [1 5] has 5 features per row"} {
-		if !strings.Contains(shown, want) {
-			t.Errorf("executed notebook's outputs lack %q", want)
+}
+
+// authGate stands where Kubeflow's auth stands in front of an InferenceService (Istio's
+// RequestAuthentication and AuthorizationPolicy at the ingress gateway or the predictor's
+// sidecar): a call reaches the runtime only for the host it routes and with the bearer token;
+// otherwise it gets Istio's answers, 404 for another host, 401 without a token, 403 with another.
+type authGate struct {
+	url, host, token string
+	proxy            *httputil.ReverseProxy
+	passed           atomic.Int64
+}
+
+func (g *authGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	auth := r.Header.Get("Authorization")
+	switch {
+	case r.Host != g.host:
+		http.Error(w, "no route for host "+r.Host, http.StatusNotFound)
+	case auth == "":
+		http.Error(w, "Jwt is missing", http.StatusUnauthorized)
+	case auth != "Bearer "+g.token:
+		http.Error(w, "RBAC: access denied", http.StatusForbidden)
+	default:
+		g.passed.Add(1)
+		g.proxy.ServeHTTP(w, r)
+	}
+}
+
+// startAuthGate serves an authGate for host in front of backend, and checks that it refuses
+// what it must before the notebook relies on it.
+func startAuthGate(t *testing.T, backend, host, token string) *authGate {
+	t.Helper()
+	target, err := neturl.Parse(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &authGate{host: host, token: token, proxy: &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target) // origin-form (a gateway) and absolute-form (an HTTP proxy) requests alike
+	}}}
+	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
+	g.url = srv.URL
+	for _, c := range []struct {
+		host, auth string
+		want       int
+	}{
+		{host, "", http.StatusUnauthorized},
+		{host, "Bearer not-" + token, http.StatusForbidden},
+		{"elsewhere.example.com", "Bearer " + token, http.StatusNotFound},
+		{host, "Bearer " + token, http.StatusOK},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v2/health/ready", nil)
+		req.Host = c.host
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Fatalf("auth gate: Host %s, Authorization %q: status %d, want %d", c.host, c.auth, resp.StatusCode, c.want)
 		}
 	}
+	g.passed.Store(0)
+	return g
 }
 
 // outputsText is what the cells of an executed notebook showed, and nothing of their source:

@@ -91,6 +91,15 @@ func TestWiring(t *testing.T) {
 		{Evaluate, "tolerance", "param tolerance"},
 		{PrepareData, "dataset", "param dataset"},
 		{PrepareData, "pvc_mount_path", "constant /mnt/pvc"},
+		// What a platform's pod security and auth ask of a run, settable from the UI.
+		{Launch, "fs_group", "param fs_group"},
+		{Launch, "run_as_user", "param run_as_user"},
+		{Launch, "run_as_group", "param run_as_group"},
+		{Deploy, "fs_group", "param fs_group"},
+		{Deploy, "run_as_user", "param run_as_user"},
+		{Deploy, "run_as_group", "param run_as_group"},
+		{Deploy, "deployment_mode", "param deployment_mode"},
+		{Evaluate, "auth_token_path", "param auth_token_path"},
 	} {
 		if got := from(c.task, c.input); got != c.want {
 			t.Errorf("%s.%s = %s, want %s", c.task, c.input, got, c.want)
@@ -209,6 +218,17 @@ func TestBuildRejects(t *testing.T) {
 	Parameters = append(append([]Parameter(nil), params...), Parameter{Name: "x", Feeds: feeds(Launch, "nope")})
 	if _, _, err := Build(DefaultOptions()); err == nil || !strings.Contains(err.Error(), `no input "nope"`) {
 		t.Errorf("a parameter feeding a missing input: %v", err)
+	}
+	// prepare-data's seed defaults to 42, launch-xgboostjob's to 0: without a Default of its own, a
+	// parameter feeding both would change what one of them does when the run leaves it alone.
+	Parameters = append([]Parameter(nil), params...)
+	for i := range Parameters {
+		if Parameters[i].Name == "seed" {
+			Parameters[i].Default = nil
+		}
+	}
+	if _, _, err := Build(DefaultOptions()); err == nil || !strings.Contains(err.Error(), "launch-xgboostjob.seed to 0") {
+		t.Errorf("a parameter feeding inputs of different defaults: %v", err)
 	}
 }
 

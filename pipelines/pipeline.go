@@ -62,7 +62,9 @@ func DefaultOptions() Options {
 type Target struct{ Task, Input string }
 
 // Parameter is a pipeline parameter and the task inputs it feeds. Its type, and its description
-// and default unless set here, are those of the first target's component input.
+// and default unless set here, are those of the first target's component input; without a
+// Default here, every target's component default must be the same (a run that leaves the
+// parameter alone then gets what each component would have done on its own).
 type Parameter struct {
 	Name        string
 	Feeds       []Target
@@ -85,7 +87,7 @@ var Parameters = []Parameter{
 	{Name: "dataset_name", Feeds: feeds(PrepareData, "name")},
 	{Name: "label", Feeds: feeds(PrepareData, "label")},
 	{Name: "test_fraction", Feeds: feeds(PrepareData, "test_fraction")},
-	{Name: "seed", Feeds: append(feeds(PrepareData, "seed"), feeds(Launch, "seed")...), Description: "seed of the split and of training"},
+	{Name: "seed", Feeds: append(feeds(PrepareData, "seed"), feeds(Launch, "seed")...), Default: 42, Description: "seed of the split and of training"},
 	// Gang and resources per replica.
 	{Name: "workers", Feeds: feeds(Launch, "workers")},
 	{Name: "cpu", Feeds: feeds(Launch, "cpu")},
@@ -124,10 +126,21 @@ var Parameters = []Parameter{
 	{Name: "min_replicas", Feeds: feeds(Deploy, "min_replicas"), Description: "serving replicas at least"},
 	{Name: "max_replicas", Feeds: feeds(Deploy, "max_replicas"), Description: "serving replicas at most"},
 	{Name: "deploy_timeout_seconds", Feeds: feeds(Deploy, "timeout_seconds"), Description: "how long the InferenceService may take to become Ready before the deploy step fails"},
+	{Name: "deployment_mode", Feeds: feeds(Deploy, "deployment_mode")},
+	// Pod security: a platform's policy (a Kubeflow profile's Pod Security Standard, OpenShift's
+	// SCC ranges) applies to the trainer and the predictor pods alike, and the predictor reads
+	// what the trainer wrote on the same claim, so one setting serves both.
+	{Name: "fs_group", Feeds: append(feeds(Launch, "fs_group"), feeds(Deploy, "fs_group")...),
+		Description: "fsGroup of the trainer and predictor pods: the claim's files are made writable to this group (the images run as 65532); -1 none (e.g. where the platform assigns it)"},
+	{Name: "run_as_user", Feeds: append(feeds(Launch, "run_as_user"), feeds(Deploy, "run_as_user")...),
+		Description: "uid the trainer and predictor pods run as; -1 the image's (65532)"},
+	{Name: "run_as_group", Feeds: append(feeds(Launch, "run_as_group"), feeds(Deploy, "run_as_group")...),
+		Description: "gid the trainer and predictor pods run as; -1 the image's (65532)"},
 	// Evaluation.
 	{Name: "tolerance", Feeds: feeds(Evaluate, "tolerance"), Description: "how far the served model's metric may be from the trainer's own evaluation before evaluate fails"},
 	{Name: "evaluate_protocol", Feeds: feeds(Evaluate, "protocol"), Description: "V2 encodings evaluate sends: json, binary or both"},
 	{Name: "evaluate_timeout_seconds", Feeds: feeds(Evaluate, "timeout_seconds"), Description: "deadline of the evaluation"},
+	{Name: "auth_token_path", Feeds: feeds(Evaluate, "auth_token_path")},
 	// The claim: every step that touches it gets its name.
 	{Name: claimInput, Feeds: []Target{{PrepareData, claimInput}, {Launch, claimInput}, {Deploy, claimInput}, {Evaluate, claimInput}}},
 }
@@ -287,6 +300,10 @@ func Build(o Options) (*pipelinespec.PipelineSpec, *pipelinespec.PlatformSpec, e
 			}
 			if in.ParameterType != ps.ParameterType {
 				return nil, nil, fmt.Errorf("parameter %s is %s but %s.%s is %s", p.Name, ps.ParameterType, t.Task, t.Input, in.ParameterType)
+			}
+			if p.Default == nil && !proto.Equal(in.GetDefaultValue(), first.GetDefaultValue()) {
+				return nil, nil, fmt.Errorf("parameter %s: %s.%s defaults to %v but %s.%s to %v; set the parameter's Default",
+					p.Name, p.Feeds[0].Task, p.Feeds[0].Input, first.GetDefaultValue().AsInterface(), t.Task, t.Input, in.GetDefaultValue().AsInterface())
 			}
 			if err := set(t, &pipelinespec.TaskInputsSpec_InputParameterSpec{
 				Kind: &pipelinespec.TaskInputsSpec_InputParameterSpec_ComponentInputParameter{ComponentInputParameter: p.Name}}); err != nil {

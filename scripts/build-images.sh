@@ -1,32 +1,60 @@
 #!/usr/bin/env bash
 # Builds gangboost's two images without a Docker daemon and without pulling a base image (no
-# registry is needed; Debian's apt mirror is), from binaries already built on the host (make build):
+# registry is needed; Debian's apt mirror is), for each architecture of ARCHES:
 #   gangboost-runtime  FROM scratch: the static runtime, /etc/passwd and /etc/group with the
 #                      nonroot user 65532; nothing else, so a read-only root file system suits it
 #   gangboost          a root made of Debian packages (libxgboost and the libraries it links,
 #                      no shell, no package manager) with gangboost-train and gangboost-components,
 #                      linked as each pipeline component's command
-# Each carries OCI labels and a file list of what it was made from (/usr/share/gangboost/sbom.txt:
-# the .deb names and versions, and the Go modules of every binary). Writes OCI archives to
-# $DIST (default dist/) and prints each image's size and build time.
+# The host's binaries come from make build (bin/). For another architecture the script builds
+# them: gangboost-runtime and gangboost-components are pure Go (CGO_ENABLED=0); gangboost-train
+# links that architecture's libxgboost (cgo) with Debian's cross compiler (gcc-<triplet>, make deps)
+# against a sysroot unpacked from the same Debian packages the image's root is made of.
+# Each image carries OCI labels and a file list of what it was made from
+# (/usr/share/gangboost/sbom.txt: the .deb names and versions, and the Go modules of every binary).
+#
+# Writes to $DIST (default dist/), and prints each image's size and build time:
+#   <name>-<VERSION>-<arch>.tar  one OCI archive per architecture (config.architecture says which)
+#   <name>-<VERSION>.tar         the host's architecture (a hard link to its archive)
+# and leaves in the buildah store $REGISTRY/<name>:<VERSION>-<arch> per architecture,
+# $REGISTRY/<name>:<VERSION> for the host's, and the manifest list $REGISTRY/<name>:<VERSION>-multiarch
+# of them all, which make push pushes as $REGISTRY/<name>:<VERSION> (scripts/push-images.sh).
 #
 # Environment: VERSION (default: the VERSION file), REGISTRY (default ghcr.io/gangboost),
-# GANGBOOST_BIN_DIR (default bin/), DIST, BUILDAH_STORAGE (extra global buildah flags, e.g.
-# "--root DIR --runroot DIR" for a private store).
+# ARCHES (default: the host's; make images: amd64 arm64), GANGBOOST_BIN_DIR (default bin/), DIST,
+# BUILDAH_STORAGE (extra global buildah flags, e.g. "--root DIR --runroot DIR" for a private store).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION=${VERSION:-$(cat VERSION)}
 REGISTRY=${REGISTRY:-ghcr.io/gangboost}
 BIN=${GANGBOOST_BIN_DIR:-$PWD/bin}
 DIST=${DIST:-$PWD/dist}
+HOST_ARCH=$(go env GOARCH)
+read -r -a ARCHES <<< "${ARCHES:-$HOST_ARCH}"
 read -r -a S <<< "${BUILDAH_STORAGE:-}"
 SOURCE=https://github.com/gangboost/gangboost
+# Linked into the binaries as make build links it: launch-xgboostjob's default trainer image.
+LDFLAGS="-X github.com/gangboost/gangboost/internal/contract/version.Registry=$REGISTRY"
 # The Debian packages the trainer's root is made of: libxgboost and what it and the binary link.
 DEBS=(libxgboost0 libdmlc0 libgomp1 libstdc++6 libgcc-s1 libc6 gcc-12-base)
 # The components' commands: links to gangboost-components, which runs the one its name says.
 COMPONENTS=(launch-xgboostjob deploy-inferenceservice evaluate prepare-data)
 
 command -v buildah >/dev/null || { echo "buildah is missing: apt-get install -y buildah" >&2; exit 1; }
+# triplet is Debian's multiarch name of architecture $1 (library folders, cross compiler prefix).
+triplet() {
+  case $1 in
+    amd64) echo x86_64-linux-gnu ;;
+    arm64) echo aarch64-linux-gnu ;;
+    *) echo "build-images: architecture $1 is not supported (amd64, arm64)" >&2; return 1 ;;
+  esac
+}
+for arch in "${ARCHES[@]}"; do
+  t=$(triplet "$arch")
+  [[ $arch == "$HOST_ARCH" ]] && continue
+  command -v "$t-gcc" >/dev/null || { echo "build-images: $t-gcc is missing to link gangboost-train for $arch: make deps (or apt-get install gcc-${t//_/-} libc6-dev-$arch-cross), or ARCHES=$HOST_ARCH" >&2; exit 1; }
+  dpkg --print-foreign-architectures | grep -qx "$arch" || { echo "build-images: dpkg does not know $arch, so apt-get cannot download its packages: make deps (or dpkg --add-architecture $arch && apt-get update)" >&2; exit 1; }
+done
 mkdir -p "$DIST"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -44,13 +72,24 @@ users() {
 # gomods appends the Go modules of binary $1 to file $2.
 gomods() { echo "# $(basename "$1")" >>"$2"; go version -m "$1" | awk '$1 == "dep" || $1 == "mod" {print $2, $3}' >>"$2"; }
 
-# commit makes image $2 from root folder $1 with the given config and writes its OCI archive.
+# debs downloads the packages $3... for architecture $1 into folder $2.
+debs() {
+  local arch=$1 dir=$2; shift 2
+  mkdir -p "$dir"
+  local pkgs=("${@/%/:$arch}")
+  if ! (cd "$dir" && apt-get download "${pkgs[@]}" >/dev/null 2>&1); then
+    apt-get update -qq && (cd "$dir" && apt-get download "${pkgs[@]}" >/dev/null)
+  fi
+}
+
+# commit makes image $2 for architecture $3 from root folder $1 with the given config and writes
+# its OCI archive.
 commit() {
-  local root=$1 name=$2 ref="$REGISTRY/$2:$VERSION"; shift 2
-  local start=$SECONDS ctr
+  local root=$1 name=$2 arch=$3 ref="$REGISTRY/$2:$VERSION"; shift 3
+  local start=$SECONDS ctr archive="$DIST/$name-$VERSION-$arch.tar"
   ctr=$(buildah "${S[@]}" from scratch)
   buildah "${S[@]}" copy --quiet "$ctr" "$root/" / >/dev/null
-  buildah "${S[@]}" config --user 65532:65532 --workingdir /home/nonroot \
+  buildah "${S[@]}" config --os linux --arch "$arch" --user 65532:65532 --workingdir /home/nonroot \
     --env PATH=/usr/local/bin:/usr/bin:/bin \
     --label org.opencontainers.image.title="$name" \
     --label org.opencontainers.image.version="$VERSION" \
@@ -58,44 +97,90 @@ commit() {
     --label org.opencontainers.image.licenses=Apache-2.0 \
     --label org.opencontainers.image.created="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
     "$@" "$ctr"
-  buildah "${S[@]}" commit --quiet --rm --format oci "$ctr" "$ref" >/dev/null
-  rm -f "$DIST/$name-$VERSION.tar"
-  buildah "${S[@]}" push --quiet "$ref" "oci-archive:$DIST/$name-$VERSION.tar:$ref"
-  echo "image $ref: $(du -h "$DIST/$name-$VERSION.tar" | cut -f1) as an OCI archive, built in $((SECONDS - start))s"
+  buildah "${S[@]}" commit --quiet --rm --format oci "$ctr" "$ref-$arch" >/dev/null
+  rm -f "$archive"
+  # The archive names the image as it is pulled ($ref), whatever its architecture.
+  buildah "${S[@]}" push --quiet "$ref-$arch" "oci-archive:$archive:$ref"
+  if [[ $arch == "$HOST_ARCH" ]]; then
+    buildah "${S[@]}" tag "$ref-$arch" "$ref"
+    ln -f "$archive" "$DIST/$name-$VERSION.tar"
+  fi
+  echo "image $ref linux/$arch: $(du -h "$archive" | cut -f1) as an OCI archive, built in $((SECONDS - start))s"
 }
 
-# gangboost-runtime: the static binary and the users, nothing else.
-rt="$work/runtime"
-users "$rt"
-install -D -m 0755 "$BIN/gangboost-runtime" "$rt/usr/local/bin/gangboost-runtime"
-mkdir -p "$rt/usr/share/gangboost"
-gomods "$BIN/gangboost-runtime" "$rt/usr/share/gangboost/sbom.txt"
-commit "$rt" gangboost-runtime \
-  --entrypoint '["/usr/local/bin/gangboost-runtime"]' --port 8080 --port 8081 \
-  --label org.opencontainers.image.description="gangboost KServe runtime for XGBoost models (V2 / Open Inference Protocol, REST and gRPC)"
+# binaries puts the binaries of architecture $1 in folder $2: make build's for the host's,
+# cross-compiled for another, gangboost-train against sysroot $3.
+binaries() {
+  local arch=$1 out=$2 sysroot=$3 t
+  t=$(triplet "$arch")
+  mkdir -p "$out"
+  if [[ $arch == "$HOST_ARCH" ]]; then
+    cp -a "$BIN/gangboost-runtime" "$BIN/gangboost-train" "$BIN/gangboost-components" "$out/"
+    return
+  fi
+  local start=$SECONDS
+  CGO_ENABLED=0 GOARCH=$arch go build -trimpath -ldflags="$LDFLAGS" -o "$out/gangboost-runtime" ./runtime/cmd/gangboost-runtime
+  CGO_ENABLED=0 GOARCH=$arch go build -trimpath -ldflags="-s -w $LDFLAGS" -o "$out/gangboost-components" ./cmd/gangboost-components
+  # The headers and libxgboost.so come from the sysroot (libxgboost-dev:$arch unpacked), the
+  # libraries libxgboost itself links (libgomp, libstdc++, libdmlc) from it too.
+  CGO_ENABLED=1 GOARCH=$arch CC="$t-gcc" CGO_CFLAGS="-I$sysroot/usr/include" \
+    CGO_LDFLAGS="-L$sysroot/usr/lib/$t -Wl,-rpath-link=$sysroot/usr/lib/$t" \
+    go build -ldflags="$LDFLAGS" -o "$out/gangboost-train" ./components/xgboost-trainer
+  echo "binaries for linux/$arch cross-compiled in $((SECONDS - start))s"
+}
 
-# gangboost: Debian packages unpacked (not installed: no dpkg, no shell), then the binaries.
-tr="$work/trainer"
-debs="$work/debs"
-mkdir -p "$debs" "$tr/usr/share/gangboost"
-if ! (cd "$debs" && apt-get download "${DEBS[@]}" >/dev/null 2>&1); then
-  apt-get update -qq && (cd "$debs" && apt-get download "${DEBS[@]}" >/dev/null)
-fi
-echo "# debian packages" >"$tr/usr/share/gangboost/sbom.txt"
-for deb in "$debs"/*.deb; do
-  dpkg-deb -x "$deb" "$tr"
-  dpkg-deb -W --showformat '${Package} ${Version}\n' "$deb" >>"$tr/usr/share/gangboost/sbom.txt"
+for name in gangboost-runtime gangboost; do
+  buildah "${S[@]}" manifest rm "$REGISTRY/$name:$VERSION-multiarch" >/dev/null 2>&1 || true
+  buildah "${S[@]}" manifest create "$REGISTRY/$name:$VERSION-multiarch" >/dev/null
 done
-# Manuals and locales are dead weight without a shell; copyright files stay (licences).
-rm -rf "$tr/usr/share/man" "$tr/usr/share/info" "$tr/usr/share/locale" "$tr/usr/share/lintian" "$tr/usr/lib/x86_64-linux-gnu/gconv"
-users "$tr"
-install -D -m 0755 "$BIN/gangboost-train" "$tr/usr/local/bin/gangboost-train"
-gomods "$BIN/gangboost-train" "$tr/usr/share/gangboost/sbom.txt"
-install -m 0755 "$BIN/gangboost-components" "$tr/usr/local/bin/gangboost-components"
-gomods "$BIN/gangboost-components" "$tr/usr/share/gangboost/sbom.txt"
-for c in "${COMPONENTS[@]}"; do
-  ln -s gangboost-components "$tr/usr/local/bin/$c"
+
+for arch in "${ARCHES[@]}"; do
+  t=$(triplet "$arch")
+  # The Debian packages of the gangboost image's root; for a cross link also libxgboost-dev.
+  debs "$arch" "$work/debs-$arch" "${DEBS[@]}"
+  sysroot="$work/sysroot-$arch"
+  if [[ $arch != "$HOST_ARCH" ]]; then
+    debs "$arch" "$work/dev-$arch" libxgboost-dev
+    for deb in "$work/debs-$arch"/*.deb "$work/dev-$arch"/*.deb; do dpkg-deb -x "$deb" "$sysroot"; done
+  fi
+  bins="$work/bin-$arch"
+  binaries "$arch" "$bins" "$sysroot"
+
+  # gangboost-runtime: the static binary and the users, nothing else.
+  rt="$work/runtime-$arch"
+  users "$rt"
+  install -D -m 0755 "$bins/gangboost-runtime" "$rt/usr/local/bin/gangboost-runtime"
+  mkdir -p "$rt/usr/share/gangboost"
+  gomods "$bins/gangboost-runtime" "$rt/usr/share/gangboost/sbom.txt"
+  commit "$rt" gangboost-runtime "$arch" \
+    --entrypoint '["/usr/local/bin/gangboost-runtime"]' --port 8080 --port 8081 \
+    --label org.opencontainers.image.description="gangboost KServe runtime for XGBoost models (V2 / Open Inference Protocol, REST and gRPC)"
+
+  # gangboost: Debian packages unpacked (not installed: no dpkg, no shell), then the binaries.
+  tr="$work/trainer-$arch"
+  mkdir -p "$tr/usr/share/gangboost"
+  echo "# debian packages" >"$tr/usr/share/gangboost/sbom.txt"
+  for deb in "$work/debs-$arch"/*.deb; do
+    dpkg-deb -x "$deb" "$tr"
+    dpkg-deb -W --showformat '${Package} ${Version} ${Architecture}\n' "$deb" >>"$tr/usr/share/gangboost/sbom.txt"
+  done
+  # Manuals and locales are dead weight without a shell; copyright files stay (licences).
+  rm -rf "$tr/usr/share/man" "$tr/usr/share/info" "$tr/usr/share/locale" "$tr/usr/share/lintian" "$tr/usr/lib/$t/gconv"
+  users "$tr"
+  install -D -m 0755 "$bins/gangboost-train" "$tr/usr/local/bin/gangboost-train"
+  gomods "$bins/gangboost-train" "$tr/usr/share/gangboost/sbom.txt"
+  install -m 0755 "$bins/gangboost-components" "$tr/usr/local/bin/gangboost-components"
+  gomods "$bins/gangboost-components" "$tr/usr/share/gangboost/sbom.txt"
+  for c in "${COMPONENTS[@]}"; do
+    ln -s gangboost-components "$tr/usr/local/bin/$c"
+  done
+  commit "$tr" gangboost "$arch" \
+    --cmd '["/usr/local/bin/gangboost-train", "--help"]' \
+    --label org.opencontainers.image.description="gangboost trainer (gangboost-train, Go + libxgboost) and Kubeflow Pipelines components (gangboost-components)"
+
+  for name in gangboost-runtime gangboost; do
+    buildah "${S[@]}" manifest add --os linux --arch "$arch" "$REGISTRY/$name:$VERSION-multiarch" \
+      "containers-storage:$REGISTRY/$name:$VERSION-$arch" >/dev/null
+  done
 done
-commit "$tr" gangboost \
-  --cmd '["/usr/local/bin/gangboost-train", "--help"]' \
-  --label org.opencontainers.image.description="gangboost trainer (gangboost-train, Go + libxgboost) and Kubeflow Pipelines components (gangboost-components)"
+echo "manifest lists $REGISTRY/{gangboost-runtime,gangboost}:$VERSION-multiarch: linux/${ARCHES[*]}"

@@ -28,21 +28,48 @@ packages=(
   containernetworking-plugins # and nftables to remove iptables-nft's tables after it
   nftables
 )
+# make images builds for amd64 and arm64 (IMAGE_ARCHES): for the architecture that is not the
+# host's, a cross C compiler links gangboost-train (cgo). That architecture's libxgboost is not
+# installed (Debian's libxgboost0 and -dev are not Multi-Arch: installing libxgboost-dev:arm64
+# removes the host's libxgboost and python3-xgboost); scripts/build-images.sh unpacks its .debs
+# into a sysroot instead, for which dpkg must know the architecture.
+foreign=()
+if [ "$#" -eq 0 ]; then
+  host=$(dpkg --print-architecture)
+  for arch in ${IMAGE_ARCHES:-amd64 arm64}; do
+    [ "$arch" = "$host" ] && continue
+    case $arch in
+      amd64) cc=gcc-x86-64-linux-gnu ;;
+      arm64) cc=gcc-aarch64-linux-gnu ;;
+      *) echo "deps: no cross toolchain known for $arch (amd64, arm64)" >&2; exit 1 ;;
+    esac
+    foreign+=("$arch")
+    packages+=("$cc" "libc6-dev-$arch-cross")
+  done
+fi
 [ "$#" -gt 0 ] && packages=("$@")
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+for arch in "${foreign[@]}"; do
+  dpkg --print-foreign-architectures | grep -qx "$arch" || missing+=("architecture:$arch")
+done
 [ "${#missing[@]}" -eq 0 ] && exit 0
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  for arch in "${foreign[@]}"; do
+    dpkg --print-foreign-architectures | grep -qx "$arch" || dpkg --add-architecture "$arch"
+  done
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  pkgs=()
+  for p in "${missing[@]}"; do [[ $p == architecture:* ]] || pkgs+=("$p"); done
+  [ "${#pkgs[@]}" -eq 0 ] || apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 else
   echo "missing Debian packages: ${missing[*]}" >&2
-  echo "install them with: sudo apt-get install -y ${missing[*]}" >&2
+  echo "install them with: sudo dpkg --add-architecture ARCH (for each architecture:ARCH), sudo apt-get update, sudo apt-get install -y (the packages)" >&2
   exit 1
 fi

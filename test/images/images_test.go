@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,9 @@ var (
 	version  string
 	registry = "ghcr.io/gangboost"
 	built    string // build-images.sh's report: sizes and build times
+	// arches are the architectures build-images.sh built the images for: the host's, and the
+	// other one of amd64 and arm64 where its cross compiler is installed (always in CI).
+	arches []string
 )
 
 func TestMain(m *testing.M) {
@@ -86,8 +90,19 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	arches = []string{runtime.GOARCH}
+	if other := otherArch(); other != "" {
+		if why := crossToolchainMissing(other); why == "" {
+			arches = append(arches, other)
+		} else if ci.Running() {
+			fmt.Fprintf(os.Stderr, "images: CI builds the images for %s too, but %s (make deps installs it)\n", other, why)
+			return 1
+		} else {
+			fmt.Fprintf(os.Stderr, "images: building for %s only: %s (make deps installs it)\n", runtime.GOARCH, why)
+		}
+	}
 	cmd := exec.Command(filepath.Join(root, "scripts", "build-images.sh"))
-	cmd.Env = append(os.Environ(), "BUILDAH_STORAGE="+strings.Join(storageFlags(), " "),
+	cmd.Env = append(os.Environ(), "BUILDAH_STORAGE="+strings.Join(storageFlags(), " "), "ARCHES="+strings.Join(arches, " "),
 		"DIST="+filepath.Join(dir, "dist"), "GANGBOOST_BIN_DIR="+binDir, "VERSION="+version, "REGISTRY="+registry)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -151,11 +166,16 @@ func TestImagesBuiltFromScratch(t *testing.T) {
 	requireImages(t)
 	t.Logf("build-images.sh:\n%s", built)
 	for _, name := range []string{"gangboost-runtime", "gangboost"} {
-		if !strings.Contains(built, "image "+image(name)+":") {
-			t.Errorf("no report of %s in:\n%s", image(name), built)
+		for _, arch := range arches {
+			if !strings.Contains(built, "image "+image(name)+" linux/"+arch+":") {
+				t.Errorf("no report of %s for %s in:\n%s", image(name), arch, built)
+			}
+			if _, err := os.Stat(archive(name, arch)); err != nil {
+				t.Errorf("OCI archive of %s for %s: %v", name, arch, err)
+			}
 		}
 		if _, err := os.Stat(filepath.Join(store, "dist", name+"-"+version+".tar")); err != nil {
-			t.Errorf("OCI archive of %s: %v", name, err)
+			t.Errorf("OCI archive of %s for the host: %v", name, err)
 		}
 		out, err := podman(context.Background(), "image", "inspect", "--format", "{{json .Labels}} {{.Size}} {{.Config.User}}", image(name)).CombinedOutput()
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -21,6 +22,7 @@ import (
 	"github.com/gangboost/gangboost/internal/plumbing/envflag"
 	"github.com/gangboost/gangboost/runtime/batcher"
 	"github.com/gangboost/gangboost/runtime/infer"
+	"github.com/gangboost/gangboost/runtime/registry"
 	"github.com/gangboost/gangboost/runtime/server"
 )
 
@@ -53,6 +55,7 @@ func run(args []string) error {
 		batchDelay   = fs.Duration("max_batch_delay", time.Millisecond, "longest a request waits for others to join its batch")
 		drain        = fs.Duration("shutdown_timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
 		logLevel     = fs.String("log_level", "info", "debug, info, warn or error")
+		check        = fs.Bool("check", false, "load the models in --model_dir as serving would, print each one's file and exit, 1 with the reason when one does not load; opens no port (a pre-flight for a model folder, e.g. make deploy-example's)")
 		exitOnFail   = fs.Bool("exit_on_load_failure", false, "exit 1 when a model fails to load at start, instead of staying up live but not ready; under KServe the failure then reaches the InferenceService's status.modelStatus.lastFailureInfo (with terminationMessagePolicy FallbackToLogsOnError) and the pod restarts with back-off")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -60,6 +63,9 @@ func run(args []string) error {
 	}
 	if err := envflag.Fill(fs, envflag.Upper, os.LookupEnv); err != nil {
 		return err
+	}
+	if *check {
+		return checkModels(os.Stdout, *modelDir, *modelName, *modelVersion)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -86,4 +92,24 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return s.Run(ctx)
+}
+
+// checkModels loads the models of dir as the server would (the same discovery, parsing and
+// metadata checks) and prints each one's file; the first that does not load is the error.
+func checkModels(w io.Writer, dir, name, version string) error {
+	r, err := registry.Open(dir, name, version, registry.Options{})
+	if err != nil {
+		return err
+	}
+	for _, n := range r.Names() {
+		m, err := r.Get(n, "")
+		if err != nil {
+			return err
+		}
+		if ok, err := m.Ready(); !ok {
+			return fmt.Errorf("model_dir %s: %w", dir, err)
+		}
+		fmt.Fprintf(w, "model %s: %s loads\n", n, m.Status().File)
+	}
+	return nil
 }
