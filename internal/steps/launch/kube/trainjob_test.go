@@ -9,6 +9,8 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -85,6 +87,16 @@ func TestTrainJob(t *testing.T) {
 	}
 	if tj.Spec.ActiveDeadlineSeconds != 3600 {
 		t.Errorf("activeDeadlineSeconds = %d", tj.Spec.ActiveDeadlineSeconds)
+	}
+	// Trainer's webhook checks the patch's manager with this function (its JobSet plugin).
+	manager := field.NewPath("spec", "runtimePatches").Index(0).Child("manager")
+	if errs := validation.IsDomainPrefixedPath(manager, tj.Spec.RuntimePatches[0].Manager); len(errs) > 0 {
+		t.Errorf("Trainer's webhook refuses the runtime patch: %v", errs.ToAggregate())
+	}
+	// Trainer's Volcano plugin takes the queue from the JobSet template's annotations, which the
+	// runtime patch's metadata overrides; it ignores the TrainJob's own.
+	if md := tj.Spec.RuntimePatches[0].TrainingRuntimeSpec.Template.Metadata; md == nil || md.Annotations[VolcanoQueueAnnotation] != "ml-training" {
+		t.Errorf("runtime patch's JobSet metadata %+v, want the queue annotation ml-training", md)
 	}
 	rj := tj.Spec.RuntimePatches[0].TrainingRuntimeSpec.Template.Spec.ReplicatedJobs[0]
 	pt := rj.Template.Spec.Template
