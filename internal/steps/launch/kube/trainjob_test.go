@@ -171,3 +171,19 @@ func TestTrainJobWatch(t *testing.T) {
 		t.Errorf("complete TrainJob: done %v, %v", done, err)
 	}
 }
+
+// A TrainJob whose child Job is active but not ready has pods that Volcano has not placed (a
+// Job's pods count as active while Pending): the gang does not run yet. A ready child Job (every
+// pod ready or completed) is a running gang.
+func TestTrainJobRunningState(t *testing.T) {
+	for _, tc := range []struct {
+		active, ready int32
+		running       bool
+	}{{1, 0, false}, {1, 1, true}, {0, 0, false}} {
+		tj := &trainer.TrainJob{Status: trainer.TrainJobStatus{JobsStatus: []trainer.JobStatus{{
+			Name: TrainerNode, Active: &tc.active, Ready: &tc.ready}}}}
+		if got := (trainJobAPI{}).state(tj).running; got != tc.running {
+			t.Errorf("child Job active %d, ready %d: running %v, want %v", tc.active, tc.ready, got, tc.running)
+		}
+	}
+}
