@@ -62,6 +62,9 @@ func TestClusterTrainingRuntime(t *testing.T) {
 		if pod.Annotations[launchkube.IstioInjectAnnotation] != "false" {
 			t.Errorf("pods without %s: \"false\": an Istio sidecar never exits", launchkube.IstioInjectAnnotation)
 		}
+		if pod.Spec.SchedulerName != "volcano" {
+			t.Errorf("pods' schedulerName %q: Trainer's Volcano plugin makes the PodGroup but does not set it; without volcano no gang scheduling", pod.Spec.SchedulerName)
+		}
 		if sc := pod.Spec.SecurityContext; sc == nil || sc.FSGroup == nil || *sc.FSGroup != launch.DefaultFSGroup {
 			t.Errorf("pod securityContext %+v, want fsGroup %d as launch's fs_group default", sc, launch.DefaultFSGroup)
 		}

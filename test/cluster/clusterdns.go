@@ -18,8 +18,10 @@ import (
 // clusterDNS answers the real node's pods for the cluster's names, as CoreDNS's kubernetes plugin
 // does for the records a gang needs: <service>.<namespace>.svc.cluster.local is the Service's
 // ClusterIP, or for a headless Service (the Training Operator's per-replica Services: MASTER_ADDR
-// is one) the addresses of its endpoints. Other names go to the host's resolver. It listens on
-// UDP at the node IP, port 53, named as clusterDNS in the kubelet's configuration.
+// is one) the addresses of its endpoints; <hostname>.<service>.<namespace>.svc.cluster.local is
+// the pod of a headless Service whose spec.hostname and spec.subdomain name it (JobSet's pods:
+// Trainer v2's DMLC_TRACKER_URI is <job>-node-0-0.<job>). Other names go to the host's resolver.
+// It listens on UDP at the node IP, port 53, named as clusterDNS in the kubelet's configuration.
 type clusterDNS struct {
 	kube     kubernetes.Interface
 	conn     net.PacketConn
@@ -113,11 +115,17 @@ func (d *clusterDNS) answer(req []byte) []byte {
 	return out
 }
 
-// lookup resolves "<service>.<namespace>.svc" (the name without the cluster domain).
+// lookup resolves "<service>.<namespace>.svc" and "<hostname>.<service>.<namespace>.svc" (the
+// name without the cluster domain).
 func (d *clusterDNS) lookup(name string) ([]net.IP, bool) {
 	parts := strings.Split(name, ".")
-	if len(parts) != 3 || parts[2] != "svc" {
+	if len(parts) < 3 || len(parts) > 4 || parts[len(parts)-1] != "svc" {
 		return nil, false
+	}
+	// hostname is the pod's spec.hostname when the name is one pod's of a headless Service.
+	var hostname string
+	if len(parts) == 4 {
+		hostname, parts = parts[0], parts[1:]
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -125,7 +133,11 @@ func (d *clusterDNS) lookup(name string) ([]net.IP, bool) {
 	if err != nil {
 		return nil, false
 	}
-	if svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+	headless := svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == corev1.ClusterIPNone
+	if !headless {
+		if hostname != "" {
+			return nil, false
+		}
 		return []net.IP{net.ParseIP(svc.Spec.ClusterIP)}, true
 	}
 	slices, err := d.kube.DiscoveryV1().EndpointSlices(parts[1]).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + parts[0]})
@@ -138,12 +150,20 @@ func (d *clusterDNS) lookup(name string) ([]net.IP, bool) {
 			if e.Conditions.Ready != nil && !*e.Conditions.Ready && !svc.Spec.PublishNotReadyAddresses {
 				continue
 			}
+			// The endpoint slice controller sets an endpoint's hostname from the pod's
+			// spec.hostname when its spec.subdomain names this Service.
+			if hostname != "" && (e.Hostname == nil || *e.Hostname != hostname) {
+				continue
+			}
 			for _, a := range e.Addresses {
 				if ip := net.ParseIP(a); ip != nil && ip.To4() != nil {
 					ips = append(ips, ip)
 				}
 			}
 		}
+	}
+	if hostname != "" && len(ips) == 0 {
+		return nil, false // no such pod (yet): NXDOMAIN, as CoreDNS answers
 	}
 	return ips, true
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
@@ -131,6 +133,39 @@ func (c *Cluster) AddNode(ctx context.Context, n NodeSpec) error {
 		return fmt.Errorf("create node %s: %w", n.Name, err)
 	}
 	c.Nodes = append(c.Nodes, n.Name)
+	return nil
+}
+
+// ProcessNodeTaint reserves the fake nodes for the pods meant to run as local processes (the
+// pipeline's step pods, which tolerate it: ProcessNodeToleration) when a real node runs the
+// rest: Volcano and kube-scheduler then place every other pod, the trainer gangs and KServe's
+// predictors, on the real node, as containers of their images.
+var ProcessNodeTaint = corev1.Taint{Key: "gangboost.dev/process-node", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+
+// ProcessNodeToleration tolerates ProcessNodeTaint.
+var ProcessNodeToleration = corev1.Toleration{Key: ProcessNodeTaint.Key, Operator: corev1.TolerationOpEqual,
+	Value: ProcessNodeTaint.Value, Effect: ProcessNodeTaint.Effect}
+
+// RealNodePipelineParams are the pipeline package's resource parameters for a run whose trainer
+// gang and predictor share the real node, which has this machine's CPUs (2 on a small VM): the
+// default of 1 CPU for each of 3 ranks would not fit it, and Volcano would keep the gang waiting.
+var RealNodePipelineParams = map[string]string{"cpu": "400m", "memory": "512Mi", "serving_cpu": "250m", "serving_memory": "256Mi"}
+
+// TaintFakeNodes puts ProcessNodeTaint on every fake node.
+func (c *Cluster) TaintFakeNodes(ctx context.Context) error {
+	for _, name := range c.Nodes {
+		if name == RealNodeName {
+			continue
+		}
+		// A strategic merge patch adds the taint by its key, whatever KWOK writes meanwhile.
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"taints": []corev1.Taint{ProcessNodeTaint}}})
+		if err != nil {
+			return err
+		}
+		if _, err := c.Kube.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("taint node %s: %w", name, err)
+		}
+	}
 	return nil
 }
 

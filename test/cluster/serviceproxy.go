@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gangboost/gangboost/test/cluster/podrunner"
@@ -18,8 +21,10 @@ import (
 // ServiceProxy serves an HTTP proxy on 127.0.0.1 until ctx ends and returns its address. It
 // sends a request for http://<service>.<namespace>.svc[.cluster.local][:port] to the Service's
 // pod (podrunner.ServiceAddr), as a pod's request to that name reaches it, and refuses other
-// hosts: there is no cluster DNS or kube-proxy here. A process given HTTP_PROXY=http://<addr>
-// calls cluster URLs (an InferenceService's status.address.url) unchanged.
+// hosts: the pod runner's processes have no cluster DNS. A Service whose pods run on the real
+// node is reached at its ClusterIP, which kube-proxy's rules on this host take to a pod on the
+// node's bridge. A process given HTTP_PROXY=http://<addr> calls cluster URLs (an
+// InferenceService's status.address.url) unchanged.
 func ServiceProxy(ctx context.Context, kube kubernetes.Interface) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -36,7 +41,7 @@ func ServiceProxy(ctx context.Context, kube kubernetes.Interface) (string, error
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
-		addr, err := podrunner.ServiceAddr(r.Context(), kube, ns, svc, port)
+		addr, err := serviceAddr(r.Context(), kube, ns, svc, port)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
@@ -50,6 +55,27 @@ func ServiceProxy(ctx context.Context, kube kubernetes.Interface) (string, error
 }
 
 type proxyTarget struct{}
+
+// serviceAddr is where the proxy sends a request for a Service's port: its ClusterIP when its
+// pods run on the real node (kube-proxy routes it there), else the pod runner's address.
+func serviceAddr(ctx context.Context, kube kubernetes.Interface, ns, name string, port int32) (string, error) {
+	svc, err := kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("service %s/%s: %w", ns, name, err)
+	}
+	if ip := svc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone && len(svc.Spec.Selector) > 0 {
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(svc.Spec.Selector).String()})
+		if err != nil {
+			return "", fmt.Errorf("service %s/%s: pods: %w", ns, name, err)
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == RealNodeName && p.DeletionTimestamp == nil {
+				return net.JoinHostPort(ip, strconv.Itoa(int(port))), nil
+			}
+		}
+	}
+	return podrunner.ServiceAddr(ctx, kube, ns, name, port)
+}
 
 // parseServiceHost reads <service>.<namespace>.svc[.cluster.local][:port] (port 80 by default).
 func parseServiceHost(hostport string) (svc, ns string, port int32, err error) {

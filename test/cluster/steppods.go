@@ -42,6 +42,9 @@ type StepPods struct {
 	// Namespace is where the pods run; ServiceAccount the run's service account (KFP runs
 	// every step of a run under one).
 	Namespace, ServiceAccount string
+	// Tolerations of the step pods: with a real node, the fake nodes are tainted so that only
+	// the step pods, which the pod runner runs, go there (ProcessNodeTaint).
+	Tolerations []corev1.Toleration
 
 	mu   sync.Mutex
 	pods []*corev1.Pod
@@ -134,6 +137,7 @@ func (s *StepPods) pod(c *localrun.Container) *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            s.ServiceAccount,
+			Tolerations:                   s.Tolerations,
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: &grace,
 			Volumes:                       vols,

@@ -153,6 +153,9 @@ func Run(ctx context.Context, job Job, cl gangenv.Cluster) (*Result, error) {
 			return nil, err
 		}
 		defer g.close()
+		if cl.TrackerHost, err = trackerIP(ctx, cl.TrackerHost, job.Watch.StartTimeout); err != nil {
+			return nil, err
+		}
 	}
 
 	done := make(chan outcome, 1)

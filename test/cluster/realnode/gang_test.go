@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -22,41 +21,33 @@ import (
 	"github.com/gangboost/gangboost/test/cluster"
 )
 
-// TestGangTrainsOnRealNode runs the XGBoostJob launch-xgboostjob builds (Master + 2 Workers of the
+// TestTrainAndServeOnRealNode is the product's path on the real node, every part a container of
+// a make images image: the XGBoostJob launch-xgboostjob builds trains a model onto a claim, and
+// deploy-inferenceservice's InferenceService serves that model through KServe's controller.
+func TestTrainAndServeOnRealNode(t *testing.T) {
+	c := cluster.Require(t)
+	workloadsOnRealNode(t, c)
+	importImage(t, c, "gangboost")
+	importImage(t, c, "gangboost-runtime")
+	ns := namespace(t, c, "realnode-gang")
+	claim, claimDir := trainerClaim(t, c, ns, "gang")
+	t.Run("XGBoostJob", func(t *testing.T) { trainXGBoostJob(t, c, ns, claim, claimDir) })
+	if t.Failed() {
+		return
+	}
+	t.Run("InferenceService", func(t *testing.T) {
+		serveThroughKServe(t, c, ns, claim, claimDir, "models/iris/v1")
+	})
+}
+
+// trainXGBoostJob runs the XGBoostJob launch-xgboostjob builds (Master + 2 Workers of the
 // gangboost image, uid 65532) on the real node: the Training Operator creates the pods and their
 // headless Services, Volcano places the gang, the ranks find the Master by its Service name
-// through the cluster DNS and train together, and rank 0 writes the model to the claim with its
-// sha256 in metadata.json.
-func TestGangTrainsOnRealNode(t *testing.T) {
-	c := cluster.Require(t)
+// through the cluster DNS and train together, and rank 0 writes the model to the claim's
+// models/iris/v1 with its sha256 in metadata.json.
+func trainXGBoostJob(t *testing.T, c *cluster.Cluster, ns, claim, claimDir string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	archive := requireImage(t, "gangboost")
-	t0 := time.Now()
-	if err := c.ImportImage(ctx, archive); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("imported %s in %s", filepath.Base(archive), time.Since(t0).Round(time.Millisecond))
-	// Only the real node takes the gang: the fake node has no pod runner here.
-	for _, n := range slices.Clone(c.Nodes) {
-		if n != cluster.RealNodeName {
-			if err := c.RemoveNode(ctx, n); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-
-	ns := namespace(t, c, "realnode-gang")
-	claimDir := filepath.Join(c.Dir, "claims", "gang")
-	if err := os.MkdirAll(claimDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// The trainer runs as 65532: the claim's root is theirs, as a provisioner with fsGroup makes it.
-	if err := os.Chown(claimDir, 65532, 65532); err != nil {
-		t.Fatal(err)
-	}
-	claim := claimOn(t, c, ns, "gangboost-models", claimDir)
-
 	job := &launch.Job{
 		Name: "iris-gang", Namespace: ns,
 		Identity:     launch.Identity{RunID: "realnode", TaskName: "launch"},
@@ -78,7 +69,7 @@ func TestGangTrainsOnRealNode(t *testing.T) {
 	for _, rs := range xj.Spec.XGBReplicaSpecs {
 		rs.Template.Spec.Containers[0].ImagePullPolicy = corev1.PullNever
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	if err := c.Client.Create(ctx, xj); err != nil {
 		t.Fatal(err)
 	}
@@ -94,8 +85,29 @@ func TestGangTrainsOnRealNode(t *testing.T) {
 		}
 		return false, nil
 	})
+	took := time.Since(t0)
 	pods, _ := c.Kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: kube.JobNameLabel + "=" + xj.Name})
-	for _, p := range pods.Items {
+	checkGangPods(t, pods.Items)
+	if err != nil || !succeeded(&got) {
+		logPods(t, c, ns, pods.Items, "")
+		t.Fatalf("XGBoostJob %s did not succeed (%v): %+v", xj.Name, err, got.Status.Conditions)
+	}
+	t.Logf("3-rank gang trained on the real node in %s after create", took.Round(time.Millisecond))
+	if len(pods.Items) != 3 {
+		t.Errorf("%d pods, want Master + 2 Workers", len(pods.Items))
+	}
+	md, err := cluster.CheckModelFolder(filepath.Join(claimDir, "models", "iris", "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("model on the claim: %s sha256 %s", md.ModelFile, md.ModelSHA256)
+}
+
+// checkGangPods logs where each pod of a gang ran and how it ended, and checks that Volcano
+// placed it on the real node.
+func checkGangPods(t *testing.T, pods []corev1.Pod) {
+	t.Helper()
+	for _, p := range pods {
 		var state string
 		if cs := p.Status.ContainerStatuses; len(cs) == 1 && cs[0].State.Terminated != nil {
 			state = cs[0].State.Terminated.Reason + ": " + cs[0].State.Terminated.Message
@@ -105,22 +117,53 @@ func TestGangTrainsOnRealNode(t *testing.T) {
 			t.Errorf("pod %s placed on %q by %q, want the real node by volcano", p.Name, p.Spec.NodeName, p.Spec.SchedulerName)
 		}
 	}
-	if err != nil || !succeeded(&got) {
-		for _, p := range pods.Items {
-			logs, _ := c.Kube.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(context.Background())
-			t.Logf("logs of %s:\n%s", p.Name, logs)
-		}
-		t.Fatalf("XGBoostJob %s did not succeed (%v): %+v", xj.Name, err, got.Status.Conditions)
+}
+
+// logPods logs the pods' logs (of container, or the only one when ""), through pods/log.
+func logPods(t *testing.T, c *cluster.Cluster, ns string, pods []corev1.Pod, container string) {
+	t.Helper()
+	for _, p := range pods {
+		logs, _ := c.Kube.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: container}).DoRaw(context.Background())
+		t.Logf("logs of %s:\n%s", p.Name, logs)
 	}
-	t.Logf("3-rank gang trained on the real node in %s after create", time.Since(t0).Round(time.Millisecond))
-	if len(pods.Items) != 3 {
-		t.Errorf("%d pods, want Master + 2 Workers", len(pods.Items))
-	}
-	md, err := cluster.CheckModelFolder(filepath.Join(claimDir, "models", "iris", "v1"))
-	if err != nil {
+}
+
+// workloadsOnRealNode taints the fake nodes (cluster.ProcessNodeTaint), as make demo-cluster
+// does: only the pipeline's step pods, which the pod runner runs as processes, tolerate it, so
+// the schedulers (Volcano for the gangs, kube-scheduler for KServe's predictors) place every
+// other pod on the real node.
+func workloadsOnRealNode(t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	if err := c.TaintFakeNodes(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("model on the claim: %s sha256 %s", md.ModelFile, md.ModelSHA256)
+}
+
+// importImage imports the image of this run's make images into the real node's containerd.
+func importImage(t *testing.T, c *cluster.Cluster, name string) {
+	t.Helper()
+	archive := requireImage(t, name)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	if err := c.ImportImage(ctx, archive); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("imported %s in %s", filepath.Base(archive), time.Since(t0).Round(time.Millisecond))
+}
+
+// trainerClaim is a claim on a folder of the run whose root belongs to the trainer's uid 65532,
+// as a provisioner with fsGroup makes it; it returns the claim's name and the folder.
+func trainerClaim(t *testing.T, c *cluster.Cluster, ns, name string) (string, string) {
+	t.Helper()
+	dir := filepath.Join(c.Dir, "claims", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65532, 65532); err != nil {
+		t.Fatal(err)
+	}
+	return claimOn(t, c, ns, "gangboost-models", dir), dir
 }
 
 func succeeded(j *kubeflowv1.XGBoostJob) bool {

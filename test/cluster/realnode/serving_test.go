@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,12 +40,7 @@ func TestRuntimeImageServesOnRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	archive := requireImage(t, "gangboost-runtime")
-	t0 := time.Now()
-	if err := c.ImportImage(ctx, archive); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("imported %s in %s", filepath.Base(archive), time.Since(t0).Round(time.Millisecond))
+	importImage(t, c, "gangboost-runtime")
 
 	// The claim: a folder on the host holding models/<name>/model.json, as deploy mounts it.
 	zoo := filepath.Join(root, "runtime", "forest", "testdata", "zoo", "xgb-3.4.1", "binary_logistic")
@@ -103,7 +99,7 @@ func TestRuntimeImageServesOnRealNode(t *testing.T) {
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}},
 		},
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	if _, err := c.Kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +115,7 @@ func TestRuntimeImageServesOnRealNode(t *testing.T) {
 
 	// What runs is the image's binary as the manifest's security context says: read from the
 	// container's process on the host.
-	checkContainerProcess(t, "gangboost-runti")
+	checkContainerProcess(t, "gangboost-runti", pod.Name)
 
 	x, cols := readNpy(t, filepath.Join(zoo, "X.npy"))
 	want, _ := readNpy(t, filepath.Join(zoo, "pred.npy"))
@@ -197,10 +193,11 @@ func runtimeContainer(t *testing.T, root, name string) corev1.Container {
 	return corev1.Container{}
 }
 
-// checkContainerProcess finds the container's process on the host by its name and checks the
+// checkContainerProcess finds the container's process on the host by its name and its pod's
+// (HOSTNAME in its environment, which the runtime sets to the pod's hostname) and checks the
 // kernel's view of it: uid 65532, no capabilities, no new privileges, a seccomp filter, and a
 // read-only root.
-func checkContainerProcess(t *testing.T, comm string) {
+func checkContainerProcess(t *testing.T, comm, pod string) {
 	t.Helper()
 	procs, _ := os.ReadDir("/proc")
 	for _, e := range procs {
@@ -209,6 +206,10 @@ func checkContainerProcess(t *testing.T, comm string) {
 		}
 		c, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
 		if err != nil || strings.TrimSpace(string(c)) != comm {
+			continue
+		}
+		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if !slices.Contains(strings.Split(string(env), "\x00"), "HOSTNAME="+pod) {
 			continue
 		}
 		status, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
@@ -232,7 +233,7 @@ func checkContainerProcess(t *testing.T, comm string) {
 		}
 		return
 	}
-	t.Errorf("no process named %s on the host", comm)
+	t.Errorf("no process named %s of pod %s on the host", comm, pod)
 }
 
 // readNpy reads a little-endian float32 .npy array; it returns the values and the row length.

@@ -120,10 +120,12 @@ func (trainJobAPI) state(obj client.Object) jobState {
 	for i, c := range tj.Status.Conditions {
 		conds[i] = condition{c.Type, c.Reason, c.Message, c.Status == metav1.ConditionTrue}
 	}
-	// A TrainJob has no Running condition: its JobSet's replicated jobs say whether pods run.
+	// A TrainJob has no Running condition: its JobSet's replicated jobs say whether pods run. A
+	// child Job counts as active while its pods are still Pending (Volcano has placed none), so
+	// only a Ready one (every pod ready or completed) means the gang runs.
 	s := stateOf(conds, "", trainer.TrainJobComplete, trainer.TrainJobFailed)
 	for _, js := range tj.Status.JobsStatus {
-		if js.Active != nil && *js.Active > 0 {
+		if js.Ready != nil && *js.Ready > 0 {
 			s.running = true
 		}
 	}

@@ -16,12 +16,17 @@ const (
 	// JobSetNameLabel is the label JobSet puts on a TrainJob's pods (the JobSet is named after the
 	// TrainJob).
 	JobSetNameLabel = "jobset.sigs.k8s.io/jobset-name"
-	// VolcanoQueueAnnotation on a TrainJob names the queue of the PodGroup Trainer's Volcano plugin
-	// creates (named after the TrainJob, minMember every pod).
+	// VolcanoQueueAnnotation names the queue of the PodGroup Trainer's Volcano plugin creates (named
+	// after the TrainJob, minMember every pod). Trainer v2.2 reads it from the JobSet template's
+	// annotations (the runtime's, overridden by a runtime patch's), not from the TrainJob's own:
+	// TrainJob sets it in its runtime patch and, for people reading the TrainJob, on itself.
 	VolcanoQueueAnnotation = "scheduling.volcano.sh/queue-name"
 	// TrainerTrackerPort is where Trainer v2's XGBoost plugin says rank 0's tracker listens
 	// (DMLC_TRACKER_PORT, Trainer's constants.ContainerTrainerPort).
 	TrainerTrackerPort int32 = 29500
+	// RuntimePatchManager names the TrainJob's runtime patch: Trainer's admission webhook wants a
+	// domain-prefixed path (IsDomainPrefixedPath, "acme.io/foo") and refuses the TrainJob otherwise.
+	RuntimePatchManager = "gangboost.dev/launch-xgboostjob"
 )
 
 // TrainJob builds the trainer.kubeflow.org/v1alpha1 TrainJob of a job: j.Replicas() nodes of
@@ -50,6 +55,10 @@ func TrainJob(j *launch.Job) (*trainer.TrainJob, error) {
 		sa := j.ServiceAccount
 		pod.ServiceAccountName = &sa
 	}
+	var jobSetMetadata *metav1.ObjectMeta
+	if j.Gang.Queue != "" {
+		jobSetMetadata = &metav1.ObjectMeta{Annotations: map[string]string{VolcanoQueueAnnotation: j.Gang.Queue}}
+	}
 	tj := &trainer.TrainJob{
 		TypeMeta:   metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind},
 		ObjectMeta: jobMeta(j, map[string]string{VolcanoQueueAnnotation: j.Gang.Queue}),
@@ -63,8 +72,9 @@ func TrainJob(j *launch.Job) (*trainer.TrainJob, error) {
 				ResourcesPerNode: &corev1.ResourceRequirements{Requests: res.DeepCopy(), Limits: res.DeepCopy()},
 			},
 			RuntimePatches: []trainer.RuntimePatch{{
-				Manager: ManagedBy,
+				Manager: RuntimePatchManager,
 				TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{
+					Metadata: jobSetMetadata,
 					Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: []trainer.ReplicatedJobPatch{{
 						Name: TrainerNode,
 						Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{

@@ -9,6 +9,8 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -86,6 +88,16 @@ func TestTrainJob(t *testing.T) {
 	if tj.Spec.ActiveDeadlineSeconds != 3600 {
 		t.Errorf("activeDeadlineSeconds = %d", tj.Spec.ActiveDeadlineSeconds)
 	}
+	// Trainer's webhook checks the patch's manager with this function (its JobSet plugin).
+	manager := field.NewPath("spec", "runtimePatches").Index(0).Child("manager")
+	if errs := validation.IsDomainPrefixedPath(manager, tj.Spec.RuntimePatches[0].Manager); len(errs) > 0 {
+		t.Errorf("Trainer's webhook refuses the runtime patch: %v", errs.ToAggregate())
+	}
+	// Trainer's Volcano plugin takes the queue from the JobSet template's annotations, which the
+	// runtime patch's metadata overrides; it ignores the TrainJob's own.
+	if md := tj.Spec.RuntimePatches[0].TrainingRuntimeSpec.Template.Metadata; md == nil || md.Annotations[VolcanoQueueAnnotation] != "ml-training" {
+		t.Errorf("runtime patch's JobSet metadata %+v, want the queue annotation ml-training", md)
+	}
 	rj := tj.Spec.RuntimePatches[0].TrainingRuntimeSpec.Template.Spec.ReplicatedJobs[0]
 	pt := rj.Template.Spec.Template
 	if rj.Name != TrainerNode || pt.Metadata.Annotations[IstioInjectAnnotation] != "false" {
@@ -157,5 +169,21 @@ func TestTrainJobWatch(t *testing.T) {
 	w = &watcher{b: b, j: j, r: r, progress: func(launch.Progress) {}, failures: map[string]string{}}
 	if done, err := w.observe(context.Background()); !done || err != nil {
 		t.Errorf("complete TrainJob: done %v, %v", done, err)
+	}
+}
+
+// A TrainJob whose child Job is active but not ready has pods that Volcano has not placed (a
+// Job's pods count as active while Pending): the gang does not run yet. A ready child Job (every
+// pod ready or completed) is a running gang.
+func TestTrainJobRunningState(t *testing.T) {
+	for _, tc := range []struct {
+		active, ready int32
+		running       bool
+	}{{1, 0, false}, {1, 1, true}, {0, 0, false}} {
+		tj := &trainer.TrainJob{Status: trainer.TrainJobStatus{JobsStatus: []trainer.JobStatus{{
+			Name: TrainerNode, Active: &tc.active, Ready: &tc.ready}}}}
+		if got := (trainJobAPI{}).state(tj).running; got != tc.running {
+			t.Errorf("child Job active %d, ready %d: running %v, want %v", tc.active, tc.ready, got, tc.running)
+		}
 	}
 }

@@ -6,7 +6,15 @@
 // admin would: namespace gangboost, the gangboost-models claim (on a local folder), the
 // components' RBAC and the ClusterServingRuntimes.
 //
-//	gangboost-cluster [--kubeconfig FILE] [--pvc-dir DIR] [--pipeline FILE --workdir DIR --param k=v ...] [-- COMMAND ARGS...]
+// Where the machine allows a real node (cluster.RealNodeSupport: root, overlayfs, cgroups,
+// containerd), it adds one (containerd, kubelet, kube-proxy) and builds gangboost's images from
+// bin/ as make images does, imports them there, and taints the fake nodes so that only the
+// pipeline's step pods go to them: the XGBoostJob's gang and the InferenceService's runtime then
+// run on the real node as containers of the gangboost and gangboost-runtime images, while the
+// steps (prepare-data, launch-xgboostjob, deploy-inferenceservice, evaluate) stay local
+// processes. It prints which kind of node it uses and why.
+//
+//	gangboost-cluster [--kubeconfig FILE] [--pvc-dir DIR] [--real-node=auto|off] [--pipeline FILE --workdir DIR --param k=v ...] [-- COMMAND ARGS...]
 //
 // With --pipeline it runs that pipeline package as KFP would on this cluster (make demo-cluster):
 // every step a pod in namespace gangboost under the run's service account
@@ -14,9 +22,10 @@
 // (as root, which the pod runner needs to mount; otherwise each step is a local process with the
 // admin kubeconfig), then prints the run's summary and stops. With a command it runs it with
 // KUBECONFIG (admin), HTTP_PROXY and GANGBOOST_PVC_DIR set, then stops; with neither it stays up
-// until Ctrl-C. There is no cluster DNS or kube-proxy here, so
+// until Ctrl-C. The pod runner's processes have no cluster DNS, so
 // HTTP_PROXY points at a proxy that sends http://<service>.<namespace>.svc[.cluster.local][:port]
-// to the Service's pod on 127.0.0.1, as a pod's request to that name would reach it.
+// to the Service's pod (through kube-proxy's ClusterIP when the pod is on the real node), as a
+// pod's request to that name would reach it.
 package main
 
 import (
@@ -24,12 +33,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gangboost/gangboost/internal/contract/version"
@@ -65,15 +80,27 @@ func run() error {
 	pvcDir := fs.String("pvc-dir", "", "folder standing for the gangboost-models claim; default a folder in the run's directory")
 	pipeline := fs.String("pipeline", "", "run this pipeline package, each step a pod, then stop")
 	workDir := fs.String("workdir", ".demo-cluster", "with --pipeline: the run's folder (pipeline-root/)")
+	realNode := fs.String("real-node", "auto", "auto: run the trainer gang and the runtime on a real node where the machine allows it; off: process nodes only")
 	var params localrun.ParamFlags
 	fs.Var(&params, "param", "with --pipeline: a pipeline parameter, name=value (repeatable)")
 	_ = fs.Parse(os.Args[1:])
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c, err := cluster.Start(ctx, cluster.Options{
-		Nodes:  cluster.TwoGPUNodes(),
-		KServe: true,
+	imagesDir, err := os.MkdirTemp("", "gangboost-cluster-images-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(imagesDir)
+	var images *cluster.Images
+	whyNoRealNode := errors.New("--real-node=off")
+	if *realNode != "off" {
+		images, whyNoRealNode = realNodeImages(ctx, imagesDir)
+	}
+	opts := cluster.Options{
+		Nodes:    cluster.TwoGPUNodes(),
+		KServe:   true,
+		RealNode: whyNoRealNode == nil,
 		PodRunner: &podrunner.Options{
 			Commands: cluster.GangboostCommands("gangboost-train", "gangboost-runtime",
 				"prepare-data", "launch-xgboostjob", "deploy-inferenceservice", "evaluate"),
@@ -81,17 +108,39 @@ func run() error {
 			Images:  map[string][]string{version.Image("gangboost-runtime"): {"gangboost-runtime"}},
 			PassEnv: []string{"LD_LIBRARY_PATH"},
 		},
-	})
+	}
+	c, err := cluster.Start(ctx, opts)
+	if opts.RealNode && errors.Is(err, cluster.ErrNoRealNodes) {
+		fmt.Printf("gangboost-cluster: the real node did not start (%v); starting again with process nodes only\n", err)
+		whyNoRealNode, opts.RealNode = err, false
+		c, err = cluster.Start(ctx, opts)
+	}
 	if err != nil {
 		return err
 	}
 	defer c.Stop()
+	if opts.RealNode {
+		if err := useRealNode(ctx, c, images); err != nil {
+			return err
+		}
+	} else {
+		fmt.Printf("gangboost-cluster: process nodes only (no real node: %v): every pod, the trainer gang and the runtime too, runs as a local process of bin/\n", whyNoRealNode)
+	}
 
 	if *pvcDir == "" {
 		*pvcDir = filepath.Join(c.Dir, "pvc", claim)
 	}
 	if err := install(ctx, c, *pvcDir); err != nil {
 		return err
+	}
+	if opts.RealNode {
+		// The trainer's containers run as 65532 and a hostPath volume keeps the host's owners
+		// (fsGroup does not apply to it): the claim's folder is theirs, as a provisioner with
+		// fsGroup makes it.
+		if err := chownTree(*pvcDir, trainerUID); err != nil {
+			return err
+		}
+		params = withDefaults(params, cluster.RealNodePipelineParams)
 	}
 	if *kubeconfigOut != "" {
 		b, err := os.ReadFile(c.Kubeconfig)
@@ -107,7 +156,7 @@ func run() error {
 		c.Kubeconfig, namespace, claim, *pvcDir, proxy, c.LogDir)
 
 	if *pipeline != "" {
-		return runPipeline(ctx, c, *pipeline, *workDir, *pvcDir, params)
+		return runPipeline(ctx, c, *pipeline, *workDir, *pvcDir, params, opts.RealNode)
 	}
 	if fs.NArg() == 0 {
 		fmt.Println("gangboost-cluster: try `KUBECONFIG=" + c.Kubeconfig + " kubectl get xgboostjobs,podgroups,pods,inferenceservices -A`; Ctrl-C stops it")
@@ -170,9 +219,67 @@ func install(ctx context.Context, c *cluster.Cluster, pvcDir string) error {
 	return cluster.Apply(ctx, c.Client, objs...)
 }
 
+// trainerUID is the user gangboost's images run as.
+const trainerUID = 65532
+
+// realNodeImages says whether this machine can run a real node and, if so, builds the images
+// the node runs (scripts/build-images.sh on bin/) into dir.
+func realNodeImages(ctx context.Context, dir string) (*cluster.Images, error) {
+	if err := cluster.RealNodeSupport(); err != nil {
+		return nil, err
+	}
+	im, err := cluster.BuildImages(ctx, dir)
+	if err != nil {
+		return nil, fmt.Errorf("build the images: %w", err)
+	}
+	return im, nil
+}
+
+// useRealNode imports the images into the real node and taints the fake nodes, so that Volcano
+// and kube-scheduler place the trainer gang and the runtime on the real node and only the step
+// pods, which tolerate the taint, on the fake nodes.
+func useRealNode(ctx context.Context, c *cluster.Cluster, im *cluster.Images) error {
+	for _, name := range []string{"gangboost", "gangboost-runtime"} {
+		if err := c.ImportImage(ctx, im.Archive(name)); err != nil {
+			return err
+		}
+	}
+	if err := c.TaintFakeNodes(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("gangboost-cluster: real node %s (containerd, kubelet, kube-proxy): the XGBoostJob's gang runs there as containers of %s, "+
+		"the InferenceService's predictor as a container of %s (images built from bin/ in %s); "+
+		"the pipeline's steps run as local processes on the fake nodes, which only they tolerate (taint %s)\n",
+		cluster.RealNodeName, version.Image("gangboost"), version.Image("gangboost-runtime"), im.Took.Round(time.Second), cluster.ProcessNodeTaint.Key)
+	return nil
+}
+
+// chownTree makes dir and everything in it belong to uid (and its group).
+func chownTree(dir string, uid int) error {
+	return filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, uid)
+	})
+}
+
+// withDefaults adds each parameter of defaults that params (name=value) does not set.
+func withDefaults(params []string, defaults map[string]string) []string {
+	out := append([]string(nil), params...)
+	for _, name := range slices.Sorted(maps.Keys(defaults)) {
+		if !slices.ContainsFunc(params, func(p string) bool { return strings.HasPrefix(p, name+"=") }) {
+			out = append(out, name+"="+defaults[name])
+			fmt.Printf("gangboost-cluster: --param %s=%s (the trainer ranks and the predictor share the real node)\n", name, defaults[name])
+		}
+	}
+	return out
+}
+
 // runPipeline runs a pipeline package on the control plane with every step a pod (as root) and
-// prints the run's summary as make demo does.
-func runPipeline(ctx context.Context, c *cluster.Cluster, file, workDir, pvcDir string, params []string) error {
+// prints the run's summary as make demo does. With a real node the step pods tolerate the fake
+// nodes' taint, the only pods that do.
+func runPipeline(ctx context.Context, c *cluster.Cluster, file, workDir, pvcDir string, params []string, realNode bool) error {
 	opts, err := demo.RunOptions(file, params, os.Stdout, false)
 	if err != nil {
 		return err
@@ -183,7 +290,11 @@ func runPipeline(ctx context.Context, c *cluster.Cluster, file, workDir, pvcDir 
 	opts.Backend, opts.WorkDir, opts.Claims = localrun.BackendKubernetes, workDir, map[string]string{claim: pvcDir}
 	if err := c.PodMounts(); err == nil {
 		fmt.Printf("gangboost-cluster: each step runs as a pod in %s under service account %s\n", namespace, runner)
-		opts.Executor = &cluster.StepPods{C: c, Namespace: namespace, ServiceAccount: runner}
+		steps := &cluster.StepPods{C: c, Namespace: namespace, ServiceAccount: runner}
+		if realNode {
+			steps.Tolerations = []corev1.Toleration{cluster.ProcessNodeToleration}
+		}
+		opts.Executor = steps
 	} else {
 		// A pod's volumes at their mount paths need mount namespaces (root); steps run here with
 		// the admin kubeconfig instead.

@@ -1,0 +1,106 @@
+package realnode
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gangboost/gangboost/internal/kfp/localrun"
+	"github.com/gangboost/gangboost/internal/kube/kserveapi"
+	"github.com/gangboost/gangboost/internal/plumbing/repodir"
+	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
+	"github.com/gangboost/gangboost/internal/steps/launch/kube"
+	"github.com/gangboost/gangboost/test/cluster"
+)
+
+// TestPipelineBesideRealNode runs the pipeline package as make demo-cluster does on a machine
+// with a real node: every step a pod under the run's service account, run by the pod runner as a
+// process on the fake node, the only pods that tolerate its taint; launch-xgboostjob's
+// XGBoostJob then trains on the real node as containers of the gangboost image,
+// deploy-inferenceservice's predictor serves there as a container of the runtime image, and
+// evaluate reaches it by its Service name through the Service proxy and kube-proxy.
+func TestPipelineBesideRealNode(t *testing.T) {
+	c := cluster.Require(t)
+	c.RequirePodMounts(t)
+	workloadsOnRealNode(t, c)
+	importImage(t, c, "gangboost")
+	importImage(t, c, "gangboost-runtime")
+	applyServingRuntimes(t, c)
+	ns := namespace(t, c, "realnode-pipeline")
+	claim, claimDir := trainerClaim(t, c, ns, "pipeline")
+	for _, rbac := range []string{"launch-xgboostjob.yaml", "deploy-inferenceservice.yaml", "pipeline-runner.yaml"} {
+		c.ApplyRBAC(t, rbac, ns)
+	}
+	root, err := repodir.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := repodir.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := localrun.ReadPackage(filepath.Join(root, "pipelines", "xgboost-volcano.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := map[string]string{"workers": "2", "num_round": "20"}
+	for k, v := range cluster.RealNodePipelineParams {
+		params[k] = v
+	}
+	steps := &cluster.StepPods{C: c, Namespace: ns, ServiceAccount: "gangboost-pipeline-runner",
+		Tolerations: []corev1.Toleration{cluster.ProcessNodeToleration}}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	var out syncbuf.Buffer
+	t0 := time.Now()
+	res, err := localrun.Run(ctx, localrun.Options{
+		Package: pkg, Backend: localrun.BackendKubernetes, Executor: steps,
+		Claims: map[string]string{claim: claimDir}, Params: params,
+		WorkDir: t.TempDir(), BinDir: bin, Out: &out,
+	})
+	took := time.Since(t0)
+	if err != nil || res.State != localrun.StateSucceeded {
+		t.Fatalf("pipeline run (%s): %v\n%s\ncomponent logs:\n%s", took.Round(time.Millisecond), err, out.String(), c.LogTails(30))
+	}
+	t.Logf("pipeline ran in %s", took.Round(time.Millisecond))
+
+	for _, p := range steps.Pods() {
+		if p.Spec.NodeName == cluster.RealNodeName || p.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("step pod %s: %s on %s; want Succeeded on a fake node (a process of the pod runner)", p.Name, p.Status.Phase, p.Spec.NodeName)
+		}
+	}
+	bg := context.Background()
+	// The gang was 3 pods placed together (launch's progress says so); of them, those the Training
+	// Operator did not clean up when the job succeeded (cleanPodPolicy Running) say where they ran.
+	for _, want := range []string{"minMember 3, queue ml-training", "gang placed: 3/3 pods bound", "job Succeeded"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("run output lacks %q", want)
+		}
+	}
+	gang, err := c.Kube.CoreV1().Pods(ns).List(bg, metav1.ListOptions{LabelSelector: kube.JobNameLabel})
+	if err != nil || len(gang.Items) == 0 {
+		t.Fatalf("trainer pods: %d (%v), want the Master at least", len(gang.Items), err)
+	}
+	checkGangPods(t, gang.Items)
+	predictors, err := c.Kube.CoreV1().Pods(ns).List(bg, metav1.ListOptions{LabelSelector: kserveapi.PodLabel + "=iris"})
+	if err != nil || len(predictors.Items) != 1 || predictors.Items[0].Spec.NodeName != cluster.RealNodeName {
+		t.Errorf("predictor pods of iris: %+v (%v); want one on the real node", predictors.Items, err)
+	}
+	ev := res.Task("evaluate")
+	if ev == nil {
+		t.Fatal("no evaluate task in the result")
+	}
+	acc, ok := ev.Outputs["accuracy"].(float64)
+	if !ok || acc < 0.9 {
+		t.Errorf("served accuracy %v on the held-out rows, want >= 0.9", ev.Outputs["accuracy"])
+	}
+	if !strings.Contains(out.String(), "http://iris-predictor."+ns+".svc.cluster.local") {
+		t.Errorf("run output does not name the predictor's Service url:\n%s", out.String())
+	}
+	t.Logf("served accuracy %.3f", acc)
+}
