@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,9 @@ type csvOptions struct {
 	limits          Limits
 	// rows, when set, counts the rows read, for the progress lines.
 	rows *atomic.Int64
+	// workers > 1 parses the rows in parallel (loadParallel) when the shard keeps every row;
+	// the caller must then be able to read the input again (loadCSVOpen).
+	workers int
 	// slowOnly parses every row field by field, as before fastRow (tests compare the two).
 	slowOnly bool
 	// sizeHint, when > 0, is the input's size in bytes: the matrix is then allocated once at the
@@ -55,7 +59,15 @@ func loadCSVReader(r io.Reader, file string, o csvOptions, s Shard) (*Matrix, er
 	if err != nil {
 		return nil, err
 	}
-	cr := newRecordReader(r)
+	parallel := o.workers > 1 && s.World == 1
+	var cr *recordReader
+	if parallel {
+		// Only the header goes through this reader's buffer: the blocks are read straight
+		// into their own.
+		cr = &recordReader{br: bufio.NewReaderSize(r, 64<<10)}
+	} else {
+		cr = newRecordReader(r)
+	}
 	cr.maxLine = o.limits.maxLine()
 	c, err := readCSVHeader(cr, file, o)
 	if err != nil {
@@ -64,6 +76,11 @@ func loadCSVReader(r io.Reader, file string, o csvOptions, s Shard) (*Matrix, er
 	m := &Matrix{Cols: len(c.featCols), LabelName: c.header[c.labelCol], FeatureNames: make([]string, len(c.featCols))}
 	for k, col := range c.featCols {
 		m.FeatureNames[k] = c.header[col]
+	}
+	if parallel {
+		// What the header's reader buffered beyond the header, then the rest.
+		body := io.MultiReader(io.LimitReader(cr.br, int64(cr.br.Buffered())), r)
+		return c.loadParallel(body, cr.line, m, o)
 	}
 	labels := newLabelSet(o.classes)
 	var data chunked[float32]

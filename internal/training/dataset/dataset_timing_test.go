@@ -73,13 +73,26 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// BenchmarkLoadCSV100MB reads and validates a 100 MB CSV; "rank0of1" keeps every row, "rank0of4"
-// keeps a quarter (each rank still parses the whole file).
+// BenchmarkLoadCSV100MB reads and validates a 100 MB CSV; "rank0of1" keeps every row, parsed on
+// GOMAXPROCS cores as Load does ("sequential": on one), "rank0of4" keeps a quarter (each rank
+// still parses the whole file, on one core).
 func BenchmarkLoadCSV100MB(b *testing.B) {
 	path, _ := benchFiles(b)
 	st, _ := os.Stat(path)
+	b.Run("rank0of1", func(b *testing.B) {
+		b.SetBytes(st.Size())
+		for b.Loop() {
+			if _, err := Load(Spec{Path: path, Label: "class"}, Shard{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, s := range []Shard{{0, 1}, {0, 4}} {
-		b.Run(fmt.Sprintf("rank%dof%d", s.Rank, s.World), func(b *testing.B) {
+		name := fmt.Sprintf("rank%dof%d", s.Rank, s.World)
+		if s.World == 1 {
+			name += "/sequential"
+		}
+		b.Run(name, func(b *testing.B) {
 			b.SetBytes(st.Size())
 			for b.Loop() {
 				if _, err := LoadCSV(path, "class", nil, s); err != nil {
