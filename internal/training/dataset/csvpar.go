@@ -51,11 +51,6 @@ func csvWorkers(size int64, s Shard) int {
 // read cannot give the sequential result it reads the input again, sequentially.
 func loadCSVOpen(rc io.ReadCloser, open func() (io.ReadCloser, error), file string, o csvOptions, s Shard) (*Matrix, error) {
 	o.workers = csvWorkers(o.sizeHint, s)
-	var counted atomic.Int64
-	rows := o.rows
-	if o.workers > 1 && rows != nil {
-		o.rows = &counted
-	}
 	if rc == nil {
 		var err error
 		if rc, err = open(); err != nil {
@@ -64,16 +59,13 @@ func loadCSVOpen(rc io.ReadCloser, open func() (io.ReadCloser, error), file stri
 	}
 	m, err := loadCSVReader(rc, file, o, s)
 	rc.Close()
-	if rows != nil && o.rows == &counted && !errors.Is(err, errSequential) {
-		rows.Add(counted.Load())
-	}
 	if !errors.Is(err, errSequential) {
 		return m, err
 	}
 	// Give the parallel read's matrix back before the sequential one makes its own.
 	runtime.GC()
 	debug.FreeOSMemory()
-	o.workers, o.rows = 0, rows
+	o.workers = 0
 	if rc, err = open(); err != nil {
 		return nil, err
 	}
@@ -227,7 +219,7 @@ func (c *csvColumns) loadParallel(body io.Reader, after int, m *Matrix, o csvOpt
 	rows := 0
 	for _, b := range blocks {
 		if b.redo {
-			return nil, errSequential
+			return nil, c.again(blocks, o)
 		}
 		if b.err != nil {
 			return nil, b.err
@@ -242,8 +234,8 @@ func (c *csvColumns) loadParallel(body io.Reader, after int, m *Matrix, o csvOpt
 	}
 	var err error
 	m.Classes, m.LabelMin, m.LabelMax, err = mergeLabels(labels, blocks, out.labels)
-	if err != nil {
-		return nil, err
+	if errors.Is(err, errSequential) {
+		return nil, c.again(blocks, o)
 	}
 	// A block holds fewer rows than lines when it has empty lines: close the gaps.
 	to := 0
@@ -257,6 +249,16 @@ func (c *csvColumns) loadParallel(body io.Reader, after int, m *Matrix, o csvOpt
 	m.Rows, m.TotalRows = rows, rows
 	m.Data, m.Labels = out.data[:rows*cols:rows*cols], out.labels[:rows:rows]
 	return m, nil
+}
+
+// again takes back the rows the blocks counted in the progress and asks for the sequential read.
+func (c *csvColumns) again(blocks []*csvBlock, o csvOptions) error {
+	if o.rows != nil {
+		for _, b := range blocks {
+			o.rows.Add(-int64(b.rows))
+		}
+	}
+	return errSequential
 }
 
 // lowerTo sets v to x if x is less.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -27,7 +28,12 @@ func loadBoth(t testing.TB, data string, o csvOptions, block, workers int) (seq,
 		return io.NopCloser(strings.NewReader(data)), nil
 	}
 	o.workers = workers
+	var progress atomic.Int64
+	o.rows = &progress
 	par, parErr = loadCSVOpenWorkers(open, "x.csv", o)
+	if parErr == nil && progress.Load() != int64(par.Rows) {
+		t.Fatalf("the progress counted %d rows of %d", progress.Load(), par.Rows)
+	}
 	return seq, par, seqErr, parErr, opens
 }
 
