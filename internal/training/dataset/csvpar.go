@@ -372,7 +372,7 @@ func (l *workerLabels) add(cell string) (float32, string) {
 // sorted class list of all workers' classes.
 func mergeLabels(ls []*workerLabels, blocks []*csvBlock, labels []float32) (classes []string, lo, hi float32, err error) {
 	if ls[0].fixed != nil {
-		return ls[0].fixedList, 0, float32(len(ls[0].fixedList) - 1), nil
+		return slices.Clone(ls[0].fixedList), 0, float32(len(ls[0].fixedList) - 1), nil
 	}
 	text, numbers := false, 0
 	mn, mx := math.Inf(1), math.Inf(-1)
