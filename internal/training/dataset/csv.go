@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,11 @@ type csvOptions struct {
 	limits          Limits
 	// rows, when set, counts the rows read, for the progress lines.
 	rows *atomic.Int64
+	// workers > 1 parses the rows in parallel (loadParallel) when the shard keeps every row;
+	// the caller must then be able to read the input again (loadCSVOpen).
+	workers int
+	// slowOnly parses every row field by field, as before fastRow (tests compare the two).
+	slowOnly bool
 	// sizeHint, when > 0, is the input's size in bytes: the matrix is then allocated once at the
 	// size the first rows' length predicts, instead of in chunks copied together at the end
 	// (which holds the matrix twice).
@@ -53,8 +59,111 @@ func loadCSVReader(r io.Reader, file string, o csvOptions, s Shard) (*Matrix, er
 	if err != nil {
 		return nil, err
 	}
-	cr := newRecordReader(r)
+	parallel := o.workers > 1 && s.World == 1
+	var cr *recordReader
+	if parallel {
+		// Only the header goes through this reader's buffer: the blocks are read straight
+		// into their own.
+		cr = &recordReader{br: bufio.NewReaderSize(r, 64<<10)}
+	} else {
+		cr = newRecordReader(r)
+	}
 	cr.maxLine = o.limits.maxLine()
+	c, err := readCSVHeader(cr, file, o)
+	if err != nil {
+		return nil, err
+	}
+	m := &Matrix{Cols: len(c.featCols), LabelName: c.header[c.labelCol], FeatureNames: make([]string, len(c.featCols))}
+	for k, col := range c.featCols {
+		m.FeatureNames[k] = c.header[col]
+	}
+	if parallel {
+		// What the header's reader buffered beyond the header, then the rest.
+		body := io.MultiReader(io.LimitReader(cr.br, int64(cr.br.Buffered())), r)
+		return c.loadParallel(body, cr.line, m, o)
+	}
+	labels := newLabelSet(o.classes)
+	var data chunked[float32]
+	scratch := make([]float32, m.Cols) // a row this rank validates but does not keep
+	row := 0
+	sampled := 0 // bytes of the first rows, for sizeHint
+	for ; ; row++ {
+		line, err := cr.nextLine()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, csvError(file, c.header, cr, err)
+		}
+		if o.sizeHint > 0 && row < sampleRows {
+			sampled += len(line)
+			if row == sampleRows-1 {
+				est := estimateOwnRows(o.sizeHint, sampled, sampleRows, s)
+				data.reserve(est * m.Cols)
+				labels.reserve(est, false)
+			}
+		}
+		own := s.owns(row)
+		dst := scratch
+		var noRoom *DataError
+		if own {
+			if o.limits.matrixFits(m.Rows+1, m.Cols) {
+				dst = data.extend(m.Cols)
+			} else {
+				noRoom = matrixTooLargeError(file, s, m.Rows+1, m.Cols, o.limits, fmt.Sprintf(" (reached at line %d)", cr.line))
+			}
+		}
+		label, labelLine, err := c.row(cr, line, dst, noRoom, o.slowOnly)
+		if err != nil {
+			return nil, err
+		}
+		if msg := labels.add(label, own); msg != "" {
+			return nil, c.labelError(labelLine, msg)
+		}
+		if own {
+			m.Rows++
+		}
+		if o.rows != nil && row&4095 == 4095 {
+			o.rows.Add(4096)
+		}
+	}
+	if o.rows != nil {
+		o.rows.Add(int64(row & 4095))
+	}
+	if row == 0 {
+		return nil, &DataError{File: file, Msg: "the file has a header but no data rows"}
+	}
+	m.TotalRows = row
+	if m.Rows == 0 && !o.allowEmptyShard {
+		return nil, emptyShardError(file, s, row)
+	}
+	m.Data = data.flatten()
+	if err := labels.finish(m); err != nil {
+		err.File = file
+		err.Column, err.ColumnName = c.labelCol+1, c.header[c.labelCol]
+		return nil, err
+	}
+	return m, nil
+}
+
+// csvColumns is what a CSV file's header says: the columns' names and which of them are read.
+type csvColumns struct {
+	file     string
+	header   []string
+	featCols []int // the file column of each feature, in the matrix's order
+	labelCol int
+	// role is, per file column, its feature index, roleLabel or roleSkip: fastRow takes the
+	// fields in file order.
+	role []int
+}
+
+const (
+	roleLabel = -1
+	roleSkip  = -2
+)
+
+// readCSVHeader reads the header row and finds the label and feature columns.
+func readCSVHeader(cr *recordReader, file string, o csvOptions) (*csvColumns, error) {
 	rec, err := cr.read()
 	if errors.Is(err, io.EOF) {
 		return nil, &DataError{File: file, Msg: "the file is empty: want a header row naming the columns, then data rows"}
@@ -88,77 +197,89 @@ func loadCSVReader(r io.Reader, file string, o csvOptions, s Shard) (*Matrix, er
 	if err != nil {
 		return nil, err
 	}
+	role := make([]int, len(header))
+	for j := range role {
+		role[j] = roleSkip
+	}
+	role[labelCol] = roleLabel
+	for k, j := range featCols {
+		role[j] = k
+	}
+	return &csvColumns{file: file, header: header, featCols: featCols, labelCol: labelCol, role: role}, nil
+}
 
-	m := &Matrix{Cols: len(featCols), LabelName: header[labelCol], FeatureNames: make([]string, len(featCols))}
-	for k, c := range featCols {
-		m.FeatureNames[k] = header[c]
+// row parses the record whose first line cr.nextLine returned into dst (a value per feature) and
+// returns its label cell (valid until the next read) and the line the cell is on. noRoom, when
+// set, is the error of a row the matrix may not hold, returned once the record is known to be
+// well-formed: the same error, for the same input, as before the fast path existed. slowOnly
+// skips fastRow (tests compare the two).
+func (c *csvColumns) row(cr *recordReader, line []byte, dst []float32, noRoom *DataError, slowOnly bool) (label string, labelLine int, err error) {
+	if noRoom == nil && !slowOnly {
+		if label, ok := c.fastRow(line, dst); ok {
+			return bytesString(label), cr.line, nil
+		}
 	}
-	labels := newLabelSet(o.classes)
-	var data chunked[float32]
-	row := 0
-	sampled := 0 // bytes of the first rows, for sizeHint
-	for ; ; row++ {
-		rec, err := cr.read()
-		if errors.Is(err, io.EOF) {
-			break
+	rec, err := cr.record(line)
+	if err != nil {
+		return "", 0, csvError(c.file, c.header, cr, err)
+	}
+	if len(rec) != len(c.header) {
+		return "", 0, &DataError{File: c.file, Line: cr.fieldLine(0),
+			Msg: fmt.Sprintf("expected %d fields as in the header, got %d", len(c.header), len(rec))}
+	}
+	if noRoom != nil {
+		return "", 0, noRoom
+	}
+	for k, col := range c.featCols {
+		v, bad := parseCell(bytesString(rec[col]))
+		if bad != "" {
+			return "", 0, &DataError{File: c.file, Line: cr.fieldLine(col), Column: col + 1, ColumnName: c.header[col], Msg: quoteClip(bytesString(rec[col])) + " " + bad}
 		}
-		if err != nil {
-			return nil, csvError(file, header, cr, err)
-		}
-		if len(rec) != len(header) {
-			return nil, &DataError{File: file, Line: cr.fieldLine(0),
-				Msg: fmt.Sprintf("expected %d fields as in the header, got %d", len(header), len(rec))}
-		}
-		if o.sizeHint > 0 && row < sampleRows {
-			for _, f := range rec {
-				sampled += len(f) + 1
+		dst[k] = v
+	}
+	return bytesString(rec[c.labelCol]), cr.fieldLine(c.labelCol), nil
+}
+
+// fastRow parses a line of plain numbers (and an unquoted label) into dst in one pass, without
+// splitting it into fields first; ok is false for anything else (quotes, spaces, NA, a wrong
+// field count, a bad cell), which row then parses field by field and reports as before.
+func (c *csvColumns) fastRow(line []byte, dst []float32) (label []byte, ok bool) {
+	p := 0
+	last := len(c.role) - 1
+	for j, role := range c.role {
+		if role >= 0 {
+			v, end, ok := parseNumberField(line, p)
+			if !ok {
+				return nil, false
 			}
-			if row == sampleRows-1 {
-				est := estimateOwnRows(o.sizeHint, sampled, sampleRows, s)
-				data.reserve(est * len(featCols))
-				labels.reserve(est, false)
+			dst[role] = v
+			p = end
+		} else {
+			end := p
+			for end < len(line) && line[end] != ',' && line[end] != '\n' {
+				if line[end] == '"' {
+					return nil, false
+				}
+				end++
 			}
-		}
-		own := s.owns(row)
-		if own && !o.limits.matrixFits(m.Rows+1, m.Cols) {
-			return nil, matrixTooLargeError(file, s, m.Rows+1, m.Cols, o.limits, fmt.Sprintf(" (reached at line %d)", cr.fieldLine(0)))
-		}
-		for _, c := range featCols {
-			v, bad := parseCell(bytesString(rec[c]))
-			if bad != "" {
-				return nil, &DataError{File: file, Line: cr.fieldLine(c), Column: c + 1, ColumnName: header[c], Msg: quoteClip(bytesString(rec[c])) + " " + bad}
+			if role == roleLabel {
+				label = line[p:end]
 			}
-			if own {
-				data.append(v)
+			p = end
+		}
+		if j < last {
+			if p == len(line) || line[p] != ',' {
+				return nil, false
 			}
-		}
-		if msg := labels.add(bytesString(rec[labelCol]), own); msg != "" {
-			return nil, &DataError{File: file, Line: cr.fieldLine(labelCol), Column: labelCol + 1, ColumnName: header[labelCol], Msg: msg}
-		}
-		if own {
-			m.Rows++
-		}
-		if o.rows != nil && row&4095 == 4095 {
-			o.rows.Add(4096)
+			p++
 		}
 	}
-	if o.rows != nil {
-		o.rows.Add(int64(row & 4095))
-	}
-	if row == 0 {
-		return nil, &DataError{File: file, Msg: "the file has a header but no data rows"}
-	}
-	m.TotalRows = row
-	if m.Rows == 0 && !o.allowEmptyShard {
-		return nil, emptyShardError(file, s, row)
-	}
-	m.Data = data.flatten()
-	if err := labels.finish(m); err != nil {
-		err.File = file
-		err.Column, err.ColumnName = labelCol+1, header[labelCol]
-		return nil, err
-	}
-	return m, nil
+	// The record ends here: a newline (readLine turned \r\n into \n) or the end of the text.
+	return label, p == len(line) || (p == len(line)-1 && line[p] == '\n')
+}
+
+func (c *csvColumns) labelError(line int, msg string) *DataError {
+	return &DataError{File: c.file, Line: line, Column: c.labelCol + 1, ColumnName: c.header[c.labelCol], Msg: msg}
 }
 
 func featureColumns(file string, header []string, cols map[string]int, labelCol int, names []string) ([]int, error) {
@@ -273,12 +394,12 @@ func newLabelSet(classes []string) *labelSet {
 func (l *labelSet) add(cell string, own bool) string {
 	s := strings.TrimSpace(cell)
 	if isMissing(s) {
-		return fmt.Sprintf("the label is missing (%q); every row needs a label", cell)
+		return missingLabelMsg(cell)
 	}
 	if l.fixed != nil {
 		id, ok := l.fixed[s]
 		if !ok {
-			return fmt.Sprintf("label %s is not one of the training data's classes %s", quoteClip(s), quoteList(l.fixedClassesList))
+			return unknownClassMsg(s, l.fixedClassesList)
 		}
 		if own {
 			l.ownIDs.append(id)
@@ -317,6 +438,14 @@ func (l *labelSet) add(cell string, own bool) string {
 		l.ownIDs.append(id)
 	}
 	return ""
+}
+
+func missingLabelMsg(cell string) string {
+	return fmt.Sprintf("the label is missing (%q); every row needs a label", cell)
+}
+
+func unknownClassMsg(label string, classes []string) string {
+	return fmt.Sprintf("label %s is not one of the training data's classes %s", quoteClip(label), quoteList(classes))
 }
 
 // addNumber takes a numeric label of this rank (from a typed column, no text to parse); it
@@ -450,6 +579,20 @@ func (c *chunked[T]) append(v T) {
 	}
 	c.cur = append(c.cur, v)
 	c.n++
+}
+
+// extend appends n values and returns them to be written; they stay in one chunk.
+func (c *chunked[T]) extend(n int) []T {
+	if cap(c.cur)-len(c.cur) < n {
+		if c.cur != nil {
+			c.full = append(c.full, c.cur)
+		}
+		c.cur = make([]T, 0, max(1<<16, n))
+	}
+	k := len(c.cur)
+	c.cur = c.cur[:k+n]
+	c.n += n
+	return c.cur[k : k+n]
 }
 
 // reserve makes room for n values in one piece (before any chunk is full): flatten then returns

@@ -15,7 +15,11 @@ import (
 // a large CSV about three times as fast as encoding/csv (BenchmarkSplitRecords); a differential
 // fuzz test holds the two equal.
 type recordReader struct {
-	br     *bufio.Reader
+	br *bufio.Reader
+	// data, when br is nil, is the text in memory (whole lines: a block of a parallel read), read
+	// from pos on.
+	data   []byte
+	pos    int
 	line   int      // lines read so far
 	fields [][]byte // the current record; valid until the next read
 	starts []int    // the line on which each field of the current record starts
@@ -26,6 +30,9 @@ type recordReader struct {
 	// with tooLongAt its line, found before more than maxLine bytes are held.
 	maxLine   int
 	tooLongAt int
+	// spanned says that a quoted field went on past the end of a line. A parallel read, whose
+	// blocks end at line ends, cannot parse such a record and reads the input sequentially.
+	spanned bool
 }
 
 // csvSyntaxError is malformed quoting.
@@ -50,9 +57,26 @@ func (r *recordReader) limit() int {
 	return r.maxLine
 }
 
+// reset makes r read data, whose first line is line after+1.
+func (r *recordReader) reset(data []byte, after int) {
+	r.data, r.pos, r.line, r.spanned = data, 0, after, false
+}
+
 // readLine returns the next line including its \n (if any), or io.EOF when no data is left.
 func (r *recordReader) readLine() ([]byte, error) {
-	line, err := r.br.ReadSlice('\n')
+	var line []byte
+	var err error
+	if r.br == nil {
+		rest := r.data[r.pos:]
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			line = rest[:i+1]
+		} else {
+			line, err = rest, io.EOF
+		}
+		r.pos += len(line)
+	} else {
+		line, err = r.br.ReadSlice('\n')
+	}
 	if errors.Is(err, bufio.ErrBufferFull) {
 		r.long = append(r.long[:0], line...)
 		for errors.Is(err, bufio.ErrBufferFull) {
@@ -88,10 +112,18 @@ func (r *recordReader) readLine() ([]byte, error) {
 
 // read returns the next record, whose fields stay valid until the next call, or io.EOF.
 func (r *recordReader) read() ([][]byte, error) {
-	var line []byte
+	line, err := r.nextLine()
+	if err != nil {
+		return nil, err
+	}
+	return r.record(line)
+}
+
+// nextLine returns the next line that is not empty (a record's first line), or io.EOF. A caller
+// that can parse the line itself (csvColumns.fastRow) saves splitting it into fields.
+func (r *recordReader) nextLine() ([]byte, error) {
 	for {
-		var err error
-		line, err = r.readLine()
+		line, err := r.readLine()
 		if err != nil {
 			return nil, err // io.EOF only once no data is left
 		}
@@ -99,9 +131,14 @@ func (r *recordReader) read() ([][]byte, error) {
 			return nil, io.EOF // the file ended in a lone \r
 		}
 		if !(len(line) == 1 && line[0] == '\n') {
-			break // not an empty line
+			return line, nil
 		}
 	}
+}
+
+// record splits the record whose first line nextLine returned into fields, which stay valid
+// until the next read.
+func (r *recordReader) record(line []byte) ([][]byte, error) {
 	if bytes.IndexByte(line, '"') >= 0 {
 		return r.readQuoted(line)
 	}
@@ -182,6 +219,7 @@ parseField:
 			case len(line) > 0:
 				// The quoted field goes on on the next line. Its text is copied first: the next
 				// read may overwrite the buffer line points into.
+				r.spanned = true
 				r.buf = append(r.buf, line...)
 				if len(r.buf) > r.limit() {
 					r.tooLongAt = recordLine

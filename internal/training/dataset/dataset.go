@@ -194,6 +194,16 @@ func Load(spec Spec, s Shard) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o, ok := spec.localCSV(); ok {
+		open := func() (io.ReadCloser, error) {
+			f, err := os.Open(spec.Path)
+			if err != nil {
+				return nil, fmt.Errorf("open data: %w", err)
+			}
+			return f, nil
+		}
+		return loadCSVOpen(nil, open, spec.Path, o, s)
+	}
 	f, err := openData(spec.Path)
 	if err != nil {
 		return nil, fmt.Errorf("open data: %w", err)
@@ -230,10 +240,7 @@ func (spec Spec) reader(s Shard) (func(io.Reader) (*Matrix, error), error) {
 		if spec.Label == "" {
 			return nil, &DataError{File: spec.Path, Msg: "no label column given (CSV needs the label column's name)"}
 		}
-		o := csvOptions{label: spec.Label, features: spec.Features, classes: spec.Classes, limits: spec.Limits}
-		if st, err := os.Stat(spec.Path); err == nil && st.Mode().IsRegular() && !strings.HasSuffix(strings.ToLower(spec.Path), ".gz") {
-			o.sizeHint = st.Size()
-		}
+		o, _ := spec.localCSV()
 		return func(r io.Reader) (*Matrix, error) { return loadCSVReader(r, spec.Path, o, s) }, nil
 	case "libsvm":
 		if len(spec.Features) > 0 {
@@ -247,6 +254,25 @@ func (spec Spec) reader(s Shard) (func(io.Reader) (*Matrix, error), error) {
 	default:
 		return nil, fmt.Errorf("data format %q: want csv, parquet or libsvm", spec.Format)
 	}
+}
+
+// localCSV returns the options of spec's CSV data, and whether it is an uncompressed local file
+// (which has a size and can be read again).
+func (spec Spec) localCSV() (csvOptions, bool) {
+	o := csvOptions{label: spec.Label, features: spec.Features, classes: spec.Classes, limits: spec.Limits}
+	format := strings.ToLower(spec.Format)
+	if format == "" {
+		format, _ = sniffFormat(spec.Path)
+	}
+	if format != "csv" || strings.HasSuffix(strings.ToLower(spec.Path), ".gz") {
+		return o, false
+	}
+	st, err := os.Stat(spec.Path)
+	if err != nil || !st.Mode().IsRegular() {
+		return o, false
+	}
+	o.sizeHint = st.Size()
+	return o, true
 }
 
 func sniffFormat(path string) (string, error) {

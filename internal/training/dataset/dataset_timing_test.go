@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -72,13 +73,26 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// BenchmarkLoadCSV100MB reads and validates a 100 MB CSV; "rank0of1" keeps every row, "rank0of4"
-// keeps a quarter (each rank still parses the whole file).
+// BenchmarkLoadCSV100MB reads and validates a 100 MB CSV; "rank0of1" keeps every row, parsed on
+// GOMAXPROCS cores as Load does ("sequential": on one), "rank0of4" keeps a quarter (each rank
+// still parses the whole file, on one core).
 func BenchmarkLoadCSV100MB(b *testing.B) {
 	path, _ := benchFiles(b)
 	st, _ := os.Stat(path)
+	b.Run("rank0of1", func(b *testing.B) {
+		b.SetBytes(st.Size())
+		for b.Loop() {
+			if _, err := Load(Spec{Path: path, Label: "class"}, Shard{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, s := range []Shard{{0, 1}, {0, 4}} {
-		b.Run(fmt.Sprintf("rank%dof%d", s.Rank, s.World), func(b *testing.B) {
+		name := fmt.Sprintf("rank%dof%d", s.Rank, s.World)
+		if s.World == 1 {
+			name += "/sequential"
+		}
+		b.Run(name, func(b *testing.B) {
 			b.SetBytes(st.Size())
 			for b.Loop() {
 				if _, err := LoadCSV(path, "class", nil, s); err != nil {
@@ -156,4 +170,42 @@ func BenchmarkLoadParquet(b *testing.B) {
 	out := float64(len(m.Data)+len(m.Labels)) * 4
 	b.SetBytes(int64(out))
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)-out, "beyond-matrix-B/op")
+}
+
+// BenchmarkCSVRows parses HIGGS-like rows (28 features written with 7 significant digits, a 0/1
+// label) in memory: in one pass (fastRow) and field by field (splitting, then parseCell).
+func BenchmarkCSVRows(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var text []byte
+	for range 20000 {
+		for range 28 {
+			text = strconv.AppendFloat(text, rng.NormFloat64(), 'g', 7, 32)
+			text = append(text, ',')
+		}
+		text = append(text, "1\n"...)
+	}
+	c := &csvColumns{header: make([]string, 29), labelCol: 28, role: make([]int, 29)}
+	for j := range 28 {
+		c.featCols, c.role[j] = append(c.featCols, j), j
+	}
+	c.role[28] = roleLabel
+	row := make([]float32, 28)
+	for _, slow := range []bool{false, true} {
+		b.Run(map[bool]string{false: "fastRow", true: "field_by_field"}[slow], func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			cr := &recordReader{}
+			for b.Loop() {
+				cr.reset(text, 0)
+				for {
+					line, err := cr.nextLine()
+					if err != nil {
+						break
+					}
+					if _, _, err := c.row(cr, line, row, nil, slow); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
 }

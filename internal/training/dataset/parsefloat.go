@@ -1,7 +1,9 @@
 package dataset
 
 import (
+	"encoding/binary"
 	"math"
+	"math/bits"
 	"strconv"
 )
 
@@ -81,6 +83,15 @@ rest:
 		}
 		exp += e
 	}
+	if f, ok := exactFloat32(mant, exp, neg); ok {
+		return f, nil
+	}
+	return slowFloat32(s)
+}
+
+// exactFloat32 is mant x 10^exp, negated if neg, when Clinger's fast path gives it correctly
+// rounded to float32 (mant has at most 15 digits); ok is false otherwise.
+func exactFloat32(mant uint64, exp int, neg bool) (f float32, ok bool) {
 	var d float64
 	switch {
 	case mant == 0:
@@ -90,20 +101,131 @@ rest:
 	case exp < 0 && exp >= -22:
 		d = float64(mant) / pow10[-exp]
 	default:
-		return slowFloat32(s)
+		return 0, false
 	}
 	// A float64 that is exactly a float32 halfway point: its 29 bits below float32 precision are
 	// 1000...0. (Subnormal and out-of-range float32 results also go the slow way.)
 	if d != 0 && (math.Float64bits(d)&(1<<29-1) == 1<<28 || d < 0x1p-126 || d > math.MaxFloat32) {
-		return slowFloat32(s)
+		return 0, false
 	}
 	if neg {
 		d = -d
 	}
-	return float32(d), nil
+	return float32(d), true
 }
 
 func slowFloat32(s string) (float32, error) {
 	f, err := strconv.ParseFloat(s, 32)
 	return float32(f), err
+}
+
+// parseNumberField parses the CSV field that starts at b[i] as parseCell would, for plain
+// decimals that Clinger's fast path takes (exactFloat32) and for an empty cell (missing: NaN). It
+// returns the value and the index of the byte that ends the field (a comma, a newline or
+// len(b)); ok is false for anything else (spaces, quotes, NA, many digits, other separators),
+// which the caller then parses field by field. One pass over the bytes with no field slices,
+// taking up to 8 digits at a time: this and the record splitting it saves were most of a CSV
+// load's time (BenchmarkCSVRows).
+func parseNumberField(b []byte, i int) (v float32, end int, ok bool) {
+	if i == len(b) || b[i] == ',' || b[i] == '\n' {
+		return float32(math.NaN()), i, true
+	}
+	neg := false
+	if c := b[i]; c == '-' || c == '+' {
+		neg = c == '-'
+		i++
+	}
+	// mant holds every digit, leading zeros too; at most 19 cannot overflow it.
+	var mant uint64
+	digits, exp := 0, 0
+	var n int
+	mant, n, i = appendDigits(b, i, mant, 19)
+	digits += n
+	if i < len(b) && b[i] == '.' {
+		mant, n, i = appendDigits(b, i+1, mant, 19-digits)
+		digits += n
+		exp -= n
+	}
+	if digits == 0 || digits > 19 || mant > 1<<53 {
+		return 0, i, false
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		eneg := false
+		if i < len(b) && (b[i] == '-' || b[i] == '+') {
+			eneg = b[i] == '-'
+			i++
+		}
+		e, estart := 0, i
+		for ; i < len(b) && e <= 1000; i++ {
+			c := b[i] - '0'
+			if c > 9 {
+				break
+			}
+			e = e*10 + int(c)
+		}
+		if i == estart {
+			return 0, i, false
+		}
+		if eneg {
+			e = -e
+		}
+		exp += e
+	}
+	if i < len(b) && b[i] != ',' && b[i] != '\n' {
+		return 0, i, false
+	}
+	f, ok := exactFloat32(mant, exp, neg)
+	return f, i, ok
+}
+
+// appendDigits appends the digits that start at b[i] to mant; n is their count and end the index
+// after them. Past room digits, n is more than room and mant is garbage.
+func appendDigits(b []byte, i int, mant uint64, room int) (_ uint64, n, end int) {
+	for i+8 <= len(b) {
+		k, v := leadingDigits(binary.LittleEndian.Uint64(b[i:]))
+		n += k
+		i += k
+		if n > room {
+			return mant, n, i
+		}
+		mant = mant*pow10u[k] + v
+		if k < 8 {
+			return mant, n, i
+		}
+	}
+	for ; i < len(b); i++ {
+		c := b[i] - '0'
+		if c > 9 {
+			break
+		}
+		if n++; n > room {
+			return mant, n, i
+		}
+		mant = mant*10 + uint64(c)
+	}
+	return mant, n, i
+}
+
+var pow10u = [...]uint64{1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000}
+
+// leadingDigits returns how many of the 8 bytes in x (the first in the lowest byte) are ASCII
+// digits before the first other byte, and their value: SWAR, as in Lemire's "Faster integer
+// parsing" (2022). A byte is no digit when adding 0x46 sets its top bit (above '9') or
+// subtracting 0x30 does (below '0', or above 0xb9 where the addition wraps); carries and
+// borrows reach only the bytes above the first non-digit, which do not count.
+func leadingDigits(x uint64) (n int, v uint64) {
+	const lsb, msb = 0x0101010101010101, 0x8080808080808080
+	non := ((x + 0x46*lsb) | (x - 0x30*lsb)) & msb
+	n = bits.TrailingZeros64(non) >> 3
+	if n == 0 {
+		return 0, 0
+	}
+	// The n digits to the top bytes, zeros (as leading zero digits) below, then pairs, quads
+	// and the eight combined.
+	x = (x & 0x0f0f0f0f0f0f0f0f) << (64 - 8*n)
+	x = (x * (10<<8 + 1)) >> 8
+	x = ((x & 0x00ff00ff00ff00ff) * (100<<16 + 1)) >> 16
+	x = ((x & 0x0000ffff0000ffff) * (10000<<32 + 1)) >> 32
+	return n, x
 }

@@ -293,16 +293,20 @@ func loadCSVParts(st store, ps []part, spec Spec, s Shard, rows *atomic.Int64) (
 			sizes[i] = p.Size
 		}
 		for _, i := range assign(sizes, s.Rank, s.World) {
-			rc, err := openPart(st, ps[i], 0)
-			if err != nil {
-				return nil, err
-			}
-			o := o
-			if !strings.HasSuffix(strings.ToLower(ps[i].Name), ".gz") {
+			var m *Matrix
+			var err error
+			if strings.HasSuffix(strings.ToLower(ps[i].Name), ".gz") {
+				var rc io.ReadCloser
+				if rc, err = openPart(st, ps[i], 0); err != nil {
+					return nil, err
+				}
+				m, err = loadCSVReader(rc, ps[i].Name, o, Shard{0, 1})
+				rc.Close()
+			} else {
+				o := o
 				o.sizeHint = ps[i].Size
+				m, err = loadCSVOpen(nil, func() (io.ReadCloser, error) { return st.open(ps[i], 0, -1) }, ps[i].Name, o, Shard{0, 1})
 			}
-			m, err := loadCSVReader(rc, ps[i].Name, o, Shard{0, 1})
-			rc.Close()
 			if err != nil {
 				return nil, err
 			}
@@ -329,57 +333,26 @@ func loadCSVParts(st store, ps []part, spec Spec, s Shard, rows *atomic.Int64) (
 
 // loadCSVSplit reads shard s's byte range of one CSV part (a gzip'd part: every world-th row).
 func loadCSVSplit(st store, p part, o csvOptions, s Shard) (*Matrix, error) {
-	if strings.HasSuffix(strings.ToLower(p.Name), ".gz") || s.World == 1 {
+	if strings.HasSuffix(strings.ToLower(p.Name), ".gz") {
 		rc, err := openPart(st, p, 0)
 		if err != nil {
 			return nil, err
 		}
 		defer rc.Close()
-		if !strings.HasSuffix(strings.ToLower(p.Name), ".gz") {
-			o.sizeHint = p.Size
-		}
 		return loadCSVReader(rc, p.Name, o, s)
 	}
+	if s.World == 1 {
+		o.sizeHint = p.Size
+		return loadCSVOpen(nil, func() (io.ReadCloser, error) { return st.open(p, 0, -1) }, p.Name, o, s)
+	}
 	start, end := p.Size*int64(s.Rank)/int64(s.World), p.Size*int64(s.Rank+1)/int64(s.World)
-	maxLine := o.limits.maxLine()
-	var header []byte
-	var body io.ReadCloser
-	if s.Rank == 0 {
-		rc, err := st.open(p, 0, -1)
-		if err != nil {
-			return nil, err
-		}
-		body = rc
-	} else {
-		// The header: the first line of the part.
-		rc, err := st.open(p, 0, -1)
-		if err != nil {
-			return nil, err
-		}
-		header, err = readLineBounded(bufio.NewReaderSize(rc, 64<<10), maxLine)
-		rc.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: read the header: %w", p.Name, err)
-		}
-		// From the byte before the range: the first line that starts in it follows a newline.
-		if body, err = st.open(p, start-1, -1); err != nil {
-			return nil, err
-		}
+	open := func() (io.ReadCloser, error) {
+		rc, _, err := openCSVRange(st, p, start, end, o.limits.maxLine())
+		return rc, err
 	}
-	br := bufio.NewReaderSize(body, 1<<20)
-	pos := start
-	if s.Rank > 0 {
-		skip, err := readLineBounded(br, maxLine)
-		if err != nil && !errors.Is(err, io.EOF) {
-			body.Close()
-			return nil, fmt.Errorf("%s: find the first line from byte %d: %w", p.Name, start, err)
-		}
-		pos = start - 1 + int64(len(skip))
-	}
-	defer body.Close()
-	lr := &lineRange{br: br, pos: pos, end: end, maxLine: maxLine, last: '\n', done: s.Rank > 0 && pos >= end}
-	if pos < end {
-		lr.last = 0
+	rc, pos, err := openCSVRange(st, p, start, end, o.limits.maxLine())
+	if err != nil {
+		return nil, err
 	}
 	name := p.Name
 	if s.Rank > 0 {
@@ -387,7 +360,54 @@ func loadCSVSplit(st store, p part, o csvOptions, s Shard) (*Matrix, error) {
 	}
 	o.allowEmptyShard = true
 	o.sizeHint = end - start
-	return loadCSVReader(io.MultiReader(bytes.NewReader(header), lr), name, o, Shard{0, 1})
+	return loadCSVOpen(rc, open, name, o, Shard{0, 1})
+}
+
+// openCSVRange reads the header line of CSV part p, then the lines that start in bytes
+// [start, end) of it; pos is where the first of them starts.
+func openCSVRange(st store, p part, start, end int64, maxLine int) (rc io.ReadCloser, pos int64, err error) {
+	var header []byte
+	var body io.ReadCloser
+	if start == 0 {
+		if body, err = st.open(p, 0, -1); err != nil {
+			return nil, 0, err
+		}
+	} else {
+		// The header: the first line of the part.
+		rc, err := st.open(p, 0, -1)
+		if err != nil {
+			return nil, 0, err
+		}
+		header, err = readLineBounded(bufio.NewReaderSize(rc, 64<<10), maxLine)
+		rc.Close()
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: read the header: %w", p.Name, err)
+		}
+		// From the byte before the range: the first line that starts in it follows a newline.
+		if body, err = st.open(p, start-1, -1); err != nil {
+			return nil, 0, err
+		}
+	}
+	br := bufio.NewReaderSize(body, 1<<20)
+	pos = start
+	if start > 0 {
+		skip, err := readLineBounded(br, maxLine)
+		if err != nil && !errors.Is(err, io.EOF) {
+			body.Close()
+			return nil, 0, fmt.Errorf("%s: find the first line from byte %d: %w", p.Name, start, err)
+		}
+		pos = start - 1 + int64(len(skip))
+	}
+	lr := &lineRange{br: br, pos: pos, end: end, maxLine: maxLine, last: '\n', done: start > 0 && pos >= end}
+	if pos < end {
+		lr.last = 0
+	}
+	return readCloser{io.MultiReader(bytes.NewReader(header), lr), body}, pos, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // readLineBounded reads one line (with its newline), failing past max bytes.
