@@ -14,6 +14,7 @@ import (
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,6 +66,13 @@ func (e *testEnv) cleanup() {
 	if err := e.c.Client.List(ctx, &jobs, client.InNamespace(e.ns)); err == nil {
 		for i := range jobs.Items {
 			_ = e.c.Client.Delete(ctx, &jobs.Items[i], client.PropagationPolicy(metav1.DeletePropagationBackground))
+		}
+	}
+	trainJobs := &unstructured.UnstructuredList{}
+	trainJobs.SetGroupVersionKind(trainJobGVK.GroupVersion().WithKind("TrainJobList"))
+	if err := e.c.Client.List(ctx, trainJobs, client.InNamespace(e.ns)); err == nil {
+		for i := range trainJobs.Items {
+			_ = e.c.Client.Delete(ctx, &trainJobs.Items[i], client.PropagationPolicy(metav1.DeletePropagationBackground))
 		}
 	}
 	_ = e.c.Kube.CoreV1().Pods(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})

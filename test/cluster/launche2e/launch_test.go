@@ -48,7 +48,7 @@ func TestLaunchTrainsAndAdopts(t *testing.T) {
 			t.Errorf("no progress line with %q", want)
 		}
 	}
-	checkOutputs(t, e, r, wantJob)
+	checkOutputs(t, e, r, wantJob, 2)
 
 	jobs := e.jobs()
 	if len(jobs) != 1 || jobs[0].Name != wantJob {
@@ -68,7 +68,7 @@ func TestLaunchTrainsAndAdopts(t *testing.T) {
 	if _, ok := r2.firstLine("adopted job", wantJob); !ok {
 		t.Errorf("retried step did not say it adopted %s", wantJob)
 	}
-	checkOutputs(t, e, r2, wantJob)
+	checkOutputs(t, e, r2, wantJob, 2)
 	jobs = e.jobs()
 	if len(jobs) != 1 || jobs[0].UID != uid {
 		t.Errorf("after the retry: %d XGBoostJobs (first uid %v), want the one job %s", len(jobs), uid, wantJob)
@@ -134,15 +134,16 @@ func TestLaunchRestartAdoptsRunningJob(t *testing.T) {
 			t.Errorf("restarted step: no progress line with %q", want)
 		}
 	}
-	checkOutputs(t, e, r2, wantJob)
+	checkOutputs(t, e, r2, wantJob, 2)
 	if jobs := e.jobs(); len(jobs) != 1 || jobs[0].UID != uid {
 		t.Errorf("after the restart: %d jobs, want the one adopted", len(jobs))
 	}
 }
 
 // checkOutputs asserts the ExecutorOutput: the Model artifact at pvc://<claim>/models/iris/v1 with
-// the metadata of a real model folder, the final metrics, model_uri and job_name.
-func checkOutputs(t *testing.T, e *testEnv, r *run, wantJob string) {
+// the metadata of a real model folder trained by wantWorld ranks, the final metrics, model_uri
+// and job_name.
+func checkOutputs(t *testing.T, e *testEnv, r *run, wantJob string, wantWorld int) {
 	t.Helper()
 	if r.output == nil {
 		t.Fatal("no ExecutorOutput written")
@@ -165,8 +166,8 @@ func checkOutputs(t *testing.T, e *testEnv, r *run, wantJob string) {
 	}
 	meta := model[0].GetMetadata().GetFields()
 	if meta["model_sha256"].GetStringValue() != md.ModelSHA256 || meta["objective"].GetStringValue() != "multi:softprob" ||
-		int(meta["world_size"].GetNumberValue()) != 2 || len(meta["classes"].GetListValue().GetValues()) != 3 {
-		t.Errorf("model artifact metadata = %v, want the folder's (sha256 %s, 2 ranks, 3 classes)", meta, md.ModelSHA256)
+		int(meta["world_size"].GetNumberValue()) != wantWorld || len(meta["classes"].GetListValue().GetValues()) != 3 {
+		t.Errorf("model artifact metadata = %v, want the folder's (sha256 %s, %d ranks, 3 classes)", meta, md.ModelSHA256, wantWorld)
 	}
 	metrics := r.output.GetArtifacts()[launch.OutputMetrics].GetArtifacts()
 	if len(metrics) != 1 {

@@ -176,6 +176,18 @@ func TestWaitReason(t *testing.T) {
 				GPUResource: resource.MustParse("3"), corev1.ResourceCPU: resource.MustParse("3")}}
 			return p
 		}(), []corev1.Event{quota}, 0, nil, "queue resource quota insufficient (the gang of 3 needs cpu 3, nvidia.com/gpu 3 in queue ml-training)"},
+		// A TrainJob's pods exist before enqueue admits its PodGroup: the gang plugin's condition
+		// says only that the group is not ready; enqueue's event and the gang's needs say why.
+		{"pending with pods: the enqueue event and the gang's needs over the condition", func() *schedulingv1beta1.PodGroup {
+			p := pg(schedulingv1beta1.PodGroupPending, "3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable; Pending: 3 Unschedulable")
+			p.Spec = schedulingv1beta1.PodGroupSpec{MinMember: 3, Queue: "ml-training", MinResources: &corev1.ResourceList{GPUResource: resource.MustParse("3")}}
+			return p
+		}(), []corev1.Event{quota}, 3, nil, "queue resource quota insufficient (the gang of 3 needs nvidia.com/gpu 3 in queue ml-training)"},
+		{"pending with pods, no event yet: the condition and the gang's needs", func() *schedulingv1beta1.PodGroup {
+			p := pg(schedulingv1beta1.PodGroupPending, "3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable")
+			p.Spec = schedulingv1beta1.PodGroupSpec{MinMember: 3, Queue: "ml-training", MinResources: &corev1.ResourceList{GPUResource: resource.MustParse("3")}}
+			return p
+		}(), nil, 3, nil, "3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable (the gang of 3 needs nvidia.com/gpu 3 in queue ml-training)"},
 		{"admitted, pods not created yet", pg(schedulingv1beta1.PodGroupInqueue, "2/0 tasks in gang unschedulable"), nil, 0, nil, ""},
 		{"event from before the pods", pg(schedulingv1beta1.PodGroupInqueue), []corev1.Event{{InvolvedObject: corev1.ObjectReference{Kind: "PodGroup"}, Reason: "Unschedulable", Message: "0/0 tasks in gang unschedulable: pod group is not ready, 1 minAvailable"}}, 1, nil, ""},
 		{"condition from before the pods", pg(schedulingv1beta1.PodGroupInqueue, "2/0 tasks in gang unschedulable: pod group is not ready, 2 minAvailable"), nil, 2, nil, ""},

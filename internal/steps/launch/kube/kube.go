@@ -444,18 +444,22 @@ func (w *watcher) restartCount(pod string) int32 {
 	return w.restarts[pod]
 }
 
-// waitReason says why a gang waits: the PodGroup's newest Unschedulable condition (Volcano's gang
-// plugin, e.g. "1/1 tasks in gang unschedulable: ... 0/2 nodes are unavailable: 2 Insufficient
-// nvidia.com/gpu."), else its newest Unschedulable event (e.g. enqueue's "queue resource quota
-// insufficient"), and the pods' scheduling messages it does not already hold. A condition written
-// before the operator created the pods counts none ("2/0 tasks in gang unschedulable: pod group is
-// not ready") and says nothing of the resources: it is skipped, and while the PodGroup is admitted
-// (Inqueue) but has no pods yet there is no reason to give.
+// waitReason says why a gang waits. While Volcano's enqueue has not admitted the PodGroup
+// (Pending) the gang waits for room in its queue, which enqueue judges for the gang as a whole: the
+// PodGroup's newest Unschedulable event (e.g. "queue resource quota insufficient"), else its
+// condition, with what the whole gang asks for. Once admitted, the newest Unschedulable condition
+// (Volcano's gang plugin, e.g. "1/1 tasks in gang unschedulable: ... 0/2 nodes are unavailable: 2
+// Insufficient nvidia.com/gpu."), else the newest event. Then the pods' scheduling messages it
+// does not already hold. A condition or event written before the pods existed counts none ("2/0
+// tasks in gang unschedulable: pod group is not ready") and says nothing of the resources: it is
+// skipped, and while the PodGroup is admitted (Inqueue) but has no pods yet there is no reason to
+// give. (A TrainJob's JobSet creates its pods before enqueue admits the PodGroup; the Training
+// Operator creates an XGBoostJob's after.)
 func waitReason(pg *schedulingv1beta1.PodGroup, havePG bool, events []corev1.Event, pods int, podWhy []string) string {
 	if havePG && pg.Status.Phase == schedulingv1beta1.PodGroupInqueue && pods == 0 {
 		return ""
 	}
-	var parts []string
+	var condition, event string
 	if havePG {
 		// Volcano may keep several Unschedulable conditions; the newest is the current one.
 		var newest *schedulingv1beta1.PodGroupCondition
@@ -467,28 +471,33 @@ func waitReason(pg *schedulingv1beta1.PodGroup, havePG bool, events []corev1.Eve
 			}
 		}
 		if newest != nil {
-			parts = append(parts, strings.TrimSuffix(newest.Message, "."))
+			condition = strings.TrimSuffix(newest.Message, ".")
 		}
 	}
-	if len(parts) == 0 {
-		var newest *corev1.Event
-		for i := range events {
-			ev := &events[i]
-			if ev.InvolvedObject.Kind != "PodGroup" || ev.Reason != string(schedulingv1beta1.PodGroupUnschedulableType) || noTasks.MatchString(ev.Message) {
-				continue
-			}
-			if newest == nil || eventTime(ev).After(eventTime(newest)) {
-				newest = ev
-			}
+	var newest *corev1.Event
+	for i := range events {
+		ev := &events[i]
+		if ev.InvolvedObject.Kind != "PodGroup" || ev.Reason != string(schedulingv1beta1.PodGroupUnschedulableType) || noTasks.MatchString(ev.Message) {
+			continue
 		}
-		if newest != nil {
-			msg := strings.TrimSuffix(newest.Message, ".")
-			// Enqueue judges the gang as a whole: say what the whole gang asks for.
-			if havePG && (pg.Status.Phase == schedulingv1beta1.PodGroupPending || pg.Status.Phase == "") && pg.Spec.MinResources != nil {
-				msg += " (the gang of " + fmt.Sprint(pg.Spec.MinMember) + " needs " + formatResources(*pg.Spec.MinResources) + " in queue " + pg.Spec.Queue + ")"
-			}
-			parts = append(parts, msg)
+		if newest == nil || eventTime(ev).After(eventTime(newest)) {
+			newest = ev
 		}
+	}
+	if newest != nil {
+		event = strings.TrimSuffix(newest.Message, ".")
+	}
+	pending := havePG && (pg.Status.Phase == schedulingv1beta1.PodGroupPending || pg.Status.Phase == "")
+	gang := condition
+	if gang == "" || (pending && event != "") {
+		gang = event
+	}
+	var parts []string
+	if gang != "" {
+		if pending && pg.Spec.MinResources != nil {
+			gang += " (the gang of " + fmt.Sprint(pg.Spec.MinMember) + " needs " + formatResources(*pg.Spec.MinResources) + " in queue " + pg.Spec.Queue + ")"
+		}
+		parts = append(parts, gang)
 	}
 	for _, why := range podWhy {
 		if !strings.Contains(strings.Join(parts, "; "), why) {
