@@ -131,6 +131,7 @@ FUZZ_TARGETS := ./runtime/v2:FuzzDecodeJSONData ./runtime/v2:FuzzDecodeBinaryDat
 	./internal/training/dataset:FuzzLoadCSV ./internal/training/dataset:FuzzLoadLibSVM ./internal/training/tracker:FuzzReadHello
 FUZZ_TARGETS += ./runtime/v2:FuzzDecodeInferResponse
 FUZZ_TARGETS += ./internal/contract/claim:FuzzParseURI
+FUZZ_TARGETS += ./internal/training/dataset:FuzzFastRow ./internal/training/dataset:FuzzParallelCSV
 ## fuzz: run every fuzz target for FUZZTIME
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \
