@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gangboost/gangboost/test/npy"
+	"github.com/gangboost/gangboost/runtime/internal/npy"
 )
 
 // The model zoo (runtime/forest/testdata/zoo, see its README.md): 37 models saved by XGBoost

@@ -1,8 +1,8 @@
 package foresttest
 
-import "github.com/gangboost/gangboost/test/npy"
+import "github.com/gangboost/gangboost/runtime/internal/npy"
 
-// Array and ReadNpy are test/npy's, which the runtime binary's zoo test shares.
+// Array and ReadNpy are runtime/internal/npy's, which the runtime binary's zoo test shares.
 type Array = npy.Array
 
 // ReadNpy reads a NumPy .npy file (npy.Read).
