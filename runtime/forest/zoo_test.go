@@ -3,9 +3,7 @@ package forest_test
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,27 +152,5 @@ func TestZoo(t *testing.T) {
 // ids), else within zooRel/zooAbs. The shapes agree when the element counts do: the
 // evaluator's layout is XGBoost's row-major one.
 func zooCompare(got []float32, ref *foresttest.Array, exact bool) error {
-	if len(got) != len(ref.Data) {
-		return fmt.Errorf("%d values, XGBoost gives %d (shape %v)", len(got), len(ref.Data), ref.Shape)
-	}
-	cols := len(ref.Data) / max(1, ref.Shape[0])
-	var bad []string
-	nbad := 0
-	for i, w := range ref.Data {
-		g := float64(got[i])
-		ok := g == w || (math.IsNaN(g) && math.IsNaN(w))
-		if !ok && !exact {
-			ok = math.Abs(g-w) <= zooAbs+zooRel*math.Abs(w)
-		}
-		if !ok {
-			nbad++
-			if len(bad) < 4 {
-				bad = append(bad, fmt.Sprintf("row %d col %d: %v, XGBoost %v", i/cols, i%cols, g, w))
-			}
-		}
-	}
-	if nbad > 0 {
-		return fmt.Errorf("%d of %d values differ: %s", nbad, len(got), strings.Join(bad, "; "))
-	}
-	return nil
+	return ref.Compare(got, exact, zooAbs, zooRel)
 }

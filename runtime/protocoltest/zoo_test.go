@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/gangboost/gangboost/runtime/internal/npy"
@@ -193,27 +192,5 @@ func zooCompare(got zooOutput, ref *npy.Array, exact bool) error {
 	if fmt.Sprint(got.shape) != fmt.Sprint(ref.Shape) {
 		return fmt.Errorf("shape %v, XGBoost gives %v", got.shape, ref.Shape)
 	}
-	if len(got.values) != len(ref.Data) {
-		return fmt.Errorf("%d values, XGBoost gives %d", len(got.values), len(ref.Data))
-	}
-	cols := len(ref.Data) / max(1, ref.Shape[0])
-	var bad []string
-	nbad := 0
-	for i, w := range ref.Data {
-		g := float64(got.values[i])
-		ok := g == w || (math.IsNaN(g) && math.IsNaN(w))
-		if !ok && !exact {
-			ok = math.Abs(g-w) <= zooAbs+zooRel*math.Abs(w)
-		}
-		if !ok {
-			nbad++
-			if len(bad) < 4 {
-				bad = append(bad, fmt.Sprintf("row %d col %d: %v, XGBoost %v", i/cols, i%cols, g, w))
-			}
-		}
-	}
-	if nbad > 0 {
-		return fmt.Errorf("%d of %d values differ: %s", nbad, len(got.values), strings.Join(bad, "; "))
-	}
-	return nil
+	return ref.Compare(got.values, exact, zooAbs, zooRel)
 }

@@ -148,3 +148,32 @@ func headerField(h, key string) (string, error) {
 	}
 	return strings.TrimSpace(rest[:j]), nil
 }
+
+// Compare checks got, an output in XGBoost's row-major layout, against the reference a: the same
+// number of values, each equal (NaN equal to NaN), or when exact is false within abs + rel*|want|.
+// The error counts the values that differ and names the first few by row and column.
+func (a *Array) Compare(got []float32, exact bool, abs, rel float64) error {
+	if len(got) != len(a.Data) {
+		return fmt.Errorf("%d values, XGBoost gives %d (shape %v)", len(got), len(a.Data), a.Shape)
+	}
+	cols := len(a.Data) / max(1, a.Shape[0])
+	var bad []string
+	nbad := 0
+	for i, w := range a.Data {
+		g := float64(got[i])
+		ok := g == w || (math.IsNaN(g) && math.IsNaN(w))
+		if !ok && !exact {
+			ok = math.Abs(g-w) <= abs+rel*math.Abs(w)
+		}
+		if !ok {
+			nbad++
+			if len(bad) < 4 {
+				bad = append(bad, fmt.Sprintf("row %d col %d: %v, XGBoost %v", i/cols, i%cols, g, w))
+			}
+		}
+	}
+	if nbad > 0 {
+		return fmt.Errorf("%d of %d values differ: %s", nbad, len(got), strings.Join(bad, "; "))
+	}
+	return nil
+}
