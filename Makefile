@@ -171,12 +171,13 @@ demo: build
 # the Training Operator and Volcano gang-schedule, deploy-inferenceservice an InferenceService that
 # KServe's controller rolls out, evaluate calls it by its Service name. Where the machine allows a
 # real node (root, containerd, overlayfs, cgroups; DEMO_REAL_NODE=off to skip it), the gang and the
-# predictor run there as containers of the images built from bin/ (make images' script) and the
-# steps as local processes on fake nodes; elsewhere every pod is a local process. It says which.
+# predictor run there as containers of the images built from bin/ (make images' script), and so do
+# the steps (uid 65532, the kubelet's service account token); elsewhere every pod is a local
+# process. It says which.
 DEMO_CLUSTER_DIR ?= $(CURDIR)/.demo-cluster
 DEMO_REAL_NODE ?= auto
 .PHONY: demo-cluster
-## demo-cluster: the demo's pipeline package through the test control plane, every step a pod (XGBoostJob + Volcano + KServe; gang and predictor on a real node where possible)
+## demo-cluster: the demo's pipeline package through the test control plane, every step a pod (XGBoostJob + Volcano + KServe; steps, gang and predictor on a real node where possible)
 demo-cluster: build cluster-tools
 	$(GO) run ./test/cluster/cmd/gangboost-cluster --pvc-dir $(DEMO_CLUSTER_DIR)/pvc/gangboost-models \
 		--real-node=$(DEMO_REAL_NODE) --pipeline pipelines/xgboost-volcano.yaml --workdir $(DEMO_CLUSTER_DIR) \

@@ -5,6 +5,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/kfp/localrun"
 )
 
 // TestLogFollower: a step's lines are passed on as the pod runner writes them, whole lines only
@@ -42,5 +47,48 @@ func TestDNSLabel(t *testing.T) {
 		if got := dnsLabel(in); got != want {
 			t.Errorf("dnsLabel(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestStepPodOnRealNode: with RealNode the step pod is KFP's on a real node: the image's uid and
+// the manifests' security context, the pipeline root at its host path, the claim, a /tmp.
+func TestStepPodOnRealNode(t *testing.T) {
+	c := &localrun.Container{Task: "prepare-data", Image: "ghcr.io/gangboost/gangboost:0.1.0", Argv: []string{"prepare-data", "--executor-input", "{}"},
+		Env:    []string{"GANGBOOST_BACKEND=kubernetes", kfp.EnvBinDir + "=/repo/bin", kfp.EnvLocalState + "=/state"},
+		Claims: map[string]string{"/mnt/pvc": "gangboost-models"}, PipelineRoot: "/work/run/pipeline-root"}
+	fake := (&StepPods{}).pod(c)
+	if fake.Spec.NodeSelector != nil || fake.Spec.SecurityContext != nil || len(fake.Spec.Containers[0].Env) != 3 {
+		t.Errorf("fake-node pod: node selector %v, security context %+v, env %v; want the pod runner's pod as before", fake.Spec.NodeSelector, fake.Spec.SecurityContext, fake.Spec.Containers[0].Env)
+	}
+	p := (&StepPods{RealNode: true}).pod(c)
+	if p.Spec.NodeSelector[RealNodeLabel] != "true" {
+		t.Errorf("node selector %v, want %s=true", p.Spec.NodeSelector, RealNodeLabel)
+	}
+	if sc := p.Spec.SecurityContext; sc == nil || *sc.RunAsUser != StepUID || !*sc.RunAsNonRoot {
+		t.Errorf("pod security context %+v, want non-root uid %d", sc, StepUID)
+	}
+	main := p.Spec.Containers[0]
+	if main.Image != c.Image || main.ImagePullPolicy != corev1.PullIfNotPresent || !*main.SecurityContext.ReadOnlyRootFilesystem {
+		t.Errorf("container %+v, want the executor's image, IfNotPresent, a read-only root", main)
+	}
+	if len(main.Env) != 1 || main.Env[0].Name != "GANGBOOST_BACKEND" {
+		t.Errorf("env %v, want only GANGBOOST_BACKEND (no host folders of the runner)", main.Env)
+	}
+	mounts := map[string]string{}
+	for _, m := range main.VolumeMounts {
+		mounts[m.MountPath] = m.Name
+	}
+	vols := map[string]corev1.Volume{}
+	for _, v := range p.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	if v := vols[mounts[c.PipelineRoot]]; v.HostPath == nil || v.HostPath.Path != c.PipelineRoot {
+		t.Errorf("pipeline root %s mounted from %+v, want the same host path", c.PipelineRoot, v)
+	}
+	if v := vols[mounts["/mnt/pvc"]]; v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "gangboost-models" {
+		t.Errorf("/mnt/pvc mounted from %+v, want claim gangboost-models", v)
+	}
+	if v := vols[mounts["/tmp"]]; v.EmptyDir == nil {
+		t.Errorf("/tmp mounted from %+v, want an emptyDir beside the read-only root", v)
 	}
 }

@@ -129,9 +129,8 @@ func logPods(t *testing.T, c *cluster.Cluster, ns string, pods []corev1.Pod, con
 }
 
 // workloadsOnRealNode taints the fake nodes (cluster.ProcessNodeTaint), as make demo-cluster
-// does: only the pipeline's step pods, which the pod runner runs as processes, tolerate it, so
-// the schedulers (Volcano for the gangs, kube-scheduler for KServe's predictors) place every
-// other pod on the real node.
+// does, so the schedulers (Volcano for the gangs, kube-scheduler for KServe's predictors and the
+// pipeline's step pods) place every pod on the real node.
 func workloadsOnRealNode(t *testing.T, c *cluster.Cluster) {
 	t.Helper()
 	if err := c.TaintFakeNodes(context.Background()); err != nil {

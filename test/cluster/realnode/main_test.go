@@ -37,9 +37,9 @@ func run(m *testing.M) int {
 	}
 
 	before := cluster.HostBaseline()
-	// KServe's controller serves the gang's model, Trainer v2 and JobSet run the TrainJob. The
-	// fake node runs the pipeline's step pods as processes, as in make demo-cluster; tests taint
-	// it so that nothing else goes there (workloadsOnRealNode).
+	// KServe's controller serves the gang's model, Trainer v2 and JobSet run the TrainJob. Tests
+	// taint the fake node so that every pod goes to the real node (workloadsOnRealNode), the
+	// pipeline's step pods too (cluster.StepPods.RealNode), as in make demo-cluster.
 	code := cluster.Run(m, cluster.Options{RealNode: true, KServe: true, TrainerV2: true,
 		Nodes: []cluster.NodeSpec{{Name: "fake-node", CPU: "8", Memory: "32Gi"}},
 		PodRunner: &podrunner.Options{

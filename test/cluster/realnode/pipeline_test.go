@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gangboost/gangboost/internal/contract/version"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/internal/kube/kserveapi"
 	"github.com/gangboost/gangboost/internal/plumbing/repodir"
@@ -18,15 +19,16 @@ import (
 	"github.com/gangboost/gangboost/test/cluster"
 )
 
-// TestPipelineBesideRealNode runs the pipeline package as make demo-cluster does on a machine
-// with a real node: every step a pod under the run's service account, run by the pod runner as a
-// process on the fake node, the only pods that tolerate its taint; launch-xgboostjob's
-// XGBoostJob then trains on the real node as containers of the gangboost image,
+// TestPipelineOnRealNode runs the pipeline package as make demo-cluster does on a machine with a
+// real node, and as KFP runs it: every step a pod on the real node, a container of the gangboost
+// image as uid 65532 under the run's service account (its token mounted by the kubelet), the
+// claim a PersistentVolume at its mount path, its ExecutorOutput and artifacts written to the
+// pipeline root's folder (a hostPath volume at the same path), its log through pods/log;
+// launch-xgboostjob's XGBoostJob then trains there as containers of the gangboost image,
 // deploy-inferenceservice's predictor serves there as a container of the runtime image, and
-// evaluate reaches it by its Service name through the Service proxy and kube-proxy.
-func TestPipelineBesideRealNode(t *testing.T) {
+// evaluate reaches it by its Service name through the cluster DNS and kube-proxy.
+func TestPipelineOnRealNode(t *testing.T) {
 	c := cluster.Require(t)
-	c.RequirePodMounts(t)
 	workloadsOnRealNode(t, c)
 	importImage(t, c, "gangboost")
 	importImage(t, c, "gangboost-runtime")
@@ -52,8 +54,7 @@ func TestPipelineBesideRealNode(t *testing.T) {
 	for k, v := range cluster.RealNodePipelineParams {
 		params[k] = v
 	}
-	steps := &cluster.StepPods{C: c, Namespace: ns, ServiceAccount: "gangboost-pipeline-runner",
-		Tolerations: []corev1.Toleration{cluster.ProcessNodeToleration}}
+	steps := &cluster.StepPods{C: c, Namespace: ns, ServiceAccount: "gangboost-pipeline-runner", RealNode: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	var out syncbuf.Buffer
@@ -69,10 +70,20 @@ func TestPipelineBesideRealNode(t *testing.T) {
 	}
 	t.Logf("pipeline ran in %s", took.Round(time.Millisecond))
 
-	for _, p := range steps.Pods() {
-		if p.Spec.NodeName == cluster.RealNodeName || p.Status.Phase != corev1.PodSucceeded {
-			t.Errorf("step pod %s: %s on %s; want Succeeded on a fake node (a process of the pod runner)", p.Name, p.Status.Phase, p.Spec.NodeName)
+	stepPods := steps.Pods()
+	if len(stepPods) != 4 {
+		t.Errorf("%d step pods, want 4 (prepare-data, launch-xgboostjob, deploy-inferenceservice, evaluate)", len(stepPods))
+	}
+	image := version.Image("gangboost")
+	for _, p := range stepPods {
+		if p.Spec.NodeName != cluster.RealNodeName || p.Status.Phase != corev1.PodSucceeded || p.Spec.Containers[0].Image != image {
+			t.Errorf("step pod %s: %s on %s, image %s; want Succeeded on the real node, image %s", p.Name, p.Status.Phase, p.Spec.NodeName, p.Spec.Containers[0].Image, image)
 		}
+		if len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].ImageID == "" {
+			t.Errorf("step pod %s: container statuses %+v; want one container the kubelet ran", p.Name, p.Status.ContainerStatuses)
+			continue
+		}
+		t.Logf("step %s ran on %s as %s", p.Labels[cluster.StepLabel], p.Spec.NodeName, p.Status.ContainerStatuses[0].ImageID)
 	}
 	bg := context.Background()
 	// The gang was 3 pods placed together (launch's progress says so); of them, those the Training

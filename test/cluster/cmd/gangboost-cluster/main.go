@@ -9,18 +9,20 @@
 // Where the machine allows a real node (cluster.RealNodeSupport: root, overlayfs, cgroups,
 // containerd), it adds one (containerd, kubelet, kube-proxy) and builds gangboost's images from
 // bin/ as make images does, imports them there, and taints the fake nodes so that only the
-// pipeline's step pods go to them: the XGBoostJob's gang and the InferenceService's runtime then
-// run on the real node as containers of the gangboost and gangboost-runtime images, while the
-// steps (prepare-data, launch-xgboostjob, deploy-inferenceservice, evaluate) stay local
-// processes. It prints which kind of node it uses and why.
+// pods the pod runner runs go to them: the pipeline's steps (prepare-data, launch-xgboostjob,
+// deploy-inferenceservice, evaluate), the XGBoostJob's gang and the InferenceService's runtime then
+// run on the real node as containers of the gangboost and gangboost-runtime images, the steps as
+// uid 65532 with the service account's token the kubelet mounts. It prints which kind of node it
+// uses and why.
 //
 //	gangboost-cluster [--kubeconfig FILE] [--pvc-dir DIR] [--real-node=auto|off] [--pipeline FILE --workdir DIR --param k=v ...] [-- COMMAND ARGS...]
 //
 // With --pipeline it runs that pipeline package as KFP would on this cluster (make demo-cluster):
 // every step a pod in namespace gangboost under the run's service account
 // gangboost-pipeline-runner, its executor's command line resolved, the claim at its mount path
-// (as root, which the pod runner needs to mount; otherwise each step is a local process with the
-// admin kubeconfig), then prints the run's summary and stops. With a command it runs it with
+// (on the real node a container of the gangboost image; on process nodes as root, which the pod
+// runner needs to mount, otherwise each step is a local process with the admin kubeconfig), then
+// prints the run's summary and stops. With a command it runs it with
 // KUBECONFIG (admin), HTTP_PROXY and GANGBOOST_PVC_DIR set, then stops; with neither it stays up
 // until Ctrl-C. The pod runner's processes have no cluster DNS, so
 // HTTP_PROXY points at a proxy that sends http://<service>.<namespace>.svc[.cluster.local][:port]
@@ -44,7 +46,6 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gangboost/gangboost/internal/contract/version"
@@ -236,8 +237,7 @@ func realNodeImages(ctx context.Context, dir string) (*cluster.Images, error) {
 }
 
 // useRealNode imports the images into the real node and taints the fake nodes, so that Volcano
-// and kube-scheduler place the trainer gang and the runtime on the real node and only the step
-// pods, which tolerate the taint, on the fake nodes.
+// and kube-scheduler place the trainer gang, the runtime and the step pods on the real node.
 func useRealNode(ctx context.Context, c *cluster.Cluster, im *cluster.Images) error {
 	for _, name := range []string{"gangboost", "gangboost-runtime"} {
 		if err := c.ImportImage(ctx, im.Archive(name)); err != nil {
@@ -249,8 +249,8 @@ func useRealNode(ctx context.Context, c *cluster.Cluster, im *cluster.Images) er
 	}
 	fmt.Printf("gangboost-cluster: real node %s (containerd, kubelet, kube-proxy): the XGBoostJob's gang runs there as containers of %s, "+
 		"the InferenceService's predictor as a container of %s (images built from bin/ in %s); "+
-		"the pipeline's steps run as local processes on the fake nodes, which only they tolerate (taint %s)\n",
-		cluster.RealNodeName, version.Image("gangboost"), version.Image("gangboost-runtime"), im.Took.Round(time.Second), cluster.ProcessNodeTaint.Key)
+		"the pipeline's steps as containers of %s; the fake nodes are tainted (%s)\n",
+		cluster.RealNodeName, version.Image("gangboost"), version.Image("gangboost-runtime"), im.Took.Round(time.Second), version.Image("gangboost"), cluster.ProcessNodeTaint.Key)
 	return nil
 }
 
@@ -276,9 +276,9 @@ func withDefaults(params []string, defaults map[string]string) []string {
 	return out
 }
 
-// runPipeline runs a pipeline package on the control plane with every step a pod (as root) and
-// prints the run's summary as make demo does. With a real node the step pods tolerate the fake
-// nodes' taint, the only pods that do.
+// runPipeline runs a pipeline package on the control plane with every step a pod and prints the
+// run's summary as make demo does. With a real node the step pods run there as containers of the
+// gangboost image; otherwise the pod runner runs them as processes (as root).
 func runPipeline(ctx context.Context, c *cluster.Cluster, file, workDir, pvcDir string, params []string, realNode bool) error {
 	opts, err := demo.RunOptions(file, params, os.Stdout, false)
 	if err != nil {
@@ -288,13 +288,13 @@ func runPipeline(ctx context.Context, c *cluster.Cluster, file, workDir, pvcDir 
 		return err
 	}
 	opts.Backend, opts.WorkDir, opts.Claims = localrun.BackendKubernetes, workDir, map[string]string{claim: pvcDir}
-	if err := c.PodMounts(); err == nil {
+	if realNode {
+		fmt.Printf("gangboost-cluster: each step runs as a pod on the real node %s in %s under service account %s: a container of %s as uid %d\n",
+			cluster.RealNodeName, namespace, runner, version.Image("gangboost"), cluster.StepUID)
+		opts.Executor = &cluster.StepPods{C: c, Namespace: namespace, ServiceAccount: runner, RealNode: true}
+	} else if err := c.PodMounts(); err == nil {
 		fmt.Printf("gangboost-cluster: each step runs as a pod in %s under service account %s\n", namespace, runner)
-		steps := &cluster.StepPods{C: c, Namespace: namespace, ServiceAccount: runner}
-		if realNode {
-			steps.Tolerations = []corev1.Toleration{cluster.ProcessNodeToleration}
-		}
-		opts.Executor = steps
+		opts.Executor = &cluster.StepPods{C: c, Namespace: namespace, ServiceAccount: runner}
 	} else {
 		// A pod's volumes at their mount paths need mount namespaces (root); steps run here with
 		// the admin kubeconfig instead.
