@@ -2,6 +2,7 @@ package launche2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -294,6 +295,21 @@ func TestLaunchGangLargerThanCluster(t *testing.T) {
 	s := e.newStep(runID, "train", map[string]any{"model_name": "big", "workers": 2, "gpus": 1, "schedule_timeout_seconds": int(timeout.Seconds())})
 	job := launch.JobName(launch.Identity{RunID: runID, TaskName: "train"})
 	r := e.runComponent(s, 2*time.Minute)
+	// The queue caps 8 GPUs, the two nodes have one each, none is in use.
+	checkGangOfThreeGPUsNotPlaced(t, r, timeout, "nvidia.com/gpu 2 free (capability 8, cluster 2, allocated 0)")
+	for _, j := range e.jobs() {
+		if j.Name == job && j.DeletionTimestamp == nil {
+			t.Errorf("XGBoostJob %s still there after the deadline", job)
+		}
+	}
+}
+
+// checkGangOfThreeGPUsNotPlaced asserts what a step whose gang of three one-GPU replicas never
+// fits the two one-GPU nodes reports: a failure without outputs, a wait reason naming the gang's 3
+// GPUs and the queue's room (queueRoom), and at its deadline a last line saying the gang was not
+// scheduled and its job deleted.
+func checkGangOfThreeGPUsNotPlaced(t *testing.T, r *run, timeout time.Duration, queueRoom string) {
+	t.Helper()
 	if r.exitCode == 0 || r.output != nil {
 		t.Fatalf("component exit %d, output %v: want a failure without outputs", r.exitCode, r.output)
 	}
@@ -305,20 +321,14 @@ func TestLaunchGangLargerThanCluster(t *testing.T) {
 	if !strings.Contains(waiting.text, "nvidia.com/gpu 3") {
 		t.Errorf("wait reason %q does not say the gang needs 3 GPUs", waiting.text)
 	}
-	// The queue caps 8 GPUs, the two nodes have one each, none is in use.
-	if !strings.Contains(waiting.text, "queue ml-training has") || !strings.Contains(waiting.text, "nvidia.com/gpu 2 free (capability 8, cluster 2, allocated 0)") {
+	if !strings.Contains(waiting.text, "queue ml-training has") || !strings.Contains(waiting.text, queueRoom) {
 		t.Errorf("wait reason %q does not say how many GPUs the queue can get", waiting.text)
 	}
 	last := r.lines[len(r.lines)-1].text
-	if !strings.Contains(last, "gang not scheduled within 15s") || !strings.Contains(last, "deleted") {
+	if !strings.Contains(last, fmt.Sprintf("gang not scheduled within %s", timeout)) || !strings.Contains(last, "deleted") {
 		t.Errorf("last line %q, want the deadline and the deletion", last)
 	}
 	if d := r.ended.Sub(r.started); d < timeout || d > timeout+15*time.Second {
 		t.Errorf("component failed after %s, want at its %s deadline", d, timeout)
-	}
-	for _, j := range e.jobs() {
-		if j.Name == job && j.DeletionTimestamp == nil {
-			t.Errorf("XGBoostJob %s still there after the deadline", job)
-		}
 	}
 }

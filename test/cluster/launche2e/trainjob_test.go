@@ -253,27 +253,7 @@ func TestLaunchTrainJobUnschedulable(t *testing.T) {
 	})
 	job := launch.JobName(launch.Identity{RunID: runID, TaskName: "train"})
 	r := e.runComponent(s, 2*time.Minute)
-	if r.exitCode == 0 || r.output != nil {
-		t.Fatalf("component exit %d, output %v: want a failure without outputs", r.exitCode, r.output)
-	}
-	waiting, ok := r.firstLine("gang waiting:")
-	if !ok {
-		t.Fatal("the component never said why the gang waits")
-	}
-	t.Logf("reason given at +%.2fs: %s", waiting.at.Sub(r.started).Seconds(), waiting.text)
-	if !strings.Contains(waiting.text, "nvidia.com/gpu 3") {
-		t.Errorf("wait reason %q does not say the gang needs 3 GPUs", waiting.text)
-	}
-	if !strings.Contains(waiting.text, "queue ml-training has") || !strings.Contains(waiting.text, "nvidia.com/gpu 2 free") {
-		t.Errorf("wait reason %q does not say how many GPUs the queue can get", waiting.text)
-	}
-	last := r.lines[len(r.lines)-1].text
-	if !strings.Contains(last, "gang not scheduled within 20s") || !strings.Contains(last, "deleted") {
-		t.Errorf("last line %q, want the deadline and the deletion", last)
-	}
-	if d := r.ended.Sub(r.started); d < timeout || d > timeout+15*time.Second {
-		t.Errorf("component failed after %s, want at its %s deadline", d, timeout)
-	}
+	checkGangOfThreeGPUsNotPlaced(t, r, timeout, "nvidia.com/gpu 2 free")
 	for _, j := range e.trainJobs() {
 		if j.GetName() == job && j.GetDeletionTimestamp() == nil {
 			t.Errorf("TrainJob %s still there after the deadline", job)
