@@ -15,7 +15,7 @@ VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
 export VERSION REGISTRY
 
-.PHONY: all help deps build images push cluster-tools s3-server cluster-up test test-e2e bench bench-load fuzz load-test proto clean \
+.PHONY: all help deps deps-build build images push cluster-tools s3-server cluster-up test test-e2e bench bench-load fuzz load-test proto clean \
 	install-volcano verify-volcano configure-training-operator deploy-runtime deploy-example \
 	status logs describe-job port-forward clean-app clean-all
 
@@ -32,16 +32,22 @@ all: build
 help:
 	@awk -F': ' '/^## /{sub(/^## /, ""); split($$0, a, ": "); printf "  %-28s %s\n", a[1], substr($$0, length(a[1]) + 3)}' $(MAKEFILE_LIST)
 
-## deps: install the Debian packages the build and tests need (as root)
+# Each target installs only what it needs: the build (and make demo) libxgboost alone, the tests
+# everything else too (scripts/deps.sh lists both sets).
+## deps-build: install the Debian packages the build and make demo need: libxgboost-dev (as root)
+deps-build:
+	@scripts/deps.sh build
+
+## deps: install every Debian package the tests, images and benchmarks need (as root)
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh test
 
 # gangboost-components is built with -s -w (no symbol table or DWARF; stack traces stay): it is
 # in the image every step and trainer pod pulls. REGISTRY is linked into every binary
 # (launch-xgboostjob's default trainer image, gangboost pipeline compile's default --registry).
 REGISTRY_LDFLAGS = -X github.com/gangboost/gangboost/internal/contract/version.Registry=$(REGISTRY)
 ## build: build every binary into bin/ (REGISTRY=R: the binaries name R's images)
-build: deps
+build: deps-build
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-train ./components/xgboost-trainer
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
@@ -73,7 +79,7 @@ upload-pipeline: compile-pipeline
 IMAGE_ARCHES ?= amd64 arm64
 export IMAGE_ARCHES
 ## images: build the gangboost-runtime and gangboost images for IMAGE_ARCHES (amd64 arm64) into dist/ (no Docker daemon)
-images: build
+images: deps build
 	ARCHES="$(IMAGE_ARCHES)" scripts/build-images.sh
 
 # Push the images to REGISTRY (make push REGISTRY=registry.example.com/ml): they are built with the
@@ -102,7 +108,7 @@ cluster-up: build cluster-tools
 
 # CI=true: a control plane that cannot start fails the e2e tests instead of skipping them.
 ## test: run every test tier (installs what it needs)
-test: build cluster-tools s3-server
+test: deps build cluster-tools s3-server
 	$(GO) vet ./...
 	CI=$${CI:-true} $(GO) test -count=1 -timeout 45m ./...
 	cd test/kservetypes && $(GO) vet ./... && $(GO) test -count=1 ./...
@@ -110,7 +116,7 @@ test: build cluster-tools s3-server
 
 # Only the tests against the control plane, verbosely.
 ## test-e2e: only the tests against the control plane, verbosely
-test-e2e: build cluster-tools
+test-e2e: deps build cluster-tools
 	CI=$${CI:-true} $(GO) test -count=1 -v -timeout 45m ./test/cluster/...
 
 ## bench: run the Go benchmarks, then the data load benchmark (bench-load)
@@ -140,7 +146,7 @@ fuzz: deps
 	done
 
 ## load-test: the runtime against an HTTP floor and a Python V2 server
-load-test: build
+load-test: deps build
 	scripts/load-test.sh
 
 ## proto: regenerate the V2 gRPC code

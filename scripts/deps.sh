@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build and the tests need, when missing.
+# Installs the Debian packages a make target needs, when missing.
+#   scripts/deps.sh build   what `make build` and `make demo` need: libxgboost for the trainer (cgo)
+#   scripts/deps.sh test    everything `make test` needs: the build's, the peers, the control plane's
+#                           store, the image tools and the other architecture's cross compiler
+#   scripts/deps.sh P...    the named packages
 # As root on Debian it runs apt-get; elsewhere it names what to install and fails.
 set -euo pipefail
 
-packages=(
-  libxgboost-dev        # libxgboost for the trainer (cgo)
+build_packages=(
+  libxgboost-dev        # libxgboost for the trainer (cgo); the demo needs nothing else
+)
+test_packages=(
   python3-xgboost       # reference peer in benchmarks and protocol tests
   python3-numpy
   python3-requests      # the client KServe's Python SDK uses, in protocol tests
@@ -28,26 +34,33 @@ packages=(
   containernetworking-plugins # and nftables to remove iptables-nft's tables after it
   nftables
 )
-# make images builds for amd64 and arm64 (IMAGE_ARCHES): for the architecture that is not the
-# host's, a cross C compiler links gangboost-train (cgo). That architecture's libxgboost is not
-# installed (Debian's libxgboost0 and -dev are not Multi-Arch: installing libxgboost-dev:arm64
-# removes the host's libxgboost and python3-xgboost); scripts/build-images.sh unpacks its .debs
-# into a sysroot instead, for which dpkg must know the architecture.
+
+set_name=${1:-test}
 foreign=()
-if [ "$#" -eq 0 ]; then
-  host=$(dpkg --print-architecture)
-  for arch in ${IMAGE_ARCHES:-amd64 arm64}; do
-    [ "$arch" = "$host" ] && continue
-    case $arch in
-      amd64) cc=gcc-x86-64-linux-gnu ;;
-      arm64) cc=gcc-aarch64-linux-gnu ;;
-      *) echo "deps: no cross toolchain known for $arch (amd64, arm64)" >&2; exit 1 ;;
-    esac
-    foreign+=("$arch")
-    packages+=("$cc" "libc6-dev-$arch-cross")
-  done
-fi
-[ "$#" -gt 0 ] && packages=("$@")
+case $set_name in
+  build) shift; packages=("${build_packages[@]}") ;;
+  test)
+    shift || true
+    packages=("${build_packages[@]}" "${test_packages[@]}")
+    # make images builds for amd64 and arm64 (IMAGE_ARCHES): for the architecture that is not the
+    # host's, a cross C compiler links gangboost-train (cgo). That architecture's libxgboost is not
+    # installed (Debian's libxgboost0 and -dev are not Multi-Arch: installing libxgboost-dev:arm64
+    # removes the host's libxgboost and python3-xgboost); scripts/build-images.sh unpacks its .debs
+    # into a sysroot instead, for which dpkg must know the architecture.
+    host=$(dpkg --print-architecture)
+    for arch in ${IMAGE_ARCHES:-amd64 arm64}; do
+      [ "$arch" = "$host" ] && continue
+      case $arch in
+        amd64) cc=gcc-x86-64-linux-gnu ;;
+        arm64) cc=gcc-aarch64-linux-gnu ;;
+        *) echo "deps: no cross toolchain known for $arch (amd64, arm64)" >&2; exit 1 ;;
+      esac
+      foreign+=("$arch")
+      packages+=("$cc" "libc6-dev-$arch-cross")
+    done
+    ;;
+  *) packages=("$@") ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
