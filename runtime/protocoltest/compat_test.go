@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gangboost/gangboost/runtime/grpc/inference"
 )
@@ -41,7 +40,7 @@ func TestMetricsContentType(t *testing.T) {
 func TestGRPCPandasColumns(t *testing.T) {
 	s := startIris(t)
 	c := grpcClient(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	rows := []*inference.ModelInferRequest_InferInputTensor{{Name: "x", Datatype: "FP32", Shape: []int64{2, 4},
 		Contents: &inference.InferTensorContents{Fp32Contents: []float32{5.1, 3.5, 1.4, 0.2, 6.7, 3.0, 5.2, 2.3}}}}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -27,7 +26,7 @@ func healthClient(t *testing.T, s *server) healthpb.HealthClient {
 
 func checkHealth(t *testing.T, c healthpb.HealthClient, service string) (healthpb.HealthCheckResponse_ServingStatus, codes.Code) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	resp, err := c.Check(ctx, &healthpb.HealthCheckRequest{Service: service})
 	return resp.GetStatus(), status.Code(err)
@@ -55,7 +54,7 @@ func TestGRPCHealthFollowsReadiness(t *testing.T) {
 		t.Fatalf("Check(nope) code = %v; want NotFound", code)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	watch, err := c.Watch(ctx, &healthpb.HealthCheckRequest{})
 	if err != nil {

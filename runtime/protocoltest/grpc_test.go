@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"math"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -28,7 +27,7 @@ func grpcClient(t *testing.T, s *server) inference.GRPCInferenceServiceClient {
 func TestGRPCEveryMethod(t *testing.T) {
 	s := startIris(t)
 	c := grpcClient(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 
 	if r, err := c.ServerLive(ctx, &inference.ServerLiveRequest{}); err != nil || !r.Live {
@@ -103,7 +102,7 @@ func TestGRPCEveryMethod(t *testing.T) {
 func TestGRPCErrorCodes(t *testing.T) {
 	s := startIris(t)
 	c := grpcClient(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	in := func(dt string, shape []int64, contents *inference.InferTensorContents) []*inference.ModelInferRequest_InferInputTensor {
 		return []*inference.ModelInferRequest_InferInputTensor{{Name: "input-0", Datatype: dt, Shape: shape, Contents: contents}}

@@ -168,7 +168,7 @@ func TestDeclaredShapeIsCheckedBeforeAllocating(t *testing.T) {
 	if code != 400 || !strings.Contains(string(resp), "can hold at most") {
 		t.Fatalf("REST: %d %s; want 400 saying the data cannot hold the declared shape", code, resp)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	_, err := c.ModelInfer(ctx, &inference.ModelInferRequest{ModelName: "iris", Inputs: []*inference.ModelInferRequest_InferInputTensor{{
 		Name: "x", Datatype: "FP32", Shape: []int64{100000000, 4},
@@ -300,14 +300,13 @@ func TestShutdownCancelsEvaluationPastTheDrainTime(t *testing.T) {
 	}()
 	time.Sleep(600 * time.Millisecond)
 	start := time.Now()
+	// stopGracefully's own hang guard catches a server that never exits; exit code 0 and the
+	// cancellation line below show that the drain's end cancelled the evaluation (a drain that
+	// waited for SHAP timed out and exited 1).
 	code := s.stopGracefully(t)
-	took := time.Since(start)
-	t.Logf("exited %d, %v after SIGTERM (drain 500ms)", code, took)
+	t.Logf("exited %d, %v after SIGTERM (drain 500ms)", code, time.Since(start).Round(time.Millisecond))
 	if code != 0 {
 		t.Fatalf("exit code %d after SIGTERM, want 0", code)
-	}
-	if took > 5*time.Second {
-		t.Fatalf("exit took %v after SIGTERM with a 500ms drain", took)
 	}
 	if !strings.Contains(s.log.String(), "cancelling in-flight requests") {
 		t.Fatalf("no cancellation in the log:\n%s", s.log.String())
@@ -421,7 +420,7 @@ func TestGRPCMalformedMessageIsInvalidArgument(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	for _, method := range []string{"/inference.GRPCInferenceService/ModelInfer", "/inference.GRPCInferenceService/ModelMetadata", "/grpc.health.v1.Health/Check"} {
 		req, resp := []byte{0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f}, []byte(nil)

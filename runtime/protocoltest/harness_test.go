@@ -44,6 +44,10 @@ func TestMain(m *testing.M) {
 	testbin.Main(m)
 }
 
+// hangGuard bounds every wait for the server (start, load, a call) that would otherwise hang
+// forever: far beyond what a loaded CI machine takes, so it catches hangs, not slowness.
+const hangGuard = time.Minute
+
 // freePort is the shared test port picker.
 var freePort = evaltest.FreePort
 
@@ -63,8 +67,8 @@ type server struct {
 func start(t testing.TB, args ...string) *server {
 	t.Helper()
 	s := startLive(t, args...)
-	if !s.waitLoaded(time.Now().Add(10 * time.Second)) {
-		t.Fatalf("server live but its models neither ready nor failed after 10s:\n%s", s.log.String())
+	if !s.waitLoaded(time.Now().Add(hangGuard)) {
+		t.Fatalf("server live but its models neither ready nor failed after %s:\n%s", hangGuard, s.log.String())
 	}
 	return s
 }
@@ -89,7 +93,7 @@ func startLive(t testing.TB, args ...string) *server {
 			t.Logf("server log:\n%s", s.log.String())
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for {
 		resp, err := http.Get(s.URL + "/v2/health/live")
 		if err == nil {
@@ -97,7 +101,7 @@ func startLive(t testing.TB, args ...string) *server {
 			return s
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("server not live after 10s:\n%s", s.log.String())
+			t.Fatalf("server not live after %s:\n%s", hangGuard, s.log.String())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -88,9 +88,9 @@ func TestExitOnLoadFailure(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 			t.Fatalf("exit = %v, want exit code 1\n%s", err, out.String())
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(hangGuard):
 		_ = cmd.Process.Kill()
-		t.Fatalf("still running 30s after a failed load\n%s", out.String())
+		t.Fatalf("still running %s after a failed load\n%s", hangGuard, out.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	last := lines[len(lines)-1]
@@ -130,7 +130,7 @@ func TestLiveWhileTheModelLoads(t *testing.T) {
 	if err := os.WriteFile(fifo, model, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if !s.waitLoaded(time.Now().Add(10 * time.Second)) {
+	if !s.waitLoaded(time.Now().Add(hangGuard)) {
 		t.Fatal("no ready/not ready log line after the model was written")
 	}
 	if status, _, body := call(t, "GET", s.URL+"/v2/health/ready", nil); status != 200 {
@@ -211,7 +211,7 @@ func TestSlowBodyGets408(t *testing.T) {
 	if _, err := conn.Write([]byte(head + `{"inputs":[`)); err != nil {
 		t.Fatal(err)
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(hangGuard))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatalf("no answer to a stalled body: %v", err)

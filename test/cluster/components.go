@@ -74,7 +74,7 @@ func (c *Cluster) ServiceAccountKubeconfig(t testing.TB, namespace, name string)
 	t.Helper()
 	expiry := int64(3600)
 	var tok *authenticationv1.TokenRequest
-	WaitFor(t, 30*time.Second, "service account token", func(ctx context.Context) (bool, error) {
+	WaitFor(t, 90*time.Second, "service account token", func(ctx context.Context) (bool, error) {
 		var err error
 		tok, err = c.Kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
 			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})

@@ -107,7 +107,7 @@ func (c *Cluster) ApplyKubeflowEdit(t testing.TB) time.Duration {
 		t.Fatalf("%s has no ClusterRole labelled %s", KubeflowEditManifest, AggregateToKubeflowEdit)
 	}
 	var got []rbacv1.PolicyRule
-	WaitFor(t, 30*time.Second, "kube-controller-manager's clusterrole-aggregation controller copying gangboost-edit's rules into "+KubeflowEdit, func(ctx context.Context) (bool, error) {
+	WaitFor(t, 90*time.Second, "kube-controller-manager's clusterrole-aggregation controller copying gangboost-edit's rules into "+KubeflowEdit, func(ctx context.Context) (bool, error) {
 		var edit rbacv1.ClusterRole
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: KubeflowEdit}, &edit); err != nil {
 			return false, err
@@ -131,7 +131,7 @@ func (c *Cluster) RemoveKubeflowEdit(t testing.TB) {
 			t.Fatalf("delete %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
-	WaitFor(t, 30*time.Second, KubeflowEdit+" emptied of gangboost's rules", func(ctx context.Context) (bool, error) {
+	WaitFor(t, 90*time.Second, KubeflowEdit+" emptied of gangboost's rules", func(ctx context.Context) (bool, error) {
 		var edit rbacv1.ClusterRole
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: KubeflowEdit}, &edit); err != nil {
 			return apierrors.IsNotFound(err), nil

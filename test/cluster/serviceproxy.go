@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -24,7 +25,8 @@ import (
 // hosts: the pod runner's processes have no cluster DNS. A Service whose pods run on the real
 // node is reached at its ClusterIP, which kube-proxy's rules on this host take to a pod on the
 // node's bridge. A process given HTTP_PROXY=http://<addr> calls cluster URLs (an
-// InferenceService's status.address.url) unchanged.
+// InferenceService's status.address.url) unchanged; given HTTPS_PROXY too, a gRPC client (which
+// asks the proxy for a CONNECT tunnel) reaches <service>.<namespace>.svc[.cluster.local]:<port>.
 func ServiceProxy(ctx context.Context, kube kubernetes.Interface) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -36,6 +38,10 @@ func ServiceProxy(ctx context.Context, kube kubernetes.Interface) (string, error
 		},
 	}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodConnect {
+			tunnel(w, r, kube)
+			return
+		}
 		svc, ns, port, err := parseServiceHost(r.URL.Host)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
@@ -55,6 +61,54 @@ func ServiceProxy(ctx context.Context, kube kubernetes.Interface) (string, error
 }
 
 type proxyTarget struct{}
+
+// tunnel answers a CONNECT to a cluster Service's port with a TCP tunnel to where serviceAddr
+// says the Service's pods answer: gRPC clients (grpc-go follows HTTPS_PROXY) use it.
+func tunnel(w http.ResponseWriter, r *http.Request, kube kubernetes.Interface) {
+	svc, ns, port, err := parseServiceHost(r.Host)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	addr, err := serviceAddr(r.Context(), kube, ns, svc, port)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	upstream, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		upstream.Close()
+		http.Error(w, "the proxy cannot hijack this connection", http.StatusInternalServerError)
+		return
+	}
+	client, buf, err := hj.Hijack()
+	if err != nil {
+		upstream.Close()
+		return
+	}
+	if _, err := client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
+		client.Close()
+		upstream.Close()
+		return
+	}
+	go func() {
+		// Bytes the client sent after its CONNECT request are already in buf.
+		_, _ = io.Copy(upstream, buf)
+		if tc, ok := upstream.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+	}()
+	go func() {
+		_, _ = io.Copy(client, upstream)
+		client.Close()
+		upstream.Close()
+	}()
+}
 
 // serviceAddr is where the proxy sends a request for a Service's port: its ClusterIP when its
 // pods run on the real node (kube-proxy routes it there), else the pod runner's address.

@@ -296,7 +296,7 @@ func TestRunInterrupted(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute) // a hang guard: the steps before it take seconds
 	for !strings.Contains(out.String(), "[transform] sleeping") {
 		select {
 		case err := <-exited:
@@ -350,7 +350,7 @@ func TestRunKeepServing(t *testing.T) {
 		})
 		done <- err
 	}()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute) // a hang guard: the run takes seconds
 	for !strings.Contains(out.String(), "press Ctrl-C to stop") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the run did not reach serving:\n%s", out.String())

@@ -57,10 +57,10 @@ func startShell(t *testing.T, script string) (*Process, string) {
 	return p, strings.TrimSpace(line)
 }
 
-// gone waits (a few seconds at most: the kernel tears a killed process down at once) until
-// pid no longer runs.
+// gone waits until pid no longer runs. The kernel tears a killed process down at once; the 30 s
+// are a hang guard, so that a slow teardown on a loaded machine is not taken for a survivor.
 func gone(pid int) bool {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for Alive(pid) {
 		if time.Now().After(deadline) {
 			return false

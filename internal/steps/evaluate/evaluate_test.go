@@ -156,35 +156,49 @@ func TestDisagreementFails(t *testing.T) {
 // and the models it has; a bad request names the server's {"error"} message.
 func TestEndpointErrors(t *testing.T) {
 	claim, res, _, url := irisServed(t)
+	// hang guards a run that would otherwise wait forever; every run here ends by its own error,
+	// so the guard firing shows as a context error, not as the error the check wants.
+	const hangGuard = 2 * time.Minute
 	down := fmt.Sprintf("http://127.0.0.1:%d", evaltest.FreePort(t))
 	o := options(claim, down, res, "")
 	o.Timeout = time.Second
 	var log bytes.Buffer
 	o.Log = &log
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
 	start := time.Now()
-	_, err := evaluate.Run(context.Background(), o)
+	_, err := evaluate.Run(ctx, o)
+	took := time.Since(start)
 	if err == nil || !strings.Contains(err.Error(), "not ready within 1s") || !strings.Contains(err.Error(), down+"/v2/models/iris/ready") ||
 		!strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("server down: %v", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("server down: gave up after %s, want about 1s", d)
+	// The timeout cannot fire early; how late it fires depends on the machine, so it is only logged.
+	if took < o.Timeout {
+		t.Errorf("server down: gave up after %s, before the %s timeout", took, o.Timeout)
 	}
+	t.Logf("server down: gave up after %s with a %s timeout", took.Round(time.Millisecond), o.Timeout)
 	if !strings.Contains(log.String(), "waiting for model iris at "+down) {
 		t.Errorf("no progress line while waiting:\n%s", log.String())
 	}
 
+	// A readiness timeout far beyond the hang guard: the 404 can only come back (rather than the
+	// guard's context error) if the step gave up on the first answer instead of waiting it out.
 	o = options(claim, url, res, "")
 	o.Model = "irs"
-	start = time.Now()
-	_, err = evaluate.Run(context.Background(), o)
+	o.Timeout = 10 * time.Minute
+	log.Reset()
+	o.Log = &log
+	ctx, cancel = context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	_, err = evaluate.Run(ctx, o)
 	var se *evaluate.StatusError
 	if !errors.As(err, &se) || se.Status != 404 || !strings.Contains(err.Error(), url+"/v2/models/irs/ready: 404 Not Found") ||
 		!strings.Contains(err.Error(), "(the server has: iris)") {
 		t.Errorf("unknown model: %v", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("unknown model: failed after %s, want at once", d)
+	if strings.Contains(log.String(), "waiting for model") {
+		t.Errorf("unknown model: the step waited for a model the server says it does not have:\n%s", log.String())
 	}
 
 	c := &evaluate.Client{BaseURL: url, Model: "iris"}

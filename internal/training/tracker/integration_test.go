@@ -252,8 +252,14 @@ func TestLibxgboostLostWorker(t *testing.T) {
 	if !errors.As(err, &lost) || len(lost.Workers) != 1 || lost.Workers[0].Rank != 2 {
 		t.Fatalf("Wait = %v, want a *LostError naming rank 2", err)
 	}
-	if elapsed > shutdownTimeout+10*time.Second {
-		t.Errorf("lost rank reported %s after the kill, want about %s", elapsed, shutdownTimeout)
+	// The survivors' shutdowns started the shutdown timer, which named the lost rank (ctx, the
+	// hang guard, would have ended the wait with ErrClosed instead). The timer starts after the
+	// kill and cannot fire early; how late the report comes depends on the machine and is logged.
+	if want := fmt.Sprintf("no shutdown within %s after the first rank shut down", shutdownTimeout); lost.Reason != want {
+		t.Errorf("lost rank reported because %q, want %q", lost.Reason, want)
+	}
+	if elapsed < shutdownTimeout {
+		t.Errorf("lost rank reported %s after the kill, before the %s shutdown timeout", elapsed, shutdownTimeout)
 	}
 	for r, p := range procs[:2] {
 		if err := p.cmd.Wait(); err == nil {

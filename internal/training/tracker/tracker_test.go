@@ -63,6 +63,10 @@ func startTracker(t *testing.T, world int, opts ...Option) (*Tracker, *logRecord
 	return tr, rec
 }
 
+// hangGuard bounds a test's waits, which would otherwise block until DefaultStartTimeout or for
+// ever: far beyond the milliseconds a loaded CI machine takes, so it catches hangs, not slowness.
+const hangGuard = time.Minute
+
 func testContext(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
@@ -181,7 +185,7 @@ func TestRendezvous(t *testing.T) {
 	for n := 1; n <= 5; n++ {
 		for _, m := range modes {
 			t.Run(fmt.Sprintf("n=%d/%s", n, m.name), func(t *testing.T) {
-				ctx := testContext(t, 20*time.Second)
+				ctx := testContext(t, 2*hangGuard)
 				tr, rec := startTracker(t, n)
 				ids := m.ids(n)
 				workers, err := runJob(ctx, tr.Addr().String(), ids, 5*time.Millisecond)
@@ -235,7 +239,7 @@ func TestBatchRanksAreDeterministic(t *testing.T) {
 	want := map[string]int{"worker-a": 0, "worker-b": 1, "worker-c": 2, "worker-d": 3}
 	for run := range 3 {
 		t.Run(strconv.Itoa(run), func(t *testing.T) {
-			ctx := testContext(t, 20*time.Second)
+			ctx := testContext(t, 2*hangGuard)
 			tr, _ := startTracker(t, len(ids))
 			order := slices.Clone(ids)
 			rand.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -259,7 +263,7 @@ func TestBatchRanksAreDeterministic(t *testing.T) {
 // A worker may wait for its rank far longer than one link conversation may
 // take (WithLinkTimeout): pods of a gang can start minutes apart.
 func TestPendingWorkerOutlivesLinkTimeout(t *testing.T) {
-	ctx := testContext(t, 20*time.Second)
+	ctx := testContext(t, 2*hangGuard)
 	tr, _ := startTracker(t, 2, WithLinkTimeout(100*time.Millisecond))
 	workers, err := runJob(ctx, tr.Addr().String(), []string{"NULL", "NULL"}, 400*time.Millisecond)
 	if err != nil {
@@ -277,7 +281,7 @@ func TestPendingWorkerOutlivesLinkTimeout(t *testing.T) {
 // rabit's fault-tolerant mode re-links a worker that lost links with
 // "recover": it keeps its rank, and its peers re-link to it.
 func TestRecover(t *testing.T) {
-	ctx := testContext(t, 20*time.Second)
+	ctx := testContext(t, 2*hangGuard)
 	tr, _ := startTracker(t, 3)
 	workers, err := runJob(ctx, tr.Addr().String(), numericIDs(3), 0)
 	if err != nil {
@@ -310,7 +314,7 @@ func TestRecover(t *testing.T) {
 
 // A stray connection (a probe, a port scanner) must not disturb the job.
 func TestStrayConnectionIsIgnored(t *testing.T) {
-	ctx := testContext(t, 20*time.Second)
+	ctx := testContext(t, 2*hangGuard)
 	tr, _ := startTracker(t, 2)
 	for _, payload := range [][]byte{nil, []byte("GET / HTTP/1.0\r\n\r\n"), appendInt(nil, magic)} {
 		c, err := net.Dial("tcp", tr.Addr().String())
@@ -335,7 +339,9 @@ func TestStrayConnectionIsIgnored(t *testing.T) {
 // TestFailures checks that every failure the tracker can observe ends Wait
 // promptly with a *LostError naming the right worker.
 func TestFailures(t *testing.T) {
-	const bound = 5 * time.Second // generous; each case fails in well under a second
+	// A hang guard: each case fails in well under a second; one the tracker missed would block
+	// until the 10-minute DefaultStartTimeout.
+	const bound = hangGuard
 	tests := []struct {
 		name  string
 		world int
@@ -469,7 +475,7 @@ func TestFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := testContext(t, 20*time.Second)
+			ctx := testContext(t, 2*hangGuard)
 			tr, _ := startTracker(t, tt.world, tt.opts...)
 			began := time.Now()
 			tt.run(ctx, t, tr.Addr().String())
@@ -499,7 +505,7 @@ func TestFailures(t *testing.T) {
 }
 
 func TestWaitContextNamesMissingRanks(t *testing.T) {
-	ctx := testContext(t, 20*time.Second)
+	ctx := testContext(t, 2*hangGuard)
 	tr, _ := startTracker(t, 3)
 	workers, err := runJob(ctx, tr.Addr().String(), numericIDs(3), 0)
 	if err != nil {
@@ -521,7 +527,7 @@ func TestWaitContextNamesMissingRanks(t *testing.T) {
 }
 
 func TestCloseEndsWait(t *testing.T) {
-	ctx := testContext(t, 20*time.Second)
+	ctx := testContext(t, 2*hangGuard)
 	tr, _ := startTracker(t, 2)
 	// One worker waits for its peers to link; Close must not hang on it.
 	go (&fakeWorker{tracker: tr.Addr().String(), taskID: "NULL"}).start(ctx)
@@ -543,7 +549,7 @@ func TestCancelStartContext(t *testing.T) {
 	}
 	defer tr.Close()
 	cancel()
-	err = tr.Wait(testContext(t, 5*time.Second))
+	err = tr.Wait(testContext(t, hangGuard))
 	if !errors.Is(err, ErrClosed) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait after cancelling Start's context = %v, want ErrClosed and context.Canceled", err)
 	}

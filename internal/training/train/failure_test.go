@@ -23,8 +23,12 @@ func (g *fakeGang) done(context.Context) error        { g.dones++; return nil }
 func (g *fakeGang) close()                            {}
 
 func TestFailureNamesTheLostRank(t *testing.T) {
-	watch := gangwatch.Options{Heartbeat: 50 * time.Millisecond, Timeout: 500 * time.Millisecond}
-	job := Job{Watch: watch}
+	// Where a rank is lost, the notice window is far longer than the loss takes to be named, so a
+	// loaded machine that fires the test's timers late cannot close the window first (the test's
+	// hang guard ends the wait instead, failing it); where none is lost, the short window is
+	// waited out in full.
+	short := gangwatch.Options{Heartbeat: 50 * time.Millisecond, Timeout: 500 * time.Millisecond}
+	long := gangwatch.Options{Heartbeat: 50 * time.Millisecond, Timeout: 10 * time.Minute}
 	libErr := errors.New("allreduce: [17:30:25] socket error: Connection reset by peer")
 	log := slog.New(slog.DiscardHandler)
 	cases := []struct {
@@ -46,17 +50,23 @@ func TestFailureNamesTheLostRank(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			g := &fakeGang{lostCh: make(chan *gangwatch.LostError, 1)}
+			watch := short
 			if c.lostAfter >= 0 {
+				watch = long
 				time.AfterFunc(c.lostAfter, func() {
 					g.lostCh <- &gangwatch.LostError{Rank: 2, Reason: "its process exited or its connection closed before it finished"}
 				})
 			}
+			// A hang guard: a loss never named would otherwise keep failure() in the long window.
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
 			began := time.Now()
-			err := failure(t.Context(), c.err, g, job, log)
+			err := failure(ctx, c.err, g, Job{Watch: watch}, log)
 			took := time.Since(began)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("failure() = %v, want %q", err, c.want)
 			}
+			// The notice window cannot close early: a causal lower bound.
 			if c.lostAfter < 0 && !errors.As(c.err, new(*gangError)) && took < watch.NoticeWithin() {
 				t.Fatalf("gave up waiting for a lost rank after %s, want %s", took, watch.NoticeWithin())
 			}

@@ -426,7 +426,7 @@ func TestGRPCRoundTrip(t *testing.T) {
 	}
 	t.Cleanup(func() { conn.Close() })
 	client := NewGRPCInferenceServiceClient(conn)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard for an in-process call
 	defer cancel()
 
 	raw := fp32LE(5.9, 3.0, 5.1, 1.8)

@@ -64,7 +64,10 @@ func TestControlPlane(t *testing.T) {
 
 // TestGangAllOrNothing is the classic gang demo: with one of two GPUs taken, a
 // Master + Worker job needing one GPU each gets no pod placed; freeing the
-// GPU places both together and the job trains a model onto the claim.
+// GPU places both together and the job trains a model onto the claim. It
+// judges the outcome (every bind after the blocker's end, in the API
+// server's write order; the job Succeeded; the model on the claim), never a
+// PodGroup phase the scheduler may skip.
 func TestGangAllOrNothing(t *testing.T) {
 	e := newEnv(t, "gang")
 	ctx := context.Background()
@@ -72,7 +75,7 @@ func TestGangAllOrNothing(t *testing.T) {
 
 	blocker := blockerPod(e.ns, "gpu-blocker", e.c.Nodes[0])
 	e.create(blocker)
-	cluster.WaitFor(e.t, 30*time.Second, "blocker Running", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 90*time.Second, "blocker Running", func(ctx context.Context) (bool, error) {
 		p, err := e.c.Kube.CoreV1().Pods(e.ns).Get(ctx, blocker.Name, metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodRunning, err
 	})
@@ -163,28 +166,11 @@ func TestGangAllOrNothing(t *testing.T) {
 				p.name, p.boundRV, blk.finishedRV, e.rec.String())
 		}
 	}
-	// The PodGroup was admitted (Inqueue) before its pods existed and went
-	// Running only with the whole gang placed, after the blocker's end. A gang
-	// whose pods all end within one scheduling session (Iris trains in about
-	// half a second) can go from Inqueue straight to Completed: Volcano v1.15
-	// sets the phase once a session, so either phase is the placed gang.
-	placed := func(p phaseChange) bool {
-		return p.phase == schedulingv1beta1.PodGroupRunning || p.phase == schedulingv1beta1.PodGroupCompleted
-	}
-	cluster.WaitFor(e.t, 30*time.Second, "PodGroup "+job.Name+" Running or Completed", func(context.Context) (bool, error) {
-		got, ended := phases.of(job.Name)
-		return ended || slices.ContainsFunc(got, placed), nil
-	})
+	// The PodGroup's phases are logged, not judged: which of them a gang passes through is the
+	// scheduler's bookkeeping, not the outcome. Volcano v1.15 writes the phase once a session and
+	// may leave a gang that trained in half a second Inqueue after its pods have ended; the binds
+	// above, the job's success and the model below are what gang scheduling promises.
 	t.Logf("PodGroup %s phases: %s", job.Name, phases.String(job.Name))
-	got, _ := phases.of(job.Name)
-	inqueue := slices.IndexFunc(got, func(p phaseChange) bool { return p.phase == schedulingv1beta1.PodGroupInqueue })
-	running := slices.IndexFunc(got, placed)
-	switch {
-	case inqueue < 0 || running < 0 || running < inqueue:
-		t.Errorf("PodGroup %s phases %s, want Inqueue then Running (or Completed)", job.Name, phases.String(job.Name))
-	case got[running].rv <= blk.finishedRV:
-		t.Errorf("PodGroup %s Running (rv %d) before the blocker released its GPU (rv %d)", job.Name, got[running].rv, blk.finishedRV)
-	}
 
 	e.waitJobCondition(job.Name, kubeflowv1.JobSucceeded, 3*time.Minute)
 	checkModel(t, filepath.Join(e.pvcDir, "models", "iris", "v1"))
@@ -349,7 +335,7 @@ func TestElasticMinAvailable(t *testing.T) {
 		_, _, n := boundSpan(e.rec.snapshot(job.Name))
 		return n == 2, nil
 	})
-	cluster.WaitFor(e.t, 30*time.Second, "two pods Running", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 90*time.Second, "two pods Running", func(ctx context.Context) (bool, error) {
 		pods, err := e.jobPods(ctx, job.Name)
 		running := 0
 		for _, p := range pods {
@@ -363,7 +349,7 @@ func TestElasticMinAvailable(t *testing.T) {
 	if _, _, n := boundSpan(e.rec.snapshot(job.Name)); n != 2 {
 		t.Errorf("bound pods = %d, want 2 (only two GPUs)\n%s", n, e.rec.String())
 	}
-	cluster.WaitFor(e.t, 30*time.Second, "PodGroup Running", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 90*time.Second, "PodGroup Running", func(ctx context.Context) (bool, error) {
 		pg, err := e.getPodGroup(ctx, job.Name)
 		return err == nil && pg.Status.Phase == schedulingv1beta1.PodGroupRunning, err
 	})

@@ -64,7 +64,7 @@ func TestPodRunner(t *testing.T) {
 	}
 	e.create(pod)
 	var got *corev1.Pod
-	cluster.WaitFor(e.t, 30*time.Second, "probe pod Failed", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 90*time.Second, "probe pod Failed", func(ctx context.Context) (bool, error) {
 		var err error
 		got, err = e.c.Kube.CoreV1().Pods(e.ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		return err == nil && got.Status.Phase == corev1.PodFailed, err
@@ -131,12 +131,12 @@ func TestPodRunnerProbes(t *testing.T) {
 		}
 		return false
 	}
-	cluster.WaitFor(e.t, 30*time.Second, "pod Ready from its readiness probe", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 90*time.Second, "pod Ready from its readiness probe", func(ctx context.Context) (bool, error) {
 		got, err := e.c.Kube.CoreV1().Pods(e.ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		return err == nil && ready(got), err
 	})
 	t.Logf("Ready after %s", time.Since(start).Round(time.Millisecond))
-	cluster.WaitFor(e.t, 30*time.Second, "the container restarted by its liveness probe", func(ctx context.Context) (bool, error) {
+	cluster.WaitFor(e.t, 90*time.Second, "the container restarted by its liveness probe", func(ctx context.Context) (bool, error) {
 		got, err := e.c.Kube.CoreV1().Pods(e.ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil || len(got.Status.ContainerStatuses) != 1 {
 			return false, err

@@ -412,6 +412,8 @@ func (p *preparer) env(ctx context.Context, c corev1.Container) (map[string]stri
 	}
 	if p.opts.HTTPProxy != "" {
 		base["HTTP_PROXY"] = p.opts.HTTPProxy
+		// gRPC clients take their proxy from HTTPS_PROXY and ask it for a CONNECT tunnel.
+		base["HTTPS_PROXY"] = p.opts.HTTPProxy
 		base["NO_PROXY"] = "127.0.0.1,localhost"
 	}
 	for _, k := range p.opts.PassEnv {

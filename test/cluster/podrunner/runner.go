@@ -119,7 +119,8 @@ type Options struct {
 	// APIServer is the host:port at which containers reach the API server
 	// (KUBERNETES_SERVICE_HOST/PORT, which rest.InClusterConfig reads).
 	APIServer string
-	// HTTPProxy, when set, is every container's HTTP_PROXY (NO_PROXY 127.0.0.1,localhost): there is
+	// HTTPProxy, when set, is every container's HTTP_PROXY and HTTPS_PROXY (NO_PROXY
+	// 127.0.0.1,localhost; gRPC clients tunnel through it with CONNECT): there is
 	// no cluster DNS or kube-proxy, and a proxy that routes Service names (cluster.ServiceProxy)
 	// makes http://<service>.<namespace>.svc.cluster.local reachable from a pod.
 	HTTPProxy string

@@ -353,8 +353,11 @@ func TestDeployComponent(t *testing.T) {
 		p["run_id"] = "second-run"
 		r := e.runDeploy(p, 2*time.Minute)
 		e.checkOutputs(r, "iris")
-		if r.took > 20*time.Second {
-			t.Errorf("took %s to redeploy an unchanged model", r.took)
+		// Done at once: nothing was rolled out or waited for (the step's own lines say so; how
+		// long it took is the machine's business).
+		if !strings.Contains(r.log, "InferenceService "+e.ns+"/iris already has this spec") || strings.Contains(r.log, "rolling InferenceService") ||
+			strings.Contains(r.log, "pods ready 0/1") {
+			t.Errorf("redeploying an unchanged model changed or waited for the predictor:\n%s", r.log)
 		}
 		var isvc kserveapi.InferenceService
 		if err := e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "iris"}, &isvc); err != nil {
@@ -376,12 +379,13 @@ func TestDeployComponent(t *testing.T) {
 	t.Run("MissingModel", func(t *testing.T) {
 		e := *e
 		e.t = t
-		r := e.runDeploy(params("pvc://"+claim+"/models/missing/v1", 90), 3*time.Minute)
+		r := e.runDeploy(params("pvc://"+claim+"/models/missing/v1", 600), 12*time.Minute)
 		if r.exitCode != 1 || r.output != nil {
 			t.Fatalf("component exited %d with ExecutorOutput %v; want 1 and none", r.exitCode, r.output)
 		}
-		if r.took > 60*time.Second {
-			t.Errorf("failed after %s; a crash-looping runtime should end the wait before the 90s deadline", r.took)
+		// The crash loop ends the wait, not the (ten-minute) deadline.
+		if strings.Contains(r.log, "deadline of") {
+			t.Errorf("the step waited out its deadline; a crash-looping runtime should end the wait")
 		}
 		for _, want := range []string{
 			"iris is not ready: the runtime keeps failing: pod iris-predictor-",
@@ -422,14 +426,15 @@ func TestDeployComponent(t *testing.T) {
 	t.Run("UnknownRuntime", func(t *testing.T) {
 		e := *e
 		e.t = t
-		p := params("pvc://"+claim+"/models/iris/v2", 60)
+		p := params("pvc://"+claim+"/models/iris/v2", 600)
 		p["name"], p["runtime"] = "iris-typo", "gangboost-xgbost"
-		r := e.runDeploy(p, 2*time.Minute)
+		r := e.runDeploy(p, 12*time.Minute)
 		if r.exitCode != 1 || r.output != nil {
 			t.Fatalf("component exited %d with ExecutorOutput %v; want 1 and none", r.exitCode, r.output)
 		}
-		if r.took > 20*time.Second {
-			t.Errorf("failed after %s; KServe's InvalidSpec should end the wait at once", r.took)
+		// KServe's InvalidSpec ends the wait, not the (ten-minute) deadline.
+		if strings.Contains(r.log, "deadline of") {
+			t.Errorf("the step waited out its deadline; KServe's InvalidSpec should end the wait at once")
 		}
 		for _, want := range []string{"iris-typo is not ready: KServe rejects the predictor: RuntimeNotRecognized", "modelStatus: transitionStatus InvalidSpec", "no predictor pods"} {
 			if !strings.Contains(r.log, want) {

@@ -463,7 +463,7 @@ func TestInferenceServices(t *testing.T) {
 		}
 		// The controller's Warning event on the InferenceService says the same.
 		var msg string
-		cluster.WaitFor(e.t, 30*time.Second, "KServe's Warning event on "+isvc.Name, func(ctx context.Context) (bool, error) {
+		cluster.WaitFor(e.t, 90*time.Second, "KServe's Warning event on "+isvc.Name, func(ctx context.Context) (bool, error) {
 			evs, err := e.c.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{
 				FieldSelector: "involvedObject.kind=InferenceService,involvedObject.name=" + isvc.Name})
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -34,6 +35,9 @@ type Backend struct {
 	client client.Client
 	// EventLimit is how many recent events Describe shows.
 	EventLimit int
+	// HTTPClient makes the V1/V2 REST calls that check the Service answers; nil is
+	// http.DefaultClient (which follows HTTP_PROXY).
+	HTTPClient *http.Client
 
 	mu sync.Mutex
 	// applied is the resourceVersion an Apply left each service at, and what it changed.
@@ -118,7 +122,8 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 // Wait follows the InferenceService, its predictor pods and the namespace's events through
 // informers until the service is Ready and serves the applied model: at least minReplicas
 // predictor pods with its storageUri and resources are ready, and no pod of an earlier version
-// is left. It gives up at once when KServe reports the new spec invalid or its model failing to
+// is left. Then it waits until the model answers ready through the predictor Service, the
+// address it returns (waitAnswers). It gives up at once when KServe reports the new spec invalid or its model failing to
 // load, or a pod of it crash-looping.
 func (b *Backend) Wait(ctx context.Context, s *deploy.Service, progress func(string)) (*deploy.Endpoint, error) {
 	var w *watcher
@@ -143,7 +148,13 @@ func (b *Backend) Wait(ctx context.Context, s *deploy.Service, progress func(str
 		ep, err = b.endpoint(ctx, w.isvc)
 		return true, err
 	})
-	return ep, err
+	if err != nil {
+		return nil, err
+	}
+	if err := b.waitAnswers(ctx, s, ep, progress); err != nil {
+		return nil, err
+	}
+	return ep, nil
 }
 
 // newWatcher says what the apply did, once the informers have synced, and starts following

@@ -162,12 +162,15 @@ func TestStartChecksTrainerAndRoot(t *testing.T) {
 	}
 }
 
+// TestDeleteStopsTheGang: Delete stops a running gang by SIGTERM, which the trainer obeys at
+// once: the termination grace period (the wait before SIGKILL) is far longer than the test's hang
+// guard, so Delete returns before the guard only if the replicas exited on the SIGTERM itself.
 func TestDeleteStopsTheGang(t *testing.T) {
 	root := t.TempDir()
-	b := &Backend{Trainer: trainerBinary(t), Root: root, TerminationGracePeriod: 2 * time.Second}
+	b := &Backend{Trainer: trainerBinary(t), Root: root, TerminationGracePeriod: 10 * time.Minute}
 	job := irisJob("iris-delete")
 	job.TrainerFlags = []string{"--num-round", "100000"}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // the hang guard
 	defer cancel()
 	if _, err := b.Start(ctx, job); err != nil {
 		t.Fatal(err)
@@ -191,11 +194,9 @@ func TestDeleteStopsTheGang(t *testing.T) {
 	}
 	start := time.Now()
 	if err := b.Delete(ctx, job); err != nil {
-		t.Fatal(err)
+		t.Fatalf("Delete: %v (the replicas did not exit on SIGTERM)", err)
 	}
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("Delete took %s", d)
-	}
+	t.Logf("Delete took %s", time.Since(start).Round(time.Millisecond))
 	var fe *launch.FailedError
 	if err := <-watched; !errors.As(err, &fe) || !strings.Contains(fe.Reason, "deleted while running") {
 		t.Errorf("Watch of the deleted job = %v, want a *launch.FailedError saying it was deleted", err)

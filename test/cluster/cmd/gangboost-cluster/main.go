@@ -166,7 +166,7 @@ func run() error {
 	}
 	cmd := exec.Command(fs.Arg(0), fs.Args()[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "HTTP_PROXY="+proxy,
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "HTTP_PROXY="+proxy, "HTTPS_PROXY="+proxy,
 		"NO_PROXY=127.0.0.1,localhost", "GANGBOOST_PVC_DIR="+*pvcDir)
 	if err := cmd.Start(); err != nil {
 		return err
@@ -301,6 +301,7 @@ func runPipeline(ctx context.Context, c *cluster.Cluster, file, workDir, pvcDir 
 		fmt.Printf("gangboost-cluster: steps run as local processes with the admin kubeconfig (pods could not mount their volumes: %v)\n", err)
 		os.Setenv("KUBECONFIG", c.Kubeconfig)
 		os.Setenv("HTTP_PROXY", c.ServiceProxy)
+		os.Setenv("HTTPS_PROXY", c.ServiceProxy)
 		os.Setenv("NO_PROXY", "127.0.0.1,localhost")
 	}
 	_, err = localrun.Run(ctx, opts)
