@@ -47,22 +47,16 @@ deps:
 # (launch-xgboostjob's default trainer image, gangboost pipeline compile's default --registry).
 REGISTRY_LDFLAGS = -X github.com/gangboost/gangboost/internal/contract/version.Registry=$(REGISTRY)
 ## build: build every binary into bin/ (REGISTRY=R: the binaries name R's images)
-# The four go builds run side by side (make -j4): each one's module downloads and single-threaded
-# link overlap the others' compiles, which on a cold machine is most of make demo's time.
+# The builds run one after another: each reuses the packages the one before compiled (separate go
+# builds side by side would compile the same Kubernetes libraries twice over). gangboost-train is
+# built with -trimpath as the others are, so the standard library compiles once for all of them.
 build: deps-build
 	@mkdir -p $(BIN)
-	@$(MAKE) --no-print-directory -j4 build-train build-runtime build-cli build-components
-	for c in $(COMPONENTS); do ln -sfn gangboost-components $(BIN)/$$c; done
-
-.PHONY: build-train build-runtime build-cli build-components
-build-train:
-	$(GO) build -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-train ./components/xgboost-trainer
-build-runtime:
+	$(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-train ./components/xgboost-trainer
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
-build-cli:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost ./cmd/gangboost
-build-components:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-components ./cmd/gangboost-components
+	for c in $(COMPONENTS); do ln -sfn gangboost-components $(BIN)/$$c; done
 
 # The pipeline package: pipelines/xgboost-volcano.yaml is what the Go code in pipelines/ builds
 # (go test ./pipelines fails when they differ).

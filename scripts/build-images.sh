@@ -125,7 +125,7 @@ binaries() {
   # libraries libxgboost itself links (libgomp, libstdc++, libdmlc) from it too.
   CGO_ENABLED=1 GOARCH=$arch CC="$t-gcc" CGO_CFLAGS="-I$sysroot/usr/include" \
     CGO_LDFLAGS="-L$sysroot/usr/lib/$t -Wl,-rpath-link=$sysroot/usr/lib/$t" \
-    go build -ldflags="$LDFLAGS" -o "$out/gangboost-train" ./components/xgboost-trainer
+    go build -trimpath -ldflags="$LDFLAGS" -o "$out/gangboost-train" ./components/xgboost-trainer
   echo "binaries for linux/$arch cross-compiled in $((SECONDS - start))s"
 }
 
