@@ -59,6 +59,19 @@ func serveThroughKServe(t *testing.T, c *cluster.Cluster, ns, claim, claimDir, m
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Deploy checks that the model answers through the Service, as a pod would call it: this
+	// process resolves the Service's name with the cluster DNS on the real node.
+	node, err := c.Kube.CoreV1().Nodes().Get(ctx, cluster.RealNodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodeIP string
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			nodeIP = a.Address
+		}
+	}
+	backend.HTTPClient = clusterHTTPClient(nodeIP)
 	svc := &deploy.Service{
 		Name: "iris", Namespace: ns,
 		ModelURI: "pvc://" + claim + "/" + modelPath, Claim: claim, ModelPath: modelPath,
@@ -173,15 +186,13 @@ func checkModelMount(t *testing.T, p *corev1.Pod, claim, modelPath string) {
 		kserveapi.ContainerName, claim, modelPath, kc.VolumeMounts, p.Spec.Volumes)
 }
 
-// inferThroughService posts a V2 REST request for rows of ncol FP32 features to the model at
-// base (http://<service>.<namespace>.svc.cluster.local) and returns output-0. The name is
-// resolved by the cluster DNS on nodeIP, as a pod's resolver would.
-func inferThroughService(t *testing.T, base, nodeIP, model string, rows []float32, ncol int) []float32 {
-	t.Helper()
+// clusterHTTPClient calls cluster URLs as a pod on the real node would: their names resolved by
+// the cluster DNS on nodeIP, no proxy.
+func clusterHTTPClient(nodeIP string) *http.Client {
 	clusterDNS := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "udp", net.JoinHostPort(nodeIP, "53"))
 	}}
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			host, port, err := net.SplitHostPort(addr)
@@ -195,6 +206,14 @@ func inferThroughService(t *testing.T, base, nodeIP, model string, rows []float3
 			return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(ips[0], port))
 		},
 	}}
+}
+
+// inferThroughService posts a V2 REST request for rows of ncol FP32 features to the model at
+// base (http://<service>.<namespace>.svc.cluster.local) and returns output-0. The name is
+// resolved by the cluster DNS on nodeIP, as a pod's resolver would.
+func inferThroughService(t *testing.T, base, nodeIP, model string, rows []float32, ncol int) []float32 {
+	t.Helper()
+	hc := clusterHTTPClient(nodeIP)
 	u, err := url.JoinPath(base, "v2", "models", model, "infer")
 	if err != nil {
 		t.Fatal(err)
