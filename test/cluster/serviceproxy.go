@@ -42,12 +42,7 @@ func ServiceProxy(ctx context.Context, kube kubernetes.Interface) (string, error
 			tunnel(w, r, kube)
 			return
 		}
-		svc, ns, port, err := parseServiceHost(r.URL.Host)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		addr, err := serviceAddr(r.Context(), kube, ns, svc, port)
+		addr, err := resolveServiceHost(r.Context(), kube, r.URL.Host)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
@@ -62,15 +57,20 @@ func ServiceProxy(ctx context.Context, kube kubernetes.Interface) (string, error
 
 type proxyTarget struct{}
 
+// resolveServiceHost is where a request for <service>.<namespace>.svc[.cluster.local][:port]
+// goes: parseServiceHost, then serviceAddr.
+func resolveServiceHost(ctx context.Context, kube kubernetes.Interface, hostport string) (string, error) {
+	svc, ns, port, err := parseServiceHost(hostport)
+	if err != nil {
+		return "", err
+	}
+	return serviceAddr(ctx, kube, ns, svc, port)
+}
+
 // tunnel answers a CONNECT to a cluster Service's port with a TCP tunnel to where serviceAddr
 // says the Service's pods answer: gRPC clients (grpc-go follows HTTPS_PROXY) use it.
 func tunnel(w http.ResponseWriter, r *http.Request, kube kubernetes.Interface) {
-	svc, ns, port, err := parseServiceHost(r.Host)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
-		return
-	}
-	addr, err := serviceAddr(r.Context(), kube, ns, svc, port)
+	addr, err := resolveServiceHost(r.Context(), kube, r.Host)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
