@@ -118,7 +118,8 @@ var Parameters = []Parameter{
 	// Model and serving.
 	{Name: "model_name", Feeds: append(feeds(Launch, "model_name"), feeds(Deploy, "name")...), Default: "iris",
 		Description: "the model goes to models/<model_name>/<model_version> on the claim and is served by the InferenceService <model_name>"},
-	{Name: "model_version", Feeds: feeds(Launch, "model_version"), Description: "the model's version folder under models/<model_name>/"},
+	{Name: "model_version", Feeds: feeds(Launch, "model_version"), Description: "the model's version folder under models/<model_name>/; empty: run-<run id>, new for every run (an existing version is never replaced)"},
+	{Name: "overwrite", Feeds: feeds(Launch, "overwrite")},
 	{Name: "namespace", Feeds: append(feeds(Launch, "namespace"), feeds(Deploy, "namespace")...),
 		Description: "where the XGBoostJob and the InferenceService go; default the steps' namespace"},
 	{Name: "serving_cpu", Feeds: feeds(Deploy, "cpu"), Description: "CPU of each serving replica"},

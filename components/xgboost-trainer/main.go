@@ -15,13 +15,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/plumbing/envflag"
 	"github.com/gangboost/gangboost/internal/plumbing/sysmem"
 	"github.com/gangboost/gangboost/internal/training/dataset"
@@ -63,11 +61,6 @@ func run(args []string) int {
 	if err := f.Finish(); err != nil {
 		return usage(err)
 	}
-	if f.ModelDir != "" {
-		if err := modeldir.CheckReplaceable(filepath.Clean(f.ModelDir), modeldir.ModelFolder); err != nil {
-			return usage(fmt.Errorf("--model-dir: %w", err))
-		}
-	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if f.MaxMatrixBytes == 0 {
 		f.MaxMatrixBytes = defaultMaxMatrix(log, f.Local+1)
@@ -80,6 +73,8 @@ func run(args []string) int {
 		EvalFraction: f.EvalFraction,
 		ModelDir:     f.ModelDir,
 		ModelFormat:  f.ModelFormat,
+		Producer:     f.Producer,
+		Overwrite:    f.Overwrite,
 		LogEvery:     f.LogEvery,
 		Checkpoint: train.Checkpointing{Dir: f.CheckpointDir, EveryRounds: f.CheckpointEveryRounds,
 			EverySeconds: time.Duration(f.CheckpointEverySeconds) * time.Second, Keep: f.CheckpointKeep},
@@ -93,6 +88,11 @@ func run(args []string) int {
 	}
 	if err := job.Validate(); err != nil {
 		return usage(fmt.Errorf("bad flags: %w", err))
+	}
+	if f.ModelDir != "" {
+		if _, err := job.CheckModelDir(); err != nil {
+			return usage(err)
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -559,20 +559,81 @@ func TestModelDirNeverDeletesOtherFiles(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			start := time.Now()
-			cmd := exec.Command(trainerBin, "--dataset", "iris", "--objective", "multi:softprob", "--num-round", "2",
-				"--model-dir", filepath.Join(root, filepath.FromSlash(c.dir)))
-			out, _ := cmd.CombinedOutput()
-			if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), "is not a model folder") || !strings.Contains(string(out), c.want) {
-				t.Fatalf("exit %d, want 2 refusing the folder (%q):\n%s", code, c.want, out)
+			// Without --overwrite an existing folder is never written; with it, only a model
+			// folder is, since publishing replaces it whole.
+			for _, overwrite := range []bool{false, true} {
+				args := []string{"--dataset", "iris", "--objective", "multi:softprob", "--num-round", "2",
+					"--model-dir", filepath.Join(root, filepath.FromSlash(c.dir))}
+				want := []string{"exists", "never replaced"}
+				if overwrite {
+					args = append(args, "--overwrite")
+					want = []string{"is not a model folder", c.want}
+				}
+				cmd := exec.Command(trainerBin, args...)
+				out, _ := cmd.CombinedOutput()
+				if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), want[0]) || !strings.Contains(string(out), want[1]) {
+					t.Fatalf("overwrite %v: exit %d, want 2 refusing the folder (%q):\n%s", overwrite, code, want, out)
+				}
+				t.Logf("overwrite %v: refused: %s", overwrite, strings.TrimSpace(string(out)))
 			}
-			t.Logf("refused in %s: %s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(out)))
 			for _, f := range c.files {
 				if b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f))); err != nil || string(b) != "keep" {
 					t.Errorf("%s: %q, %v", f, b, err)
 				}
 			}
 		})
+	}
+}
+
+// A published version is never replaced by another producer: the second training is refused
+// before it starts and the first model stays byte for byte; the same producer (a retried job)
+// replaces its own output, and --overwrite replaces it on purpose, recording the producer.
+func TestModelVersionNeverReplaced(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "models", "iris", "v1")
+	train := func(extra ...string) (string, int) {
+		cmd := exec.Command(trainerBin, append([]string{"--dataset", "iris", "--objective", "multi:softprob", "--num-round", "2",
+			"--nthread", "1", "--model-dir", dir}, extra...)...)
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	read := func() (*modeldir.Metadata, []byte) {
+		md, err := modeldir.ReadMetadata(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, md.ModelFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return md, b
+	}
+	if out, code := train("--producer", "job-a"); code != 0 {
+		t.Fatalf("first training: exit %d:\n%s", code, out)
+	}
+	first, firstModel := read()
+	if first.Producer != "job-a" {
+		t.Fatalf("metadata producer %q, want job-a", first.Producer)
+	}
+	out, code := train("--producer", "job-b", "--seed", "7")
+	if code != 2 || !strings.Contains(out, dir) || !strings.Contains(out, "written by job-a") || strings.Contains(out, "data loaded") {
+		t.Fatalf("another producer: exit %d, want 2 before training, naming %s and job-a:\n%s", code, dir, out)
+	}
+	if md, b := read(); md.ModelSHA256 != first.ModelSHA256 || !bytes.Equal(b, firstModel) {
+		t.Fatal("the refused training changed the published model")
+	}
+	for _, c := range []struct {
+		name  string
+		flags []string
+		want  string
+	}{{"the same producer (a retried job)", []string{"--producer", "job-a", "--seed", "3"}, "job-a"},
+		{"--overwrite", []string{"--producer", "job-c", "--seed", "5", "--overwrite"}, "job-c"}} {
+		if out, code := train(c.flags...); code != 0 {
+			t.Fatalf("%s: exit %d:\n%s", c.name, code, out)
+		}
+		md, _ := read()
+		if md.Producer != c.want {
+			t.Fatalf("%s: producer %q, want %q", c.name, md.Producer, c.want)
+		}
 	}
 }
 

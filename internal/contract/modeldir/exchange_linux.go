@@ -2,6 +2,7 @@ package modeldir
 
 import (
 	"errors"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,4 +18,18 @@ func exchange(a, b string) error {
 		return errExchangeUnsupported
 	}
 	return err
+}
+
+// renameNew moves a to the new name b in one step, failing with an error that is os.ErrExist when
+// b exists (renameat2 RENAME_NOREPLACE): of two publishers racing for one name, exactly one wins.
+// Where the filesystem cannot, it checks and renames, which leaves a window between the two.
+func renameNew(a, b string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP) {
+		return checkAndRename(a, b)
+	}
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: a, New: b, Err: err}
+	}
+	return nil
 }

@@ -70,7 +70,7 @@ func TestFindModelFile(t *testing.T) {
 // folder empty.
 func TestFindModelFileMetadataWithoutModel(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "iris", "v1")
-	if err := Publish(dir, ModelFileName(FormatJSON), []byte(`{"learner":{}}`), &Metadata{Rounds: 20}); err != nil {
+	if err := Publish(dir, ModelFileName(FormatJSON), []byte(`{"learner":{}}`), &Metadata{Rounds: 20}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(filepath.Join(dir, "model.json")); err != nil {

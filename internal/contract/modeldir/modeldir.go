@@ -53,6 +53,9 @@ type Metadata struct {
 	XGBoostVersion string               `json:"xgboost_version"`
 	WorldSize      int                  `json:"world_size"`
 	TrainRows      int                  `json:"train_rows"`
+	// Producer is who wrote the folder: the job's name (launch-xgboostjob passes it as
+	// --producer), so a retried job may replace its own earlier output and nothing else.
+	Producer string `json:"producer,omitempty"`
 	// ResumedAt are the rounds training resumed at from checkpoints after its gang restarted,
 	// oldest first; absent when it ran through.
 	ResumedAt []int `json:"resumed_at,omitempty"`
@@ -81,9 +84,12 @@ var writeFile = writeSynced
 var exchangeNames = exchange
 
 // Publish makes dir hold exactly the model (as modelFile, e.g. "model.json") and md, whose
-// ModelFile and ModelSHA256 it sets, through PublishFolder: a reader, or a crash at any moment,
-// sees the old folder or the new one whole, never a model without its metadata.
-func Publish(dir, modelFile string, model []byte, md *Metadata) error {
+// ModelFile and ModelSHA256 it sets: a reader, or a crash at any moment, sees the old folder or
+// the new one whole, never a model without its metadata. With replace it swaps an existing model
+// folder for the new one (PublishFolder); without, an existing folder is left as it is and the
+// result is an *ExistsError (PublishNewFolder): a model version something may be serving is never
+// replaced by accident, even by a publisher that raced for the same name.
+func Publish(dir, modelFile string, model []byte, md *Metadata, replace bool) error {
 	if modelFile == "" || modelFile != filepath.Base(modelFile) || modelFile == MetadataFile {
 		return fmt.Errorf("publish model folder %s: model file name %q: want a plain name such as model.json", dir, modelFile)
 	}
@@ -94,10 +100,55 @@ func Publish(dir, modelFile string, model []byte, md *Metadata) error {
 	if err != nil {
 		return fmt.Errorf("publish model folder %s: %w", dir, err)
 	}
-	if err := PublishFolder(dir, ModelFolder, []File{{modelFile, model}, {MetadataFile, append(js, '\n')}}); err != nil {
+	files := []File{{modelFile, model}, {MetadataFile, append(js, '\n')}}
+	if replace {
+		err = PublishFolder(dir, ModelFolder, files)
+	} else {
+		err = PublishNewFolder(dir, ModelFolder, files)
+	}
+	var exists *ExistsError
+	if err != nil && !errors.As(err, &exists) {
 		return fmt.Errorf("publish model folder %s: %w", dir, err)
 	}
-	return nil
+	return err
+}
+
+// ExistsError is a model folder that exists where a new one was to be published without
+// replacing anything.
+type ExistsError struct {
+	Dir string
+	// Producer is who wrote the existing folder (its metadata's producer), "" when unknown.
+	Producer string
+}
+
+func (e *ExistsError) Error() string {
+	by := ""
+	if e.Producer != "" {
+		by = " (written by " + e.Producer + ")"
+	}
+	return fmt.Sprintf("model folder %s exists%s: a published model version is never replaced; train into another version (model_version), or replace it on purpose with overwrite", e.Dir, by)
+}
+
+// CheckNew reports whether a model may be published at dir without replacing one: nil when dir
+// does not exist, or when it holds a model whose metadata names producer (non-empty) as its
+// writer (own is then true: an earlier attempt of the same job, which may replace its own
+// output); an *ExistsError otherwise.
+func CheckNew(dir, producer string) (own bool, err error) {
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	md, err := ReadMetadata(dir)
+	if err != nil {
+		// A folder without readable metadata is no published model, but it is not ours to
+		// replace either.
+		return false, &ExistsError{Dir: dir}
+	}
+	if producer != "" && md.Producer == producer {
+		return true, nil
+	}
+	return false, &ExistsError{Dir: dir, Producer: md.Producer}
 }
 
 // File is one file of a folder PublishFolder writes.
@@ -173,7 +224,18 @@ func CheckReplaceable(dir string, kind Kind) error {
 // filesystem supports it, and then removed; so an existing dir must be one of kind
 // (CheckReplaceable), or nothing is written. The folder is 0755: readers (the runtime, trainer
 // pods) may run as another user.
-func PublishFolder(dir string, kind Kind, files []File) (err error) {
+func PublishFolder(dir string, kind Kind, files []File) error {
+	return publishFolder(dir, kind, files, true)
+}
+
+// PublishNewFolder is PublishFolder for a dir that must not exist: one that does is left
+// untouched and the result is an *ExistsError, also when another publisher created it while
+// this one wrote (the final rename never replaces: renameat2 RENAME_NOREPLACE).
+func PublishNewFolder(dir string, kind Kind, files []File) error {
+	return publishFolder(dir, kind, files, false)
+}
+
+func publishFolder(dir string, kind Kind, files []File, replace bool) (err error) {
 	dir = filepath.Clean(dir)
 	parent := filepath.Dir(dir)
 	for _, f := range files {
@@ -181,7 +243,11 @@ func PublishFolder(dir string, kind Kind, files []File) (err error) {
 			return fmt.Errorf("file name %q: want a plain name of a %s", f.Name, kind.Name)
 		}
 	}
-	if err := CheckReplaceable(dir, kind); err != nil {
+	if !replace {
+		if _, err := os.Lstat(dir); err == nil {
+			return existsError(dir)
+		}
+	} else if err := CheckReplaceable(dir, kind); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -208,7 +274,13 @@ func PublishFolder(dir string, kind Kind, files []File) (err error) {
 	if err := syncDir(tmp); err != nil {
 		return err
 	}
-	if err := swapIn(tmp, dir); err != nil {
+	if !replace {
+		if err := renameNew(tmp, dir); errors.Is(err, os.ErrExist) {
+			return existsError(dir)
+		} else if err != nil {
+			return err
+		}
+	} else if err := swapIn(tmp, dir); err != nil {
 		return err
 	}
 	// The rename is durable only once the parent folder's entry is.
@@ -285,4 +357,21 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// checkAndRename renames a to b unless b exists.
+func checkAndRename(a, b string) error {
+	if _, err := os.Lstat(b); err == nil {
+		return &os.LinkError{Op: "rename", Old: a, New: b, Err: os.ErrExist}
+	}
+	return os.Rename(a, b)
+}
+
+// existsError describes the existing folder at dir, naming its producer where its metadata says.
+func existsError(dir string) *ExistsError {
+	e := &ExistsError{Dir: dir}
+	if md, err := ReadMetadata(dir); err == nil {
+		e.Producer = md.Producer
+	}
+	return e
 }

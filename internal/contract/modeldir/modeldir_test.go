@@ -64,7 +64,7 @@ func TestPublish(t *testing.T) {
 			}
 			model := []byte(`{"learner":{}}`)
 			md := &Metadata{Objective: "binary:logistic", NumFeatures: 2}
-			if err := Publish(dir, ModelFileName(FormatJSON), model, md); err != nil {
+			if err := Publish(dir, ModelFileName(FormatJSON), model, md, true); err != nil {
 				t.Fatal(err)
 			}
 			if got := entries(t, dir); !slices.Equal(got, []string{MetadataFile, "model.json"}) {
@@ -118,7 +118,7 @@ func TestPublishFailureLeavesNoModel(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				err := Publish(dir, "model.json", []byte(`{"learner":{}}`), &Metadata{Objective: "reg:squarederror"})
+				err := Publish(dir, "model.json", []byte(`{"learner":{}}`), &Metadata{Objective: "reg:squarederror"}, true)
 				if err == nil || !strings.Contains(err.Error(), "no space left") || !strings.Contains(err.Error(), dir) {
 					t.Fatalf("err = %v, want the write failure naming the folder", err)
 				}
@@ -154,7 +154,7 @@ func TestPublishRejects(t *testing.T) {
 		{filepath.Join(parent, "v"), MetadataFile, "plain name"},
 	}
 	for _, c := range cases {
-		err := Publish(c.dir, c.modelFile, []byte("{}"), &Metadata{})
+		err := Publish(c.dir, c.modelFile, []byte("{}"), &Metadata{}, true)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Publish(%s, %s) = %v, want %q", c.dir, c.modelFile, err, c.want)
 		}
@@ -218,7 +218,7 @@ func TestPublishRefusesWhatIsNotAModelFolder(t *testing.T) {
 				}
 			}
 			before := tree(t, dir)
-			err := Publish(dir, "model.json", []byte(`{"learner":{}}`), &Metadata{Objective: "reg:squarederror"})
+			err := Publish(dir, "model.json", []byte(`{"learner":{}}`), &Metadata{Objective: "reg:squarederror"}, true)
 			if err == nil || !strings.Contains(err.Error(), "is not a model folder") || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want a refusal saying %q", err, c.want)
 			}
@@ -235,7 +235,7 @@ func TestPublishRefusesWhatIsNotAModelFolder(t *testing.T) {
 	if err := os.Symlink(t.TempDir(), filepath.Join(parent, "v1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := Publish(filepath.Join(parent, "v1"), "model.json", []byte("{}"), &Metadata{}); err == nil || !strings.Contains(err.Error(), "is not a folder") {
+	if err := Publish(filepath.Join(parent, "v1"), "model.json", []byte("{}"), &Metadata{}, true); err == nil || !strings.Contains(err.Error(), "is not a folder") {
 		t.Fatalf("publishing over a symlink: %v", err)
 	}
 }

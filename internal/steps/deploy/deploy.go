@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"regexp"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
+	"github.com/gangboost/gangboost/internal/contract/modeldir"
 )
 
 // Service is one model served under a name, independent of the backend that serves it.
@@ -45,6 +47,10 @@ type Service struct {
 	Timeout time.Duration
 	// RunID is the pipeline run deploying it (may be empty); recorded on the service.
 	RunID string
+	// ModelSHA256 is the model file's sha256 from the folder's metadata.json ("" when this step
+	// cannot see the folder). It reaches the predictor's pod template, so a version replaced on
+	// purpose (launch's overwrite) under the same model_uri rolls the pods onto the new bytes.
+	ModelSHA256 string
 	// DeploymentMode is KServe's for this service (RawDeployment, Serverless, or "" for the
 	// cluster's default). The gangboost runtimes' gRPC port and port-forwarding to the
 	// predictor need RawDeployment; Kubeflow's KServe install defaults to Serverless.
@@ -61,6 +67,24 @@ var DeploymentModes = []string{"RawDeployment", "Serverless", "Standard", "Knati
 // LocalModelDir is the model folder as this step sees it: ModelPath under MountPath, never
 // outside it.
 func (s *Service) LocalModelDir() (string, error) { return claim.Join(s.MountPath, s.ModelPath) }
+
+// ReadModelSHA256 sets ModelSHA256 from the model folder's metadata.json where this step sees
+// the claim; a folder it cannot see leaves it empty (the pods then follow the model_uri alone).
+func (s *Service) ReadModelSHA256() error {
+	dir, err := s.LocalModelDir()
+	if err != nil {
+		return err
+	}
+	md, err := modeldir.ReadMetadata(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("model_uri %s: %w", s.ModelURI, err)
+	}
+	s.ModelSHA256 = md.ModelSHA256
+	return nil
+}
 
 // Endpoint is where a ready service answers: the step's outputs.
 type Endpoint struct {

@@ -129,7 +129,7 @@ func TestDisagreementFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := modeldir.Publish(other, md.ModelFile, model, md); err != nil {
+	if err := modeldir.Publish(other, md.ModelFile, model, md, false); err != nil {
 		t.Fatal(err)
 	}
 	s, err := evaluate.Run(context.Background(), options(claim, url, res, "pvc://"+evaltest.ClaimName+"/models/iris/other"))

@@ -81,7 +81,7 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 		Resources: Resources{CPU: str("cpu", "1"), Memory: str("memory", "1Gi"), GPUs: integer("gpus", 0, 0, math.MaxInt32)},
 		Claim:     str("pvc_name", ""),
 		MountPath: str("pvc_mount_path", "/mnt/pvc"),
-		ModelName: str("model_name", ""), ModelVersion: str("model_version", "v1"),
+		ModelName: str("model_name", ""), ModelVersion: str("model_version", ""),
 		Port: int32(integer("master_port", 9999, 1, 65535)),
 		Gang: Gang{
 			MinAvailable:    int32(integer("min_available", 0, 0, math.MaxInt32)),
@@ -92,6 +92,16 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 		CleanPodPolicy: str("clean_pod_policy", "Running"),
 		RestartPolicy:  str("restart_policy", RestartNever),
 		ServiceAccount: str("service_account", ""),
+	}
+	switch ow := str("overwrite", "false"); ow {
+	case "false":
+	case "true":
+		j.Overwrite = true
+	default:
+		errs = append(errs, fmt.Errorf("overwrite %q: want true or false", ow))
+	}
+	if j.ModelVersion == "" {
+		j.ModelVersion = DefaultModelVersion(j.Identity.RunID)
 	}
 	if j.API != APIXGBoostJob && j.API != APITrainJob {
 		errs = append(errs, fmt.Errorf("job_api %q: want %s (Training Operator v1 XGBoostJob) or %s (Kubeflow Trainer v2 TrainJob)", j.API, APIXGBoostJob, APITrainJob))
@@ -275,7 +285,8 @@ var Inputs = []kfp.Input{
 	{Name: "run_id", Type: kfp.String, Description: "the run's UUID: the pipeline passes {{$.pipeline_job_uuid}}"},
 	{Name: "task_name", Type: kfp.String, Description: "the task's name: the pipeline passes {{$.pipeline_task_name}}"},
 	{Name: "model_name", Type: kfp.String, Description: "the model goes to models/<model_name>/<model_version> on the claim"},
-	{Name: "model_version", Type: kfp.String, Default: "v1"},
+	{Name: "model_version", Type: kfp.String, Default: "", Description: "the version folder; default run-<the run id's first 8 characters>, new for every run. A version that exists is never replaced: the step fails before any job is created"},
+	{Name: "overwrite", Type: kfp.String, Default: "false", Description: "true: replace the model_version folder even when another run wrote it; deploy then rolls out what serves it (the pods follow the model's sha256)"},
 	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding data and models"},
 	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where the trainer pods mount the claim"},
 	{Name: "pvc_local_path", Type: kfp.String, Default: "", Description: "where this step sees the claim (its pvcMount); default pvc_mount_path"},

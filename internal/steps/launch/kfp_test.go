@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,7 +91,7 @@ func TestJobFromExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(args, " ")
-	want := "--train /mnt/pvc/datasets/iris/train.csv --objective multi:softprob --num-round 20 --param grow_policy=lossguide --param max_bin=64 --checkpoint-dir /mnt/pvc/checkpoints/iris/v1 --model-dir /mnt/pvc/models/iris/v1"
+	want := "--train /mnt/pvc/datasets/iris/train.csv --objective multi:softprob --num-round 20 --param grow_policy=lossguide --param max_bin=64 --checkpoint-dir /mnt/pvc/checkpoints/iris/run-r1 --model-dir /mnt/pvc/models/iris/run-r1 --producer " + j.Name
 	if got != want {
 		t.Errorf("trainer args = %q\nwant %q", got, want)
 	}
@@ -163,7 +164,7 @@ func TestWriteOutputs(t *testing.T) {
 	dir := filepath.Join(claim, "models", "iris", "v1")
 	md := &modeldir.Metadata{Objective: "multi:softprob", Rounds: 3, Classes: []string{"a", "b", "c"}, WorldSize: 2,
 		Metrics: map[string][]float64{"eval-mlogloss": {0.9, 0.5, 0.3}, "train-mlogloss": {0.8, 0.4, 0.2}}}
-	if err := modeldir.Publish(dir, modeldir.ModelFileName(modeldir.FormatJSON), []byte(`{"learner":{}}`), md); err != nil {
+	if err := modeldir.Publish(dir, modeldir.ModelFileName(modeldir.FormatJSON), []byte(`{"learner":{}}`), md, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteOutputs(e, j, claim); err != nil {
@@ -208,7 +209,7 @@ func TestObjectStoreData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := strings.Join(args, " "), "--train minio://mlpipeline/v2/artifacts/p/r/prep/train --s3-path-style --label label --checkpoint-dir /mnt/pvc/checkpoints/higgs/v1 --model-dir /mnt/pvc/models/higgs/v1"; got != want {
+	if got, want := strings.Join(args, " "), "--train minio://mlpipeline/v2/artifacts/p/r/prep/train --s3-path-style --label label --checkpoint-dir /mnt/pvc/checkpoints/higgs/run-r1 --model-dir /mnt/pvc/models/higgs/run-r1 --producer "+j.Name; got != want {
 		t.Errorf("trainer args = %q\nwant %q", got, want)
 	}
 	if o := j.Data.ObjectStore; o.Secret != "mlpipeline-minio-artifact" || o.AccessKeyKey != "accesskey" || o.SecretKeyKey != "secretkey" {
@@ -237,5 +238,67 @@ func TestObjectStoreData(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want %q", uri, err, want)
 		}
+	}
+}
+
+// The default version is new for every run and the same for every attempt of one; a version that
+// exists is refused before a job is created unless this job wrote it, or with overwrite.
+func TestModelVersionNeverReplaced(t *testing.T) {
+	if a, b := DefaultModelVersion("0B7C3F8E-6b1e-4a51"), DefaultModelVersion("0b7c3f8e-6b1e-4a51"); a != "run-0b7c3f8e" || a != b {
+		t.Errorf("DefaultModelVersion = %q and %q, want run-0b7c3f8e for both", a, b)
+	}
+	if a, b := DefaultModelVersion("run-one"), DefaultModelVersion("run-two"); a == b {
+		t.Errorf("two runs share the default version %q", a)
+	}
+	localClaim := t.TempDir()
+	params := func(extra map[string]any) map[string]any {
+		p := map[string]any{"run_id": "8d1f00aa-1", "task_name": "train", "model_name": "iris", "pvc_name": "models", "dataset": "iris"}
+		for k, v := range extra {
+			p[k] = v
+		}
+		return p
+	}
+	job := func(extra map[string]any) *Job {
+		t.Helper()
+		j, _, err := JobFromExecutor(executor(t, params(extra), t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	j := job(nil)
+	if j.ModelVersion != "run-8d1f00aa" || j.Overwrite {
+		t.Fatalf("defaults: version %q overwrite %v", j.ModelVersion, j.Overwrite)
+	}
+	if err := j.CheckModelVersion(localClaim); err != nil {
+		t.Fatalf("a new version: %v", err)
+	}
+	// Another run's model at v1.
+	v1 := filepath.Join(localClaim, "models", "iris", "v1")
+	if err := modeldir.Publish(v1, "model.json", []byte("{}"), &modeldir.Metadata{Producer: "train-0123456789"}, false); err != nil {
+		t.Fatal(err)
+	}
+	err := job(map[string]any{"model_version": "v1"}).CheckModelVersion(localClaim)
+	for _, want := range []string{"iris/v1 exists", "claim models", "train-0123456789", "no job was created", "model_version", "overwrite=true"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("existing version: %v, want it to say %q", err, want)
+		}
+	}
+	if err := job(map[string]any{"model_version": "v1", "overwrite": "true"}).CheckModelVersion(localClaim); err != nil {
+		t.Errorf("overwrite=true: %v", err)
+	}
+	// The same job's own earlier output: a retried step goes on.
+	own := job(map[string]any{"model_version": "v2"})
+	if err := modeldir.Publish(filepath.Join(localClaim, "models", "iris", "v2"), "model.json", []byte("{}"), &modeldir.Metadata{Producer: own.Name}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := own.CheckModelVersion(localClaim); err != nil {
+		t.Errorf("the job's own earlier output: %v", err)
+	}
+	if args, _ := job(map[string]any{"overwrite": "true"}).TrainerArgs("/mnt/pvc"); !slices.Contains(args, "--overwrite") {
+		t.Errorf("overwrite=true: trainer args %v lack --overwrite", args)
+	}
+	if _, _, err := JobFromExecutor(executor(t, params(map[string]any{"overwrite": "yes"}), t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"}); err == nil || !strings.Contains(err.Error(), `overwrite "yes"`) {
+		t.Errorf("overwrite=yes: %v", err)
 	}
 }

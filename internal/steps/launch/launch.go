@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
+	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/training/dataset"
 	"github.com/gangboost/gangboost/internal/training/trainflags"
 )
@@ -102,6 +103,10 @@ type Job struct {
 	Claim, MountPath string
 	// ModelName and ModelVersion place the model at models/<name>/<version> on the claim.
 	ModelName, ModelVersion string
+	// Overwrite lets the job replace a model version another job wrote; without it an existing
+	// version is refused before the job is created (CheckModelVersion), and the trainer refuses
+	// it again when it publishes.
+	Overwrite bool
 	// Port is the Master's port (xgboostjob-port, MASTER_PORT).
 	Port int32
 	Gang Gang
@@ -213,7 +218,62 @@ func (j *Job) TrainerArgs(root string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(args, "--checkpoint-dir", filepath.ToSlash(ckDir), "--model-dir", filepath.ToSlash(dir)), nil
+	args = append(args, "--checkpoint-dir", filepath.ToSlash(ckDir), "--model-dir", filepath.ToSlash(dir))
+	if j.Name != "" {
+		args = append(args, "--producer", j.Name)
+	}
+	if j.Overwrite {
+		args = append(args, "--overwrite")
+	}
+	return args, nil
+}
+
+// CheckModelVersion refuses a model version that exists on the claim (seen at localClaim) and
+// that this job did not write, unless Overwrite: a published version may be serving, and a
+// re-run would otherwise replace it under the running predictor. The job's own earlier output (a
+// retried step) is not refused.
+func (j *Job) CheckModelVersion(localClaim string) error {
+	if j.Overwrite {
+		return nil
+	}
+	rel, err := j.ModelPath()
+	if err != nil {
+		return err
+	}
+	dir, err := claim.Join(localClaim, rel)
+	if err != nil {
+		return err
+	}
+	_, err = modeldir.CheckNew(dir, j.Name)
+	var exists *modeldir.ExistsError
+	if errors.As(err, &exists) {
+		by := ""
+		if exists.Producer != "" {
+			by = " by job " + exists.Producer
+		}
+		return fmt.Errorf("model version %s/%s exists on claim %s (written%s): a published version is never replaced, so no job was created; leave model_version empty for a new version per run (run-<run id>), give another model_version, or set overwrite=true to replace it and roll out whatever serves it",
+			j.ModelName, j.ModelVersion, j.Claim, by)
+	}
+	return err
+}
+
+// DefaultModelVersion is the model version of a run that names none: "run-" and the first 8
+// letters and digits of its run id, lower case. Every attempt of the run's step gets the same
+// (a retry resumes its own version), every run another.
+func DefaultModelVersion(runID string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(runID) {
+		if b.Len() == 8 {
+			break
+		}
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "run-" + b.String()
 }
 
 // onClaim places a claim-relative path under root; an absolute path already under root stays (as

@@ -54,6 +54,9 @@ func deployModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) err
 			return err
 		}
 	}
+	if err := svc.ReadModelSHA256(); err != nil {
+		return err
+	}
 	d := &deploy.Deployer{Backend: backend, Log: os.Stdout}
 	ep, err := d.Run(ctx, svc)
 	if err != nil {

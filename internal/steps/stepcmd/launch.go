@@ -41,6 +41,10 @@ func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string
 	if err != nil {
 		return err
 	}
+	// A version that exists is refused before anything is created.
+	if err := job.CheckModelVersion(localClaim); err != nil {
+		return err
+	}
 	var backend launch.Backend
 	if isLocal {
 		if job.API == launch.APITrainJob {

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -39,6 +40,11 @@ type Job struct {
 	EvalFraction float64
 	ModelDir     string // receives model.<format> and metadata.json (rank 0 only)
 	ModelFormat  string // "json" or "ubj"
+	// Producer is who writes the model (metadata.json's producer): a ModelDir it wrote before
+	// (an earlier attempt of the same job) is replaced; any other existing one only with
+	// Overwrite.
+	Producer  string
+	Overwrite bool
 	// LogEvery makes only every k-th round eligible for a progress line (1: every round); a
 	// line is printed at most once a second or per 1% of the rounds, and for the last round.
 	LogEvery int
@@ -71,6 +77,25 @@ func (job Job) Validate() error {
 	return trainflags.CheckEvalFraction(job.EvalFraction)
 }
 
+// CheckModelDir reports whether the model may be published at ModelDir, and whether publishing
+// replaces a folder there: a new folder is published without replacing anything (of two
+// publishers racing for it, one wins); an existing one only when Producer wrote it or with
+// Overwrite, and then only when it is a model folder (it is replaced whole).
+func (job Job) CheckModelDir() (replace bool, err error) {
+	dir := filepath.Clean(job.ModelDir)
+	if !job.Overwrite {
+		own, err := modeldir.CheckNew(dir, job.Producer)
+		if err != nil || !own {
+			return false, err
+		}
+	}
+	if err := modeldir.CheckReplaceable(dir, modeldir.ModelFolder); err != nil {
+		return false, fmt.Errorf("--model-dir: %w", err)
+	}
+	_, err = os.Lstat(dir)
+	return err == nil, nil
+}
+
 // Result is what a rank knows when training ends.
 type Result struct {
 	Rounds int
@@ -96,11 +121,13 @@ func Run(ctx context.Context, job Job, cl gangenv.Cluster) (*Result, error) {
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}
-	// Publishing replaces the model folder whole: a --model-dir that holds anything else fails
-	// now, not after the training it would have cost.
+	// A --model-dir that may not be written fails now, not after the training it would have
+	// cost.
+	var replace bool
 	if cl.Rank == 0 && job.ModelDir != "" {
-		if err := modeldir.CheckReplaceable(filepath.Clean(job.ModelDir), modeldir.ModelFolder); err != nil {
-			return nil, fmt.Errorf("--model-dir: %w", err)
+		var err error
+		if replace, err = job.CheckModelDir(); err != nil {
+			return nil, err
 		}
 	}
 	if job.ModelFormat == "" {
@@ -194,7 +221,8 @@ func Run(ctx context.Context, job Job, cl gangenv.Cluster) (*Result, error) {
 		}
 	}
 	if cl.Rank == 0 && job.ModelDir != "" {
-		if err := modeldir.Publish(job.ModelDir, out.md.ModelFile, out.model, out.md); err != nil {
+		out.md.Producer = job.Producer
+		if err := modeldir.Publish(job.ModelDir, out.md.ModelFile, out.model, out.md, replace); err != nil {
 			return nil, err
 		}
 		out.res.ModelPath = filepath.Join(job.ModelDir, out.md.ModelFile)

@@ -35,7 +35,12 @@ type Flags struct {
 	Features                            []string
 	EvalFraction                        float64
 	ModelDir, ModelFormat               string
-	Params                              Params
+	// Producer is recorded in metadata.json as who wrote the model (launch-xgboostjob passes the
+	// job's name): an existing --model-dir this producer wrote may be replaced (a retried job).
+	Producer string
+	// Overwrite lets the model replace an existing model folder that another producer wrote.
+	Overwrite bool
+	Params    Params
 	// MaxLineBytes bounds an input line; MaxMatrixBytes the dense matrix of one rank (0: the
 	// trainer picks a share of the memory available).
 	MaxLineBytes, MaxMatrixBytes uint64
@@ -94,7 +99,9 @@ func New(name string) (*Flags, *flag.FlagSet) {
 	fs.StringVar(&f.Label, "label", "", "label column name (CSV; default for --dataset iris: species)")
 	fs.Var(&stringListFlag{&f.Features}, "features", "feature columns, comma-separated (default: every column but the label)")
 	fs.Float64Var(&f.EvalFraction, "eval-fraction", 0, "without --eval, hold out this fraction of the training rows for evaluation")
-	fs.StringVar(&f.ModelDir, "model-dir", "", "folder that receives model.json (or .ubj) and metadata.json, e.g. <pvc>/models/<model>/<version>; an existing folder must be a model folder (it is replaced whole)")
+	fs.StringVar(&f.ModelDir, "model-dir", "", "folder that receives model.json (or .ubj) and metadata.json, e.g. <pvc>/models/<model>/<version>; it must not exist yet, unless --producer wrote it or with --overwrite (a model folder is then replaced whole)")
+	fs.StringVar(&f.Producer, "producer", "", "who writes the model, recorded in metadata.json (the job's name); an existing --model-dir the same producer wrote is replaced (a retried job)")
+	fs.BoolVar(&f.Overwrite, "overwrite", false, "replace an existing model folder in --model-dir that another producer wrote")
 	fs.StringVar(&f.ModelFormat, "model-format", FormatJSON, "model file format: json or ubj")
 	fs.StringVar(&p.Objective, "objective", p.Objective, "learning objective, e.g. binary:logistic, multi:softprob, reg:squarederror")
 	fs.IntVar(&p.NumRound, "num-round", p.NumRound, fmt.Sprintf("boosting rounds (1 to %d)", MaxNumRound))

@@ -75,6 +75,19 @@ func TestLaunchTrainsAndAdopts(t *testing.T) {
 		t.Errorf("after the retry: %d XGBoostJobs (first uid %v), want the one job %s", len(jobs), uid, wantJob)
 	}
 
+	// Another run into the same version: refused before any job is created, naming the version.
+	again := e.newStep(uuid.NewString(), "train-iris", map[string]any{"model_name": "iris", "workers": 1})
+	r4 := e.runComponent(again, 2*time.Minute)
+	if r4.exitCode == 0 || r4.output != nil {
+		t.Fatalf("a second run into iris/v1: exit %d, output %v; want a refusal", r4.exitCode, r4.output)
+	}
+	if _, ok := r4.firstLine("model version iris/v1 exists", "written by job "+wantJob, "no job was created"); !ok {
+		t.Errorf("no refusal naming iris/v1 and the job that wrote it:\n%s", r4.text())
+	}
+	if jobs := e.jobs(); len(jobs) != 1 || jobs[0].UID != uid {
+		t.Errorf("after the refused run: %d XGBoostJobs, want only %s", len(jobs), wantJob)
+	}
+
 	// Another step whose job name is taken by a job it did not create.
 	other := e.newStep(uuid.NewString(), "train-iris", map[string]any{"model_name": "iris2"})
 	squatter := jobs[0].DeepCopy()

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/internal/steps/deploy/kube"
@@ -161,7 +162,7 @@ func (e *deployEnv) runDeploy(params map[string]any, timeout time.Duration) *dep
 	start := time.Now()
 	pods := &cluster.StepPods{C: e.c, Namespace: e.ns, ServiceAccount: e.serviceAccount}
 	code, err := pods.Execute(ctx, &localrun.Container{
-		Task: "deploy-inferenceservice", Image: image, Argv: argv, PipelineRoot: outDir,
+		Task: "deploy-inferenceservice", Image: image, Argv: argv, PipelineRoot: outDir, Claims: map[string]string{"/mnt/pvc": claim},
 		Output: func(line string) { fmt.Fprintf(&b, "  +%6.2fs %s\n", time.Since(start).Seconds(), line) },
 	})
 	r := &deployRun{log: b.String(), took: time.Since(start), files: map[string]string{}, exitCode: code}
@@ -370,6 +371,46 @@ func TestDeployComponent(t *testing.T) {
 			t.Errorf("the redeploy of the same model restarted the predictor: pod %s, before %s", after.Name, before.Name)
 		}
 		checkSame(t, "V2 REST output-0 after the redeploy", e.inferAt(r.param("url"), "iris"), wantV2)
+	})
+
+	// A version replaced on purpose (launch-xgboostjob's overwrite=true): the same model_uri with
+	// new bytes. The deploy step reads their sha256 from metadata.json on the claim it mounts; the
+	// pods roll onto them and answer as the new file predicts.
+	t.Run("Overwrite", func(t *testing.T) {
+		e := *e
+		e.t = t
+		e.removeServices()
+		v3Dir := e.train("v3", 20)
+		uri := "pvc://" + claim + "/models/iris/v3"
+		r := e.runDeploy(params(uri, 120), 3*time.Minute)
+		e.checkOutputs(r, "iris")
+		checkSame(t, "V2 REST output-0 before the overwrite", e.inferAt(r.param("url"), "iris"), libxgboostPredict(t, v3Dir, irisRows, 4))
+		before, _ := e.predictorPod("iris")
+		// v2's model published over v3, as a trainer with --overwrite does.
+		md, err := modeldir.ReadMetadata(v2Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		model, err := os.ReadFile(filepath.Join(v2Dir, md.ModelFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := modeldir.Publish(v3Dir, md.ModelFile, model, md, true); err != nil {
+			t.Fatal(err)
+		}
+		p := params(uri, 120)
+		p["run_id"] = "overwrite-run"
+		r = e.runDeploy(p, 3*time.Minute)
+		e.checkOutputs(r, "iris")
+		after, _ := e.predictorPod("iris")
+		if after.UID == before.UID || after.Annotations[kube.ModelSHA256Annotation] != md.ModelSHA256 {
+			t.Errorf("after the overwrite pod %s (uid %s) carries sha256 %q; want a new pod with %s (before: %s)",
+				after.Name, after.UID, after.Annotations[kube.ModelSHA256Annotation], md.ModelSHA256, before.UID)
+		}
+		if !strings.Contains(r.log, "rolling InferenceService "+e.ns+"/iris out to the new bytes of "+uri) {
+			t.Errorf("progress does not say it rolls out to the new bytes:\n%s", r.log)
+		}
+		checkSame(t, "V2 REST output-0 after the overwrite", e.inferAt(r.param("url"), "iris"), wantV2)
 	})
 
 	// A model folder without a model: the runtime exits naming it (--exit_on_load_failure in

@@ -151,11 +151,16 @@ func checkPackageRun(t *testing.T, e *deployEnv, serviceAccount string) {
 	if err := e.c.Client.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "iris"}, &isvc); err != nil {
 		t.Fatal(err)
 	}
-	if !isvc.Status.IsReady() || isvc.Spec.Predictor.Model.StorageURI == nil || *isvc.Spec.Predictor.Model.StorageURI != "pvc://"+claim+"/models/iris/v1" {
-		t.Errorf("InferenceService iris: ready %v, storageUri %v", isvc.Status.IsReady(), isvc.Spec.Predictor.Model.StorageURI)
+	// The run's own version (model_version left empty: run-<run id>), which the service serves.
+	versions, _ := filepath.Glob(filepath.Join(e.pvcDir, "models", "iris", "run-*"))
+	if len(versions) != 1 {
+		t.Fatalf("model versions on the claim: %v, want the run's one", versions)
 	}
-	if _, err := os.Stat(filepath.Join(e.pvcDir, "models", "iris", "v1", "model.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(versions[0], "model.json")); err != nil {
 		t.Errorf("model on the claim: %v", err)
+	}
+	if want := "pvc://" + claim + "/models/iris/" + filepath.Base(versions[0]); !isvc.Status.IsReady() || isvc.Spec.Predictor.Model.StorageURI == nil || *isvc.Spec.Predictor.Model.StorageURI != want {
+		t.Errorf("InferenceService iris: ready %v, storageUri %v, want %s", isvc.Status.IsReady(), isvc.Spec.Predictor.Model.StorageURI, want)
 	}
 
 	// The run's outputs, read back from each step's ExecutorOutput: the served accuracy on the

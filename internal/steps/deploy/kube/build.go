@@ -25,6 +25,9 @@ const (
 	// service serves.
 	ModelURIAnnotation = "gangboost.dev/model-uri"
 	RunIDAnnotation    = "gangboost.dev/run-id"
+	// ModelSHA256Annotation is the served model file's sha256: a version replaced on purpose
+	// under the same model URI changes it, and so rolls the pods onto the new bytes.
+	ModelSHA256Annotation = "gangboost.dev/model-sha256"
 	// ServingSpecAnnotation is a digest of what the predictor serves (the model spec and the
 	// annotations above, not the replicas). KServe copies the InferenceService's annotations
 	// into the predictor's pods, so a pod carrying the applied digest is of the applied version.
@@ -62,6 +65,9 @@ func InferenceService(s *deploy.Service) (*kserveapi.InferenceService, error) {
 	annotations := map[string]string{ModelURIAnnotation: s.ModelURI}
 	if s.RunID != "" {
 		annotations[RunIDAnnotation] = s.RunID
+	}
+	if s.ModelSHA256 != "" {
+		annotations[ModelSHA256Annotation] = s.ModelSHA256
 	}
 	if s.DeploymentMode != "" {
 		annotations[DeploymentModeAnnotation] = s.DeploymentMode

@@ -175,14 +175,15 @@ func TestServingSpecDigest(t *testing.T) {
 		t.Errorf("an equal quantity written otherwise changes the digest")
 	}
 	for name, change := range map[string]func(*deploy.Service){
-		"model_uri": func(s *deploy.Service) { s.ModelURI = "pvc://gangboost-models/models/iris/v3" },
-		"cpu":       func(s *deploy.Service) { s.CPU = "1" },
-		"memory":    func(s *deploy.Service) { s.Memory = "2Gi" },
-		"runtime":   func(s *deploy.Service) { s.Runtime = "gangboost-xgboost-grpc" },
-		"protocol":  func(s *deploy.Service) { s.ProtocolVersion = "grpc-v2" },
-		"run_id":    func(s *deploy.Service) { s.RunID = "another-run" },
-		"mode":      func(s *deploy.Service) { s.DeploymentMode = "Serverless" },
-		"fs_group":  func(s *deploy.Service) { s.FSGroup = ptr(int64(1000)) },
+		"model_uri":    func(s *deploy.Service) { s.ModelURI = "pvc://gangboost-models/models/iris/v3" },
+		"cpu":          func(s *deploy.Service) { s.CPU = "1" },
+		"memory":       func(s *deploy.Service) { s.Memory = "2Gi" },
+		"runtime":      func(s *deploy.Service) { s.Runtime = "gangboost-xgboost-grpc" },
+		"protocol":     func(s *deploy.Service) { s.ProtocolVersion = "grpc-v2" },
+		"run_id":       func(s *deploy.Service) { s.RunID = "another-run" },
+		"model_sha256": func(s *deploy.Service) { s.ModelSHA256 = "3b1f0c" },
+		"mode":         func(s *deploy.Service) { s.DeploymentMode = "Serverless" },
+		"fs_group":     func(s *deploy.Service) { s.FSGroup = ptr(int64(1000)) },
 	} {
 		if digest(change) == base {
 			t.Errorf("%s does not change the digest", name)

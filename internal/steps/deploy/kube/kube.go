@@ -51,8 +51,9 @@ type appliedVersion struct {
 	specChanged bool
 	// servingSpec is the ServingSpecAnnotation the pods of the applied version carry.
 	servingSpec string
-	// previous is the model the service served before, "" for a new service.
-	previous string
+	// previous is the model the service served before, "" for a new service; previousSHA its
+	// sha256 as recorded on the service.
+	previous, previousSHA string
 }
 
 var _ deploy.Backend = (*Backend)(nil)
@@ -81,15 +82,18 @@ func key(s *deploy.Service) string { return s.Namespace + "/" + s.Name }
 // the component's field manager: a new model_uri rolls the predictor out to the new model.
 // KServe copies the InferenceService's annotations into the predictor's pod template, so an
 // annotation that changed would restart the pods: the run annotation keeps naming the run that
-// deployed the model while the model stays the same.
+// deployed the model while the model (its URI and its bytes' sha256) stays the same. New bytes
+// under the same URI (a version overwritten on purpose) change the sha256 annotation, and the
+// pods roll onto them.
 func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 	var before kserveapi.InferenceService
-	beforeRV, previous, beforeGen := "", "", int64(0)
+	beforeRV, previous, previousSHA, beforeGen := "", "", "", int64(0)
 	desired := *s
 	switch err := b.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &before); {
 	case err == nil:
 		beforeRV, previous, beforeGen = before.ResourceVersion, storageURI(&before), before.Generation
-		if run, ok := before.Annotations[RunIDAnnotation]; ok && before.Annotations[ModelURIAnnotation] == s.ModelURI {
+		previousSHA = before.Annotations[ModelSHA256Annotation]
+		if run, ok := before.Annotations[RunIDAnnotation]; ok && before.Annotations[ModelURIAnnotation] == s.ModelURI && previousSHA == s.ModelSHA256 {
 			desired.RunID = run
 		}
 	case apierrors.IsNotFound(err):
@@ -114,7 +118,7 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 		b.applied = map[string]appliedVersion{}
 	}
 	b.applied[key(s)] = appliedVersion{resourceVersion: u.GetResourceVersion(), changed: u.GetResourceVersion() != beforeRV,
-		specChanged: u.GetGeneration() != beforeGen, previous: previous, servingSpec: isvc.Annotations[ServingSpecAnnotation]}
+		specChanged: u.GetGeneration() != beforeGen, previous: previous, previousSHA: previousSHA, servingSpec: isvc.Annotations[ServingSpecAnnotation]}
 	b.mu.Unlock()
 	return nil
 }
@@ -168,6 +172,8 @@ func (b *Backend) newWatcher(s *deploy.Service, r client.Reader, progress func(s
 		progress(fmt.Sprintf("created InferenceService %s/%s", s.Namespace, s.Name))
 	case applied.previous != s.ModelURI:
 		progress(fmt.Sprintf("rolling InferenceService %s/%s out from %s to %s", s.Namespace, s.Name, applied.previous, s.ModelURI))
+	case applied.previousSHA != s.ModelSHA256 && s.ModelSHA256 != "":
+		progress(fmt.Sprintf("rolling InferenceService %s/%s out to the new bytes of %s (model sha256 %.12s, was %.12s)", s.Namespace, s.Name, s.ModelURI, s.ModelSHA256, orNone(applied.previousSHA)))
 	case applied.changed:
 		progress(fmt.Sprintf("updated InferenceService %s/%s", s.Namespace, s.Name))
 	default:
