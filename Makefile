@@ -8,7 +8,7 @@ export GANGBOOST_BIN_DIR := $(BIN)
 
 # The pipeline components: each bin/<name> is a link to gangboost-components, which runs the
 # component its name says (one binary, not four copies of the Kubernetes client libraries).
-COMPONENTS := launch-xgboostjob deploy-inferenceservice evaluate prepare-data
+COMPONENTS := launch-xgboostjob deploy-inferenceservice evaluate prepare-data promote-model
 BINARIES := gangboost-train gangboost-runtime gangboost-components $(COMPONENTS) gangboost
 # The one version every image tag, manifest and component spec carries (a test checks).
 VERSION := $(shell cat VERSION)

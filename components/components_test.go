@@ -9,7 +9,7 @@ import (
 // component and its executor.
 func TestEmbedded(t *testing.T) {
 	names := Names()
-	for _, want := range []string{"deploy-inferenceservice", "evaluate", "launch-xgboostjob", "prepare-data"} {
+	for _, want := range []string{"deploy-inferenceservice", "evaluate", "launch-xgboostjob", "prepare-data", "promote-model"} {
 		if !strings.Contains(","+strings.Join(names, ",")+",", ","+want+",") {
 			t.Errorf("Names() = %v, missing %s", names, want)
 		}

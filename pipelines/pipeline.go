@@ -1,7 +1,7 @@
 // Package pipelines builds the xgboost-volcano KFP pipeline package from the components'
 // embedded specs (components/*/component.yaml): PipelineSpec IR whose DAG runs prepare-data ->
-// launch-xgboostjob -> deploy-inferenceservice -> evaluate, plus the Kubernetes platform
-// document that mounts the claim on every step.
+// launch-xgboostjob -> deploy-inferenceservice -> evaluate -> promote-model, plus the Kubernetes
+// platform document that mounts the claim on every step.
 package pipelines
 
 import (
@@ -20,7 +20,7 @@ import (
 const Name = "xgboost-volcano"
 
 // Description is the pipeline's description.
-const Description = "Prepares a data set on a PVC, trains XGBoost as a gang-scheduled XGBoostJob (Training Operator + Volcano), serves the model with KServe (gangboost-xgboost, V2) and evaluates the endpoint."
+const Description = "Prepares a data set on a PVC, trains XGBoost as a gang-scheduled XGBoostJob (Training Operator + Volcano), serves the model with KServe (gangboost-xgboost, V2) beside the model that serves, evaluates both on the same test set and promotes the new one only if it wins."
 
 // The tasks, each named after the component it runs.
 const (
@@ -28,10 +28,11 @@ const (
 	Launch      = "launch-xgboostjob"
 	Deploy      = "deploy-inferenceservice"
 	Evaluate    = "evaluate"
+	Promote     = "promote-model"
 )
 
 // Tasks are the pipeline's tasks in run order.
-var Tasks = []string{PrepareData, Launch, Deploy, Evaluate}
+var Tasks = []string{PrepareData, Launch, Deploy, Evaluate, Promote}
 
 // sdkVersion is the KFP SDK whose IR the package follows (as the components' specs do).
 const sdkVersion = "kfp-2.14.3"
@@ -116,11 +117,11 @@ var Parameters = []Parameter{
 	{Name: "early_stopping_rounds", Feeds: feeds(Launch, "early_stopping_rounds")},
 	{Name: "xgb_params", Feeds: feeds(Launch, "xgb_params")},
 	// Model and serving.
-	{Name: "model_name", Feeds: append(feeds(Launch, "model_name"), feeds(Deploy, "name")...), Default: "iris",
+	{Name: "model_name", Feeds: append(append(feeds(Launch, "model_name"), feeds(Deploy, "name")...), feeds(Promote, "name")...), Default: "iris",
 		Description: "the model goes to models/<model_name>/<model_version> on the claim and is served by the InferenceService <model_name>"},
 	{Name: "model_version", Feeds: feeds(Launch, "model_version"), Description: "the model's version folder under models/<model_name>/; empty: run-<run id>, new for every run (an existing version is never replaced)"},
 	{Name: "overwrite", Feeds: feeds(Launch, "overwrite")},
-	{Name: "namespace", Feeds: append(feeds(Launch, "namespace"), feeds(Deploy, "namespace")...),
+	{Name: "namespace", Feeds: append(append(feeds(Launch, "namespace"), feeds(Deploy, "namespace")...), feeds(Promote, "namespace")...),
 		Description: "where the XGBoostJob and the InferenceService go; default the steps' namespace"},
 	{Name: "serving_cpu", Feeds: feeds(Deploy, "cpu"), Description: "CPU of each serving replica"},
 	{Name: "serving_memory", Feeds: feeds(Deploy, "memory"), Description: "memory of each serving replica"},
@@ -128,6 +129,12 @@ var Parameters = []Parameter{
 	{Name: "max_replicas", Feeds: feeds(Deploy, "max_replicas"), Description: "serving replicas at most"},
 	{Name: "deploy_timeout_seconds", Feeds: feeds(Deploy, "timeout_seconds"), Description: "how long the InferenceService may take to become Ready before the deploy step fails"},
 	{Name: "deployment_mode", Feeds: feeds(Deploy, "deployment_mode")},
+	// Promotion: the new model beside the one that serves, compared on the same test set.
+	{Name: "promotion", Feeds: feeds(Deploy, "promotion")},
+	{Name: "challenger_traffic_percent", Feeds: feeds(Deploy, "challenger_traffic_percent")},
+	{Name: "promote_policy", Feeds: feeds(Evaluate, "promote_policy")},
+	{Name: "promote_metric", Feeds: feeds(Evaluate, "promote_metric")},
+	{Name: "min_improvement", Feeds: feeds(Evaluate, "min_improvement")},
 	// Pod security: a platform's policy (a Kubeflow profile's Pod Security Standard, OpenShift's
 	// SCC ranges) applies to the trainer and the predictor pods alike, and the predictor reads
 	// what the trainer wrote on the same claim, so one setting serves both.
@@ -143,7 +150,7 @@ var Parameters = []Parameter{
 	{Name: "evaluate_timeout_seconds", Feeds: feeds(Evaluate, "timeout_seconds"), Description: "deadline of the evaluation"},
 	{Name: "auth_token_path", Feeds: feeds(Evaluate, "auth_token_path")},
 	// The claim: every step that touches it gets its name.
-	{Name: claimInput, Feeds: []Target{{PrepareData, claimInput}, {Launch, claimInput}, {Deploy, claimInput}, {Evaluate, claimInput}}},
+	{Name: claimInput, Feeds: []Target{{PrepareData, claimInput}, {Launch, claimInput}, {Deploy, claimInput}, {Evaluate, claimInput}, {Promote, claimInput}}},
 }
 
 // Output is one output parameter of one task.
@@ -160,6 +167,15 @@ var Wires = map[Target]Output{
 	{Evaluate, "test_path"}:  {PrepareData, "test_path"},
 	{Evaluate, "label"}:      {PrepareData, "label"},
 	{Evaluate, "model_uri"}:  {Launch, "model_uri"},
+	// The champion deploy found serving, measured beside the new model.
+	{Evaluate, "champion_url"}:       {Deploy, "champion_url"},
+	{Evaluate, "champion_model_uri"}: {Deploy, "champion_model_uri"},
+	// The verdict, applied to what deploy put beside the champion.
+	{Promote, "model_uri"}:          {Launch, "model_uri"},
+	{Promote, "promote"}:            {Evaluate, "promote"},
+	{Promote, "decision_reason"}:    {Evaluate, "decision_reason"},
+	{Promote, "champion_model_uri"}: {Deploy, "champion_model_uri"},
+	{Promote, "challenger"}:         {Deploy, "challenger"},
 }
 
 // Result is one output of the pipeline (its root DAG's): a task's output under a name of its own.
@@ -178,6 +194,10 @@ var Results = []Result{
 	{"rmse", Evaluate, "rmse"},
 	{"evaluation_metrics", Evaluate, "metrics"},
 	{"evaluation_report", Evaluate, "report"},
+	{"decision", Evaluate, "decision"},
+	{"promoted", Promote, "promoted"},
+	{"serving_model_uri", Promote, "serving_model_uri"},
+	{"previous_model_uri", Promote, "previous_model_uri"},
 }
 
 // constants are the task inputs with a value fixed in the package. KFP's driver replaces a
@@ -187,7 +207,8 @@ func constants(o Options) map[Target]any {
 		{Launch, "run_id"}:    "{{$.pipeline_job_uuid}}",
 		{Launch, "task_name"}: "{{$.pipeline_task_name}}",
 		// The InferenceService records the run that deployed its model.
-		{Deploy, "run_id"}: "{{$.pipeline_job_uuid}}",
+		{Deploy, "run_id"}:  "{{$.pipeline_job_uuid}}",
+		{Promote, "run_id"}: "{{$.pipeline_job_uuid}}",
 		// Where this step sees the claim, and where the trainer pods mount it.
 		{Launch, "pvc_local_path"}: o.MountPath,
 	}

@@ -38,7 +38,7 @@ LDFLAGS="-X github.com/gangboost/gangboost/internal/contract/version.Registry=$R
 # The Debian packages the trainer's root is made of: libxgboost and what it and the binary link.
 DEBS=(libxgboost0 libdmlc0 libgomp1 libstdc++6 libgcc-s1 libc6 gcc-12-base)
 # The components' commands: links to gangboost-components, which runs the one its name says.
-COMPONENTS=(launch-xgboostjob deploy-inferenceservice evaluate prepare-data)
+COMPONENTS=(launch-xgboostjob deploy-inferenceservice evaluate prepare-data promote-model)
 
 command -v buildah >/dev/null || { echo "buildah is missing: apt-get install -y buildah" >&2; exit 1; }
 # triplet is Debian's multiarch name of architecture $1 (library folders, cross compiler prefix).

@@ -102,7 +102,7 @@ func TestLocalDemo(t *testing.T) {
 		t.Fatalf("gangboost pipeline run --local: %v\n%s", err, out.String())
 	}
 	text := out.String()
-	for _, want := range []string{"[step 1/4] prepare-data started", "[step 2/4] launch-xgboostjob succeeded", "[step 4/4] evaluate succeeded",
+	for _, want := range []string{"[step 1/5] prepare-data started", "[step 2/5] launch-xgboostjob succeeded", "[step 4/5] evaluate succeeded", "[step 5/5] promote-model succeeded",
 		"== gangboost demo: SUCCEEDED (1 Master + 2 Workers)", "confusion matrix:", "endpoint   http://127.0.0.1:", "curl -s http://127.0.0.1:",
 		"latency    p50 "} {
 		if !strings.Contains(text, want) {
@@ -210,7 +210,7 @@ func TestLocalDemoInterrupted(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Errorf("exit %v, want 130\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "[step 2/4] launch-xgboostjob stopped after") {
+	if !strings.Contains(out.String(), "[step 2/5] launch-xgboostjob stopped after") {
 		t.Errorf("the launch step was not the one stopped:\n%s", out.String())
 	}
 	// A local gang does not outlive its step: what the run says must be what it does.

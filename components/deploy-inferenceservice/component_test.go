@@ -103,7 +103,7 @@ func TestLocalBackend(t *testing.T) {
 	params := deploy.Component(image).DefaultParameters()
 	params["name"], params["model_uri"], params["pvc_mount_path"] = "iris", "pvc://gangboost-models/models/iris/v1", claim
 	outParams := map[string]any{}
-	for _, o := range []string{deploy.OutputURL, deploy.OutputExternalURL, deploy.OutputGRPCAddress, deploy.OutputModelName} {
+	for _, o := range deploy.OutputNames {
 		outParams[o] = map[string]any{"outputFile": filepath.Join(outDir, o)}
 	}
 	in, err := json.Marshal(map[string]any{

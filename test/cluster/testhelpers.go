@@ -16,6 +16,7 @@ import (
 
 	"github.com/gangboost/gangboost/internal/plumbing/ci"
 	"github.com/gangboost/gangboost/internal/plumbing/repodir"
+	"github.com/gangboost/gangboost/internal/steps/stepcmd"
 )
 
 // WaitFor polls cond every 100 ms until it is true, and fails t naming desc and cond's last
@@ -154,6 +155,10 @@ func GangboostCommands(names ...string) map[string]string {
 	}
 	return m
 }
+
+// ComponentCommands are the pipeline components' commands (the links `make build` puts beside
+// gangboost-components), for GangboostCommands: every step pod of the pipeline runs one.
+func ComponentCommands() []string { return stepcmd.Names() }
 
 // TwoGPUNodes are two nodes of 8 CPUs, 32Gi and one nvidia.com/gpu each, as in Volcano's GPU gang
 // demo: a gang asking two GPUs spans both, one asking more cannot fit.

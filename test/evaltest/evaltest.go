@@ -56,7 +56,13 @@ func Dataset(t testing.TB, claim string, o prepare.Options) *prepare.Result {
 // model to models/<model>/v1 on the claim; it returns the model_uri.
 func Train(t testing.TB, claim string, res *prepare.Result, model string, flags ...string) string {
 	t.Helper()
-	uri, err := claimlayout.ModelURI(ClaimName, model, "v1")
+	return TrainVersion(t, claim, res, model, "v1", flags...)
+}
+
+// TrainVersion is Train into models/<model>/<version>.
+func TrainVersion(t testing.TB, claim string, res *prepare.Result, model, version string, flags ...string) string {
+	t.Helper()
+	uri, err := claimlayout.ModelURI(ClaimName, model, version)
 	if err != nil {
 		t.Fatal(err)
 	}

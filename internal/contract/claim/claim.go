@@ -1,7 +1,7 @@
 // Package claim is the layout of the PersistentVolumeClaim the pipeline shares: which claim names
 // and which data set and model names are accepted, where data sets, models and training
 // checkpoints live on it (datasets/<name>, models/<model>/<version>,
-// checkpoints/<model>/<version>), the pvc://<claim>/<path> URIs KServe and the
+// checkpoints/<model>/<version>, and the local serving records serving/<service>.json), the pvc://<claim>/<path> URIs KServe and the
 // components exchange, and how a claim-relative path becomes a path under the folder where a step
 // sees the claim without ever leaving it.
 //
@@ -29,6 +29,9 @@ const (
 	// models/ rather than in the model folder: publishing replaces a model folder whole, and a
 	// half-trained model must never be served.
 	CheckpointsDir = "checkpoints"
+	// ServingDir holds, for the local serving backend (where no InferenceService records it),
+	// which model each service name serves and the one before it: serving/<service>.json.
+	ServingDir = "serving"
 )
 
 // Scheme is the URI scheme of a path on a claim, as KServe's storageUri takes it.
@@ -92,6 +95,15 @@ func CheckpointPath(model, version string) (string, error) {
 		return "", errs
 	}
 	return CheckpointsDir + "/" + model + "/" + version, nil
+}
+
+// ServingRecordPath is the local serving record of a service on the claim:
+// serving/<service>.json.
+func ServingRecordPath(service string) (string, error) {
+	if err := CheckSegment("service name", service); err != nil {
+		return "", err
+	}
+	return ServingDir + "/" + service + ".json", nil
 }
 
 // CheckPath checks a claim-relative path as URIs carry it: slash-separated, clean (no "//",

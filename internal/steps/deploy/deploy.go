@@ -55,6 +55,11 @@ type Service struct {
 	// cluster's default). The gangboost runtimes' gRPC port and port-forwarding to the
 	// predictor need RawDeployment; Kubeflow's KServe install defaults to Serverless.
 	DeploymentMode string
+	// Promotion is how the model reaches a service that serves another one: PromotionChallenge
+	// (beside it, as a challenger with ChallengerTraffic percent of the requests) or
+	// PromotionReplace.
+	Promotion         string
+	ChallengerTraffic int32
 	// FSGroup, RunAsUser and RunAsGroup are the predictor pods' security context (nil: unset).
 	// The runtime runs as uid 65532 and reads the model from the claim.
 	FSGroup, RunAsUser, RunAsGroup *int64
@@ -166,6 +171,67 @@ func (d *Deployer) Run(ctx context.Context, s *Service) (*Endpoint, error) {
 	return nil, &NotReadyError{Service: s.Name, Cause: err, Description: d.Backend.Describe(descCtx, s)}
 }
 
+// Result is where a deployed model answers, and the champion it challenges.
+type Result struct {
+	Endpoint
+	// Challenger is set when the model was deployed beside the champion; Champion is then the
+	// champion's endpoint and ChampionModelURI its model.
+	Challenger       *Challenger
+	Champion         *Endpoint
+	ChampionModelURI string
+}
+
+// Deploy serves the model as its Promotion says: with PromotionChallenge and another model
+// serving under the name (a Promoter backend), beside it as a challenger that evaluate compares
+// and promote-model promotes or removes; otherwise as the service's model (Run).
+func (d *Deployer) Deploy(ctx context.Context, s *Service) (*Result, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	p, ok := d.Backend.(Promoter)
+	if s.Promotion != PromotionChallenge || !ok {
+		ep, err := d.Run(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Endpoint: *ep}, nil
+	}
+	serving, err := p.Serving(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if serving.ModelURI == "" || serving.ModelURI == s.ModelURI {
+		if serving.ModelURI == "" {
+			d.printf("%s serves no model yet: %s becomes its model, with no champion to compare with", s.Name, s.ModelURI)
+		}
+		ep, err := d.Run(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Endpoint: *ep}, nil
+	}
+	c := Challenger{Name: ChallengerName(s.Name, s.ModelURI), TrafficPercent: s.ChallengerTraffic, Champion: serving.ModelURI}
+	if err := p.ApplyChallenger(ctx, s, c); err != nil {
+		return nil, err
+	}
+	d.printf("%s serves %s (the champion): deployed %s beside it as challenger %s with %d%% of the traffic; waiting up to %s for both to answer",
+		s.Name, serving.ModelURI, s.ModelURI, c.Name, c.TrafficPercent, s.Timeout)
+	start := time.Now()
+	waitCtx, cancel := context.WithTimeoutCause(ctx, s.Timeout, fmt.Errorf("deadline of %s (timeout_seconds) passed", s.Timeout))
+	defer cancel()
+	ep, champion, err := p.WaitChallenger(waitCtx, s, c, func(line string) { d.printf("%s", line) })
+	if err != nil {
+		if cause := context.Cause(waitCtx); cause != nil && waitCtx.Err() != nil {
+			err = cause
+		}
+		descCtx, descCancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		defer descCancel()
+		return nil, &NotReadyError{Service: s.Name + " challenger " + c.Name, Cause: err, Description: d.Backend.Describe(descCtx, s)}
+	}
+	d.printf("challenger %s ready after %s at %s; the champion answers at %s", c.Name, time.Since(start).Round(time.Millisecond), ep.URL, champion.URL)
+	return &Result{Endpoint: *ep, Challenger: &c, Champion: champion, ChampionModelURI: serving.ModelURI}, nil
+}
+
 func (d *Deployer) printf(format string, args ...any) {
 	if d.Log == nil {
 		return
@@ -236,6 +302,18 @@ func (s *Service) Validate() error {
 		if id.v != nil && (*id.v < 0 || *id.v > math.MaxUint32) {
 			errs = append(errs, fmt.Errorf("%s = %d, want an id from 0 to %d (or -1 to leave it unset)", id.input, *id.v, uint32(math.MaxUint32)))
 		}
+	}
+	switch s.Promotion {
+	case "", PromotionReplace:
+	case PromotionChallenge:
+		if len(s.Name) > MaxChallengedName {
+			errs = append(errs, fmt.Errorf("name %q: a challenger is deployed beside it as %s-<challenger>-predictor, which leaves at most %d characters for the name; shorten it, or use promotion %s", s.Name, s.Name, MaxChallengedName, PromotionReplace))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("promotion = %q, want %s", s.Promotion, strings.Join(Promotions, " or ")))
+	}
+	if s.ChallengerTraffic < 0 || s.ChallengerTraffic > 100 {
+		errs = append(errs, fmt.Errorf("challenger_traffic_percent = %d, want 0 (a dark launch) to 100", s.ChallengerTraffic))
 	}
 	if s.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("timeout_seconds = %d, want more than 0", int64(s.Timeout/time.Second)))

@@ -20,7 +20,7 @@ func executor(t *testing.T, params map[string]any) (*kfp.Executor, string) {
 	t.Helper()
 	dir := t.TempDir()
 	outParams := map[string]any{}
-	for _, o := range []string{OutputURL, OutputExternalURL, OutputGRPCAddress, OutputModelName} {
+	for _, o := range OutputNames {
 		outParams[o] = map[string]any{"outputFile": filepath.Join(dir, o)}
 	}
 	b, err := json.Marshal(map[string]any{
@@ -57,7 +57,7 @@ func TestServiceFromExecutorDefaults(t *testing.T) {
 		Claim: "gangboost-models", ModelPath: "models/iris/v1", MountPath: "/mnt/pvc",
 		Runtime: "gangboost-xgboost", ProtocolVersion: "v2", CPU: "1", Memory: "1Gi",
 		MinReplicas: 1, MaxReplicas: 1, Timeout: 300 * time.Second,
-		DeploymentMode: "RawDeployment", FSGroup: ptr(int64(65532)),
+		DeploymentMode: "RawDeployment", FSGroup: ptr(int64(65532)), Promotion: PromotionChallenge,
 	}
 	if !reflect.DeepEqual(*s, want) {
 		t.Errorf("service = %+v\nwant      %+v", *s, want)
@@ -155,7 +155,7 @@ func TestServiceFromExecutorRejects(t *testing.T) {
 func TestWriteOutputs(t *testing.T) {
 	e, dir := executor(t, withDefaults(map[string]any{"name": "iris", "model_uri": "pvc://gangboost-models/models/iris/v1"}))
 	ep := &Endpoint{URL: "http://iris-predictor.ns.svc.cluster.local", ExternalURL: "http://iris-ns.example.com", ModelName: "iris"}
-	if err := WriteOutputs(e, ep); err != nil {
+	if err := WriteOutputs(e, &Result{Endpoint: *ep}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "executor_output.json"))
@@ -170,7 +170,8 @@ func TestWriteOutputs(t *testing.T) {
 	for k, v := range out.GetParameterValues() {
 		got[k] = v.GetStringValue()
 	}
-	want := map[string]string{"url": ep.URL, "external_url": ep.ExternalURL, "grpc_address": "", "model_name": "iris"}
+	want := map[string]string{"url": ep.URL, "external_url": ep.ExternalURL, "grpc_address": "", "model_name": "iris",
+		"champion_url": "", "champion_model_uri": "", "challenger": ""}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
 			t.Errorf("output %s = %q (set %v), want %q", k, g, ok, v)

@@ -16,7 +16,15 @@ const (
 	OutputExternalURL = "external_url" // status.url
 	OutputGRPCAddress = "grpc_address" // host:port, "" when the runtime exposes no gRPC port
 	OutputModelName   = "model_name"
+	// With a champion serving (promotion challenge): its endpoint and model, and the
+	// challenger's name beside it; all "" when the model became the service's own.
+	OutputChampionURL      = "champion_url"
+	OutputChampionModelURI = "champion_model_uri"
+	OutputChallenger       = "challenger"
 )
+
+// OutputNames are every output parameter the component writes.
+var OutputNames = []string{OutputURL, OutputExternalURL, OutputGRPCAddress, OutputModelName, OutputChampionURL, OutputChampionModelURI, OutputChallenger}
 
 // DefaultFSGroup is the predictor pods' default fsGroup: the runtime image's user and group.
 const DefaultFSGroup = 65532
@@ -40,6 +48,8 @@ var Inputs = []kfp.Input{
 	{Name: "run_as_user", Type: kfp.Integer, Default: -1, Description: "uid the runtime runs as; -1 the image's (65532)"},
 	{Name: "run_as_group", Type: kfp.Integer, Default: -1, Description: "gid the runtime runs as; -1 the image's (65532)"},
 	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where this step sees the claim (the local backend serves the model from there)"},
+	{Name: "promotion", Type: kfp.String, Default: PromotionChallenge, Description: "challenge: with another model serving, deploy beside it as a challenger (KServe canary) for evaluate to compare and promote-model to promote or remove; replace: roll the service out to the new model at once"},
+	{Name: "challenger_traffic_percent", Type: kfp.Integer, Default: 0, Description: "share of the service's requests the challenger gets (0: a dark launch; more needs an ingress that splits traffic)"},
 }
 
 // Component is the deploy-inferenceservice component run from image; component.yaml is
@@ -55,6 +65,9 @@ func Component(image string) *kfp.Component {
 			{Name: OutputExternalURL, Type: kfp.String, Description: "URL from outside the cluster (status.url)"},
 			{Name: OutputGRPCAddress, Type: kfp.String, Description: "host:port of V2 gRPC, empty when the runtime exposes none"},
 			{Name: OutputModelName, Type: kfp.String, Description: "the model's name in the V2 protocol"},
+			{Name: OutputChampionURL, Type: kfp.String, Description: "V2 base URL of the model that serves (the champion) when the new one was deployed beside it; empty otherwise"},
+			{Name: OutputChampionModelURI, Type: kfp.String, Description: "the champion's model_uri; empty when the new model became the service's own"},
+			{Name: OutputChallenger, Type: kfp.String, Description: "the challenger's name beside the champion (KServe canary); empty otherwise"},
 		},
 	}
 }
@@ -75,6 +88,7 @@ func ServiceFromExecutor(e *kfp.Executor, defaultNamespace string) (*Service, er
 		Memory:          str("memory", "1Gi"),
 		RunID:           str("run_id", ""),
 		DeploymentMode:  in.String("deployment_mode", "RawDeployment"),
+		Promotion:       str("promotion", PromotionChallenge),
 	}
 	for _, id := range []struct {
 		input string
@@ -87,6 +101,7 @@ func ServiceFromExecutor(e *kfp.Executor, defaultNamespace string) (*Service, er
 	}
 	minR, maxR := integer("min_replicas", 1), integer("max_replicas", 1)
 	timeout := integer("timeout_seconds", 300)
+	s.ChallengerTraffic = int32(in.IntIn("challenger_traffic_percent", 0, 0, 100))
 	claimInput := str("pvc_name", "gangboost-models")
 	if err := in.Err(); err != nil {
 		return nil, err
@@ -117,10 +132,20 @@ func ServiceFromExecutor(e *kfp.Executor, defaultNamespace string) (*Service, er
 	return s, nil
 }
 
-// WriteOutputs records a ready service's endpoint as the step's output parameters.
-func WriteOutputs(e *kfp.Executor, ep *Endpoint) error {
+// WriteOutputs records a deployed model's endpoint, and the champion beside it, as the step's
+// output parameters.
+func WriteOutputs(e *kfp.Executor, r *Result) error {
+	ep := r.Endpoint
+	championURL, challenger := "", ""
+	if r.Champion != nil {
+		championURL = r.Champion.URL
+	}
+	if r.Challenger != nil {
+		challenger = r.Challenger.Name
+	}
 	for _, p := range []struct{ name, value string }{
 		{OutputURL, ep.URL}, {OutputExternalURL, ep.ExternalURL}, {OutputGRPCAddress, ep.GRPCAddress}, {OutputModelName, ep.ModelName},
+		{OutputChampionURL, championURL}, {OutputChampionModelURI, r.ChampionModelURI}, {OutputChallenger, challenger},
 	} {
 		if err := e.SetParameter(p.name, p.value); err != nil {
 			return err

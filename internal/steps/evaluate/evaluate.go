@@ -72,6 +72,9 @@ type Summary struct {
 	Checks                         []Check
 	Tolerance                      float64
 	Notes                          []string
+	// Contest is the comparison with the champion this summary's model (the challenger) took
+	// part in; nil without a champion.
+	Contest *Contest
 }
 
 // Calls is the number of infer calls made.

@@ -9,9 +9,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/steps/promote/policy"
 )
 
 // The evaluate component's outputs (components/evaluate/component.yaml).
@@ -21,6 +23,13 @@ const (
 	OutputReport          = "report"           // system.HTML
 	OutputAccuracy        = "accuracy"
 	OutputRMSE            = "rmse"
+	// The contest with the champion (champion_url given): its metrics beside the challenger's,
+	// the verdict as a page and as the promote parameter promote-model acts on.
+	OutputChampionMetrics         = "champion_metrics"          // system.Metrics
+	OutputChampionConfusionMatrix = "champion_confusion_matrix" // system.ClassificationMetrics
+	OutputDecision                = "decision"                  // system.Markdown
+	OutputPromote                 = "promote"                   // "true" or "false"
+	OutputDecisionReason          = "decision_reason"
 )
 
 // Inputs are the component's input parameters.
@@ -36,6 +45,11 @@ var Inputs = []kfp.Input{
 	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding data and models"},
 	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where this step mounts the claim"},
 	{Name: "auth_token_path", Type: kfp.String, Default: "", Description: "a file holding a bearer token sent as Authorization with every call (an endpoint behind an authorization policy), e.g. /var/run/secrets/kubernetes.io/serviceaccount/token; empty: none"},
+	{Name: "champion_url", Type: kfp.String, Default: "", Description: "the V2 base URL of the model serving today (deploy-inferenceservice's champion_url): measured on the same test set, and the new model (url) promoted only if it wins; empty: no champion, the new model serves"},
+	{Name: "champion_model_uri", Type: kfp.String, Default: "", Description: "the champion's model folder (deploy-inferenceservice's champion_model_uri)"},
+	{Name: "promote_policy", Type: kfp.String, Default: policy.IfBetter, Description: "if-better: promote only a challenger better by promote_metric; always; never"},
+	{Name: "promote_metric", Type: kfp.String, Default: "", Description: "logloss, accuracy, auc (binary) or rmse; empty: logloss for classifiers, rmse for regression"},
+	{Name: "min_improvement", Type: kfp.Double, Default: 0.0, Description: "how much better the challenger must be under if-better, in the metric's units"},
 }
 
 // Component is the evaluate component run from image; component.yaml is generated from it.
@@ -51,6 +65,11 @@ func Component(image string) *kfp.Component {
 			{Name: OutputReport, Artifact: "system.HTML", Description: "metrics, the comparison with the trainer and the confusion matrix as one page"},
 			{Name: OutputAccuracy, Type: kfp.Double, Description: "accuracy; 0 for regression"},
 			{Name: OutputRMSE, Type: kfp.Double, Description: "RMSE; 0 for classifiers"},
+			{Name: OutputChampionMetrics, Artifact: "system.Metrics", Description: "the champion's metrics on the same test set (empty without a champion)"},
+			{Name: OutputChampionConfusionMatrix, Artifact: "system.ClassificationMetrics", Description: "the champion's confusion matrix (empty without a champion, and for regression)"},
+			{Name: OutputDecision, Artifact: "system.Markdown", Description: "champion and challenger side by side, and the verdict"},
+			{Name: OutputPromote, Type: kfp.String, Description: "true: the new model takes the traffic (it won, or there is no champion); false: the champion keeps it"},
+			{Name: OutputDecisionReason, Type: kfp.String, Description: "the verdict in one sentence"},
 		},
 	}
 }
@@ -69,7 +88,19 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
 		Timeout: time.Duration(timeout) * time.Second, Claim: str("pvc_mount_path", "/mnt/pvc"), ClaimName: str("pvc_name", "gangboost-models"),
 		Log: log, AuthTokenPath: str("auth_token_path", ""),
 	}
+	champion := Rival{URL: str("champion_url", ""), ModelURI: str("champion_model_uri", "")}
+	p := PolicyInputs{Mode: str("promote_policy", policy.IfBetter), Metric: str("promote_metric", ""), MinImprovement: in.Float("min_improvement", 0)}
 	if err := in.Err(); err != nil {
+		return err
+	}
+	if champion.URL != "" {
+		c, err := RunContest(ctx, o, champion, p)
+		if err != nil {
+			return err
+		}
+		return writeContestOutputs(e, c)
+	}
+	if err := p.check(); err != nil {
 		return err
 	}
 	s, runErr := Run(ctx, o)
@@ -77,10 +108,69 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
 	if runErr != nil && !errors.As(runErr, &disagree) {
 		return runErr
 	}
+	reason := fmt.Sprintf("%s serves: no champion to compare with", version(o.ModelURI, o.Model))
+	if err := writeDecision(e, runErr == nil, reason, decisionPage(nil, reason)); err != nil {
+		return err
+	}
+	if err := writeChampion(e, nil); err != nil {
+		return err
+	}
 	if err := writeOutputs(e, s); err != nil {
 		return err
 	}
 	return runErr
+}
+
+// writeContestOutputs writes a contest's outputs: the challenger's as a lone evaluation writes
+// them (empty where it failed), the champion's beside them, the verdict. A challenger that lost
+// is not the step's failure: promote-model removes it and the champion keeps serving.
+func writeContestOutputs(e *kfp.Executor, c *Contest) error {
+	if err := writeDecision(e, c.Decision.Promote, c.Decision.Reason, decisionPage(c, c.Decision.Reason)); err != nil {
+		return err
+	}
+	if err := writeChampion(e, c.Champion); err != nil {
+		return err
+	}
+	s := c.Challenger
+	if s == nil {
+		s = &Summary{Notes: []string{"the challenger's evaluation failed: " + c.ChallengerFailure}}
+	}
+	s.Contest = c
+	return writeOutputs(e, s)
+}
+
+func writeDecision(e *kfp.Executor, promote bool, reason string, page []byte) error {
+	if err := e.SetParameter(OutputPromote, strconv.FormatBool(promote)); err != nil {
+		return err
+	}
+	if err := e.SetParameter(OutputDecisionReason, reason); err != nil {
+		return err
+	}
+	if err := e.SetArtifact(OutputDecision, "", map[string]any{"promote": promote}); err != nil {
+		return err
+	}
+	return writeArtifact(e, OutputDecision, page)
+}
+
+// writeChampion writes the champion's metrics and confusion matrix (empty without one).
+func writeChampion(e *kfp.Executor, s *Summary) error {
+	metrics, confusion := map[string]any{}, map[string]any{}
+	if s != nil {
+		metrics, confusion = s.Metrics(), s.ConfusionMatrix()
+	}
+	for name, md := range map[string]map[string]any{OutputChampionMetrics: metrics, OutputChampionConfusionMatrix: confusion} {
+		if err := e.SetArtifact(name, "", md); err != nil {
+			return err
+		}
+		js, err := json.MarshalIndent(md, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := writeArtifact(e, name, append(js, '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Metrics are the scalar values of the system.Metrics artifact.
@@ -91,6 +181,9 @@ func (s *Summary) Metrics() map[string]any {
 	}
 	if c := s.Classification; c != nil {
 		m["accuracy"], m["logloss"] = c.Accuracy(), c.LogLoss()
+		if auc := c.AUC(); !math.IsNaN(auc) {
+			m["auc"] = auc
+		}
 	}
 	if r := s.Regression; r != nil {
 		m["rmse"] = r.RMSE()

@@ -18,6 +18,14 @@ type Classification struct {
 	Rows      int
 	Correct   int
 	logLoss   float64
+	// positive holds, for two classes, each row's probability of class 1 and whether it is
+	// class 1: what the AUC ranks.
+	positive []scored
+}
+
+type scored struct {
+	p   float64
+	pos bool
 }
 
 // NewClassification starts counting for k classes.
@@ -51,6 +59,9 @@ func (c *Classification) Add(actual, predicted, proba []float64) error {
 		}
 		c.logLoss -= math.Log(p)
 		c.Rows++
+		if k == 2 {
+			c.positive = append(c.positive, scored{proba[i*k+1], ai == 1})
+		}
 	}
 	return nil
 }
@@ -61,6 +72,52 @@ func (c *Classification) Accuracy() float64 { return float64(c.Correct) / float6
 // LogLoss is the mean negative log probability of the actual class (XGBoost's mlogloss; for
 // two classes the same as its logloss).
 func (c *Classification) LogLoss() float64 { return c.logLoss / float64(max(c.Rows, 1)) }
+
+// AUC is the area under the ROC curve of a binary classifier's class-1 probabilities: the
+// chance that a random class-1 row scores above a random class-0 row, ties counting half
+// (Mann-Whitney). NaN for more than two classes or when one class is absent.
+func (c *Classification) AUC() float64 {
+	if c.Classes != 2 {
+		return math.NaN()
+	}
+	rows := slices.Clone(c.positive)
+	slices.SortFunc(rows, func(a, b scored) int { return cmpFloat(a.p, b.p) })
+	var pos, neg, rankSum float64
+	for i := 0; i < len(rows); {
+		j := i
+		for j < len(rows) && rows[j].p == rows[i].p {
+			j++
+		}
+		// Rows i..j-1 tie: each gets the mean of ranks i+1..j.
+		mid := float64(i+1+j) / 2
+		for _, r := range rows[i:j] {
+			if r.pos {
+				pos++
+				rankSum += mid
+			} else {
+				neg++
+			}
+		}
+		i = j
+	}
+	if pos == 0 || neg == 0 {
+		return math.NaN()
+	}
+	return (rankSum - pos*(pos+1)/2) / (pos * neg)
+}
+
+// cmpFloat orders NaN first, as if it scored lowest.
+func cmpFloat(a, b float64) int {
+	switch {
+	case math.IsNaN(a) && math.IsNaN(b):
+		return 0
+	case math.IsNaN(a) || a < b:
+		return -1
+	case math.IsNaN(b) || a > b:
+		return 1
+	}
+	return 0
+}
 
 // Regression holds the running sums of a regression's evaluation.
 type Regression struct {

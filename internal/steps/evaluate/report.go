@@ -28,6 +28,9 @@ func Report(s *Summary) []byte {
 		summary = append(summary, [2]string{"RMSE", f(r.RMSE())})
 	}
 	sections := []report.Section{{Heading: "Summary", Table: summary}}
+	if s.Contest != nil {
+		sections = append(sections, contestSections(s.Contest)...)
+	}
 	if s.ModelDir != "" {
 		sec := report.Section{Heading: "Served model vs the trainer's evaluation",
 			Note: fmt.Sprintf("Final-round metrics in %s/metadata.json against the same metric from the served predictions; tolerance %g.", s.ModelDir, s.Tolerance)}

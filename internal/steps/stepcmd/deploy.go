@@ -58,14 +58,18 @@ func deployModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) err
 		return err
 	}
 	d := &deploy.Deployer{Backend: backend, Log: os.Stdout}
-	ep, err := d.Run(ctx, svc)
+	r, err := d.Deploy(ctx, svc)
 	if err != nil {
 		return err
 	}
-	if err := deploy.WriteOutputs(exec, ep); err != nil {
+	if err := deploy.WriteOutputs(exec, r); err != nil {
 		return err
 	}
-	fmt.Printf("%s serves %s at %s\n", svc.Name, svc.ModelURI, ep.URL)
+	if r.Challenger != nil {
+		fmt.Printf("%s serves %s; challenger %s (%s) answers at %s\n", svc.Name, r.ChampionModelURI, r.Challenger.Name, svc.ModelURI, r.URL)
+		return nil
+	}
+	fmt.Printf("%s serves %s at %s\n", svc.Name, svc.ModelURI, r.URL)
 	return nil
 }
 

@@ -3,7 +3,7 @@
 // binary is called by, so that one binary is every component.
 //
 // The gangboost image ships that one binary (gangboost-components) with a link per component
-// named as component.yaml's command: four binaries would each carry their own copy of the
+// named as component.yaml's command: five binaries would each carry their own copy of the
 // Kubernetes client libraries.
 package stepcmd
 
@@ -30,6 +30,7 @@ var Commands = map[string]func(args []string) int{
 	"deploy-inferenceservice": Deploy,
 	"evaluate":                Evaluate,
 	"prepare-data":            Prepare,
+	"promote-model":           Promote,
 }
 
 // Main runs the component argv[0] names (its base name: a link named as the component), or,

@@ -55,7 +55,7 @@ func TestMainDispatch(t *testing.T) {
 		{argv: []string{"deploy-inferenceservice", "evaluate"}, ran: "deploy-inferenceservice", args: "evaluate"},
 		{argv: []string{"gangboost-components"}, code: 2, stderr: "no component named"},
 		{argv: []string{"gangboost-components", "train"}, code: 2, stderr: `no component "train"`},
-		{argv: []string{"gangboost-components", "--help"}, stderr: "components: deploy-inferenceservice, evaluate, launch-xgboostjob, prepare-data"},
+		{argv: []string{"gangboost-components", "--help"}, stderr: "components: deploy-inferenceservice, evaluate, launch-xgboostjob, prepare-data, promote-model"},
 		{argv: nil, code: 2, stderr: "usage: gangboost-components <component>"},
 	} {
 		ran, got = "", nil

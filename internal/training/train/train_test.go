@@ -4,13 +4,13 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"net"
 	"strings"
+	"testing"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/plumbing/netport"
 	"github.com/gangboost/gangboost/internal/training/gangenv"
 	"github.com/gangboost/gangboost/internal/training/gangwatch"
-	"testing"
 )
 
 func TestParseEvalLine(t *testing.T) {
@@ -87,12 +87,12 @@ func TestParamsValidate(t *testing.T) {
 // --gang-start-timeout bounds the tracker's wait as well as the gang watch's: a rank that never
 // joins fails the tracker after that time, not after the tracker's own default.
 func TestTrackerUsesTheGangStartTimeout(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// The tracker's port and the gang watch's after it, outside the ephemeral range: a ":0"
+	// port's successor may be anybody's.
+	port, err := netport.Pick(true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	job := Job{Watch: gangwatch.Options{StartTimeout: 300 * time.Millisecond}, WatchPort: 0}

@@ -43,7 +43,7 @@ func run(m *testing.M) int {
 	code := cluster.Run(m, cluster.Options{RealNode: true, KServe: true, TrainerV2: true,
 		Nodes: []cluster.NodeSpec{{Name: "fake-node", CPU: "8", Memory: "32Gi"}},
 		PodRunner: &podrunner.Options{
-			Commands: cluster.GangboostCommands("prepare-data", "launch-xgboostjob", "deploy-inferenceservice", "evaluate"),
+			Commands: cluster.GangboostCommands(cluster.ComponentCommands()...),
 			PassEnv:  []string{"LD_LIBRARY_PATH"},
 		},
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
 	"github.com/gangboost/gangboost/internal/steps/launch/kube"
+	"github.com/gangboost/gangboost/pipelines"
 	"github.com/gangboost/gangboost/test/cluster"
 )
 
@@ -71,8 +72,8 @@ func TestPipelineOnRealNode(t *testing.T) {
 	t.Logf("pipeline ran in %s", took.Round(time.Millisecond))
 
 	stepPods := steps.Pods()
-	if len(stepPods) != 4 {
-		t.Errorf("%d step pods, want 4 (prepare-data, launch-xgboostjob, deploy-inferenceservice, evaluate)", len(stepPods))
+	if len(stepPods) != len(pipelines.Tasks) {
+		t.Errorf("%d step pods, want one per task %v", len(stepPods), pipelines.Tasks)
 	}
 	image := version.Image("gangboost")
 	for _, p := range stepPods {

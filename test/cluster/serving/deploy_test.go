@@ -25,6 +25,7 @@ import (
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
+	"github.com/gangboost/gangboost/internal/steps/deploy"
 	"github.com/gangboost/gangboost/internal/steps/deploy/kube"
 	"github.com/gangboost/gangboost/test/cluster"
 	"github.com/gangboost/gangboost/test/cluster/podrunner"
@@ -140,7 +141,7 @@ func (r *deployRun) param(name string) string {
 func (e *deployEnv) runDeploy(params map[string]any, timeout time.Duration) *deployRun {
 	e.t.Helper()
 	outDir := e.t.TempDir()
-	outputs := []string{"url", "external_url", "grpc_address", "model_name"}
+	outputs := deploy.OutputNames
 	outParams := map[string]any{}
 	for _, o := range outputs {
 		outParams[o] = map[string]any{"outputFile": filepath.Join(outDir, o)}

@@ -23,9 +23,8 @@ func TestMain(m *testing.M) {
 			// no command in the pod: its entrypoint is gangboost-runtime.
 			Images: map[string][]string{image: {"gangboost-runtime"}},
 			// The runtime, and TestPipelineOnCluster's step pods and XGBoostJob.
-			Commands: cluster.GangboostCommands("gangboost-runtime", "gangboost-train",
-				"prepare-data", "launch-xgboostjob", "deploy-inferenceservice", "evaluate"),
-			PassEnv: []string{"LD_LIBRARY_PATH"},
+			Commands: cluster.GangboostCommands(append([]string{"gangboost-runtime", "gangboost-train"}, cluster.ComponentCommands()...)...),
+			PassEnv:  []string{"LD_LIBRARY_PATH"},
 		},
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
+	"github.com/gangboost/gangboost/pipelines"
 	"github.com/gangboost/gangboost/test/cluster"
 	"github.com/gangboost/gangboost/test/testbin"
 )
@@ -105,8 +106,8 @@ func checkPackageRun(t *testing.T, e *deployEnv, serviceAccount string) {
 	// Each step ran as its pod: the run's service account with its token mounted, the
 	// executor's command with {{$}} resolved to the step's ExecutorInput, exit 0.
 	ran := pods.Pods()
-	if len(ran) != 4 {
-		t.Fatalf("%d step pods, want 4", len(ran))
+	if len(ran) != len(pipelines.Tasks) {
+		t.Fatalf("%d step pods, want %d (%v)", len(ran), len(pipelines.Tasks), pipelines.Tasks)
 	}
 	for i, pod := range ran {
 		task := res.Tasks[i]
@@ -165,8 +166,8 @@ func checkPackageRun(t *testing.T, e *deployEnv, serviceAccount string) {
 
 	// The run's outputs, read back from each step's ExecutorOutput: the served accuracy on the
 	// held-out Iris rows.
-	if res.State != localrun.StateSucceeded || len(res.Tasks) != 4 {
-		t.Errorf("run: state %s, %d tasks; want SUCCEEDED, 4", res.State, len(res.Tasks))
+	if res.State != localrun.StateSucceeded || len(res.Tasks) != len(pipelines.Tasks) {
+		t.Errorf("run: state %s, %d tasks; want SUCCEEDED, %d", res.State, len(res.Tasks), len(pipelines.Tasks))
 	}
 	if ev := res.Task("evaluate"); ev == nil {
 		t.Error("no evaluate task in the result")

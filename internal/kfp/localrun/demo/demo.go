@@ -1,7 +1,8 @@
 // Package demo turns a local run of the gangboost pipeline (prepare-data, launch-xgboostjob,
-// deploy-inferenceservice, evaluate) into the summary `make demo` ends with: accuracy, confusion
-// matrix, model folder, endpoint, latency of the evaluation calls, a curl line to try one
-// prediction, and where the report is.
+// deploy-inferenceservice, evaluate, promote-model) into the summary `make demo` ends with:
+// accuracy, confusion matrix, model folder, the promotion's verdict, the endpoint of the model
+// that serves, latency of the evaluation calls, a curl line to try one prediction, and where the
+// report is.
 package demo
 
 import (
@@ -25,6 +26,7 @@ const (
 	launchJob   = "comp-launch-xgboostjob"
 	deploy      = "comp-deploy-inferenceservice"
 	evaluate    = "comp-evaluate"
+	promote     = "comp-promote-model"
 )
 
 // Summary is what the demo shows of a run; empty fields were not produced.
@@ -37,14 +39,18 @@ type Summary struct {
 	ConfusionMatrix string
 	ModelURI        string
 	ModelPath       string
-	URL             string
-	GRPC            string
-	ModelName       string
-	P50, P99        string
-	Calls           string
-	Curl            string
-	Report          string
-	SummaryFile     string
+	// Decision is evaluate's verdict on the run's model against the champion; Serving the
+	// model that serves after promote-model applied it.
+	Decision    string
+	Serving     string
+	URL         string
+	GRPC        string
+	ModelName   string
+	P50, P99    string
+	Calls       string
+	Curl        string
+	Report      string
+	SummaryFile string
 }
 
 // RunOptions are the Options of a demo run of the package file with the --param name=value
@@ -80,7 +86,19 @@ func Summarize(res *localrun.Result) Summary {
 	if t := byComponent(res, deploy); t != nil {
 		s.URL, s.GRPC, s.ModelName = format(t.Outputs["url"]), format(t.Outputs["grpc_address"]), format(t.Outputs["model_name"])
 	}
+	championURL := ""
+	if t := byComponent(res, deploy); t != nil {
+		championURL = format(t.Outputs["champion_url"])
+	}
+	if t := byComponent(res, promote); t != nil {
+		s.Serving = format(t.Outputs["serving_model_uri"])
+		// A challenger that lost was removed: the champion's endpoint is the service's.
+		if format(t.Outputs["promoted"]) == "false" && championURL != "" {
+			s.URL, s.GRPC = championURL, ""
+		}
+	}
 	if t := byComponent(res, evaluate); t != nil {
+		s.Decision = format(t.Outputs["decision_reason"])
 		s.Accuracy = format(t.Outputs["accuracy"])
 		if rmse := format(t.Outputs["rmse"]); rmse != "" && rmse != "0" {
 			s.RMSE = rmse
@@ -182,6 +200,10 @@ func (s Summary) Write(w io.Writer, keepServing bool) {
 		model += " (" + s.ModelURI + ")"
 	}
 	line("model", model)
+	line("decision", s.Decision)
+	if s.Serving != "" && s.Serving != s.ModelURI {
+		line("serving", s.Serving+" (the champion, kept)")
+	}
 	endpoint := s.URL
 	if endpoint != "" && s.GRPC != "" {
 		endpoint += " (REST), " + s.GRPC + " (gRPC)"

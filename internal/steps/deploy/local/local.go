@@ -36,6 +36,8 @@ type Record struct {
 	Name string `json:"name"`
 	URL  string `json:"url"`
 	GRPC string `json:"grpc"`
+	// ModelURI is the model it serves.
+	ModelURI string `json:"model_uri,omitempty"`
 }
 
 // ProcessesDir is where records live under the state folder.
@@ -108,43 +110,50 @@ type proc struct {
 // beside the records. A version already serving under the name keeps serving until Wait has the
 // new one ready.
 func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
+	_, err := b.start(s, s.Name)
+	return err
+}
+
+// start starts a gangboost-runtime process serving s's model under s.Name, to be recorded as
+// key (the service's name, or a challenger's beside it).
+func (b *Backend) start(s *deploy.Service, key string) (*proc, error) {
 	if b.Runtime == "" || b.StateDir == "" {
-		return errors.New("local serving backend: Runtime (the gangboost-runtime executable) and StateDir ($GANGBOOST_LOCAL_STATE) must be set")
+		return nil, errors.New("local serving backend: Runtime (the gangboost-runtime executable) and StateDir ($GANGBOOST_LOCAL_STATE) must be set")
 	}
 	runtimeBin, err := exec.LookPath(b.Runtime)
 	if err != nil {
-		return fmt.Errorf("local service %s: runtime: %w (set GANGBOOST_BIN_DIR to the folder holding gangboost-runtime)", s.Name, err)
+		return nil, fmt.Errorf("local service %s: runtime: %w (set GANGBOOST_BIN_DIR to the folder holding gangboost-runtime)", s.Name, err)
 	}
 	dir, err := s.LocalModelDir()
 	if err != nil {
-		return fmt.Errorf("local service %s: %w", s.Name, err)
+		return nil, fmt.Errorf("local service %s: %w", s.Name, err)
 	}
 	if dir, err = filepath.Abs(dir); err != nil {
-		return err
+		return nil, err
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return fmt.Errorf("local service %s: model folder %s does not exist (model_uri %s is served from pvc_mount_path %s + %s): %v",
+		return nil, fmt.Errorf("local service %s: model folder %s does not exist (model_uri %s is served from pvc_mount_path %s + %s): %v",
 			s.Name, dir, s.ModelURI, s.MountPath, s.ModelPath, err)
 	}
 	if err := os.MkdirAll(ProcessesDir(b.StateDir), 0o755); err != nil {
-		return fmt.Errorf("local state folder: %w", err)
+		return nil, fmt.Errorf("local state folder: %w", err)
 	}
 	httpPort, err := netport.Free()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	grpcPort, err := netport.Free()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for grpcPort == httpPort {
 		if grpcPort, err = netport.Free(); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	logFile, err := os.CreateTemp(ProcessesDir(b.StateDir), s.Name+".*.starting.log")
+	logFile, err := os.CreateTemp(ProcessesDir(b.StateDir), key+".*.starting.log")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer logFile.Close()
 	cmd := exec.Command(runtimeBin,
@@ -157,10 +166,10 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 	rt, err := procgroup.StartDetached(cmd)
 	if err != nil {
 		os.Remove(logFile.Name())
-		return fmt.Errorf("local service %s: start %s: %w", s.Name, runtimeBin, err)
+		return nil, fmt.Errorf("local service %s: start %s: %w", s.Name, runtimeBin, err)
 	}
 	p := &proc{
-		rec: Record{PID: cmd.Process.Pid, PGID: cmd.Process.Pid, Name: s.Name,
+		rec: Record{PID: cmd.Process.Pid, PGID: cmd.Process.Pid, Name: key, ModelURI: s.ModelURI,
 			URL: "http://127.0.0.1:" + strconv.Itoa(httpPort), GRPC: "127.0.0.1:" + strconv.Itoa(grpcPort)},
 		log: logFile.Name(), dir: dir, proc: rt,
 	}
@@ -168,53 +177,78 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 	if b.started == nil {
 		b.started = map[string]*proc{}
 	}
-	b.started[s.Name] = p
+	b.started[key] = p
 	b.mu.Unlock()
-	return nil
+	return p, nil
 }
 
 // Wait waits for the process Apply started to answer /v2/health/ready, then records it as the
 // service and stops the version it replaces. A process that exits, or whose model fails to load
 // (the runtime then stays up but not ready, with the reason in the answer), ends the wait at
-// once; so does ctx. The process is stopped then, and the old version keeps serving.
+// once; so does ctx. The process is stopped then, and the old version keeps serving. The claim's
+// serving record then names the model (and the one it replaced).
 func (b *Backend) Wait(ctx context.Context, s *deploy.Service, progress func(string)) (*deploy.Endpoint, error) {
+	ep, err := b.finish(ctx, s.Name, progress)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.recordServing(s, "", true); err != nil {
+		return nil, err
+	}
+	return ep, nil
+}
+
+// finish waits for the process started as key to be ready, records it under key, and stops the
+// process recorded there before (a rollout) once the record names the new one. A process that
+// does not become ready is stopped and its log kept at FailedLogPath.
+func (b *Backend) finish(ctx context.Context, key string, progress func(string)) (*deploy.Endpoint, error) {
 	b.mu.Lock()
-	p := b.started[s.Name]
+	p := b.started[key]
 	b.mu.Unlock()
 	if p == nil {
-		return nil, fmt.Errorf("local service %s was not started by this process", s.Name)
+		return nil, fmt.Errorf("local service %s was not started by this process", key)
 	}
 	progress(fmt.Sprintf("runtime pid %d serving %s on %s (gRPC %s)", p.rec.PID, p.dir, p.rec.URL, p.rec.GRPC))
 	err := b.waitReady(ctx, p, progress)
 	if err != nil {
 		p.failure = err.Error()
 		b.stop(p.rec, p.proc)
-		failed := FailedLogPath(b.StateDir, s.Name)
+		failed := FailedLogPath(b.StateDir, key)
 		if os.Rename(p.log, failed) == nil {
 			p.log = failed
 		}
 		return nil, err
 	}
-	old, oldErr := ReadRecord(b.StateDir, s.Name)
+	old, oldErr := ReadRecord(b.StateDir, key)
 	if err := writeRecord(b.StateDir, p.rec); err != nil {
 		b.stop(p.rec, p.proc)
 		return nil, err
 	}
 	// The old version's log goes with it; the new one takes the service's log name.
-	_ = os.Rename(p.log, LogPath(b.StateDir, s.Name))
-	p.log = LogPath(b.StateDir, s.Name)
-	progress(fmt.Sprintf("recorded in %s, log %s", RecordPath(b.StateDir, s.Name), p.log))
+	_ = os.Rename(p.log, LogPath(b.StateDir, key))
+	p.log = LogPath(b.StateDir, key)
+	progress(fmt.Sprintf("recorded in %s, log %s", RecordPath(b.StateDir, key), p.log))
 	if oldErr == nil && old.PID != p.rec.PID && procgroup.Alive(old.PID) {
-		grace := b.SwitchGrace
-		if grace == 0 {
-			grace = time.Second
-		}
-		progress(fmt.Sprintf("rollout: %s now served by pid %d; stopping the previous version (pid %d, %s) after %s", s.Name, p.rec.PID, old.PID, old.URL, grace))
-		time.Sleep(grace)
-		b.stop(*old, nil)
-		progress(fmt.Sprintf("previous version (pid %d) stopped", old.PID))
+		b.retire(key, *old, p.rec.PID, progress)
 	}
-	return &deploy.Endpoint{URL: p.rec.URL, ExternalURL: p.rec.URL, GRPCAddress: p.rec.GRPC, ModelName: s.Name}, nil
+	return p.rec.endpoint(modelName(key)), nil
+}
+
+// retire stops a version that no record names any more, after SwitchGrace, for the clients
+// that read its record just before.
+func (b *Backend) retire(key string, old Record, successor int, progress func(string)) {
+	grace := b.SwitchGrace
+	if grace == 0 {
+		grace = time.Second
+	}
+	progress(fmt.Sprintf("rollout: %s now served by pid %d; stopping the previous version (pid %d, %s) after %s", modelName(key), successor, old.PID, old.URL, grace))
+	time.Sleep(grace)
+	b.stop(old, nil)
+	progress(fmt.Sprintf("previous version (pid %d) stopped", old.PID))
+}
+
+func (r Record) endpoint(model string) *deploy.Endpoint {
+	return &deploy.Endpoint{URL: r.URL, ExternalURL: r.URL, GRPCAddress: r.GRPC, ModelName: model}
 }
 
 // readyAnswer is the runtime's /v2/health/ready error body.

@@ -103,8 +103,7 @@ func run() error {
 		KServe:   true,
 		RealNode: whyNoRealNode == nil,
 		PodRunner: &podrunner.Options{
-			Commands: cluster.GangboostCommands("gangboost-train", "gangboost-runtime",
-				"prepare-data", "launch-xgboostjob", "deploy-inferenceservice", "evaluate"),
+			Commands: cluster.GangboostCommands(append([]string{"gangboost-train", "gangboost-runtime"}, cluster.ComponentCommands()...)...),
 			// The runtime's pods have no command: the image's entrypoint is gangboost-runtime.
 			Images:  map[string][]string{version.Image("gangboost-runtime"): {"gangboost-runtime"}},
 			PassEnv: []string{"LD_LIBRARY_PATH"},

@@ -1,0 +1,107 @@
+package promote
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/gangboost/gangboost/internal/contract/claim"
+	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/steps/deploy"
+)
+
+// The promote-model component's outputs (components/promote-model/component.yaml).
+const (
+	OutputPromoted         = "promoted"           // "true" or "false"
+	OutputServingModelURI  = "serving_model_uri"  // what the service serves now
+	OutputPreviousModelURI = "previous_model_uri" // what it served before ("" when nothing)
+)
+
+// Inputs are the component's input parameters.
+var Inputs = []kfp.Input{
+	{Name: "name", Type: kfp.String, Description: "the InferenceService (deploy-inferenceservice's name)"},
+	{Name: "model_uri", Type: kfp.String, Description: "the run's model (launch-xgboostjob's model_uri)"},
+	{Name: "promote", Type: kfp.String, Description: "evaluate's verdict: true promotes the challenger, false removes it"},
+	{Name: "decision_reason", Type: kfp.String, Default: "", Description: "evaluate's verdict in a sentence, for the log"},
+	{Name: "champion_model_uri", Type: kfp.String, Default: "", Description: "deploy-inferenceservice's champion_model_uri: the model the challenger was compared with; empty when the run's model became the service's own"},
+	{Name: "challenger", Type: kfp.String, Default: "", Description: "deploy-inferenceservice's challenger: the name the model was deployed under beside the champion"},
+	{Name: "namespace", Type: kfp.String, Default: "", Description: "the InferenceService's namespace; default this step's namespace"},
+	{Name: "run_id", Type: kfp.String, Default: "", Description: "the run ({{$.pipeline_job_uuid}}), recorded with a promotion"},
+	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding the models"},
+	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where this step sees the claim (the local backend keeps its serving records there)"},
+}
+
+// Component is the promote-model component run from image; component.yaml is generated from it.
+func Component(image string) *kfp.Component {
+	return &kfp.Component{
+		Name:        "promote-model",
+		Description: "Applies evaluate's champion/challenger verdict: promotes the challenger to the InferenceService's model without restarting its pods, or removes it and leaves the champion serving; records the model it replaced for a rollback.",
+		Image:       image,
+		Inputs:      Inputs,
+		Outputs: []kfp.Output{
+			{Name: OutputPromoted, Type: kfp.String, Description: "true: the run's model serves now"},
+			{Name: OutputServingModelURI, Type: kfp.String, Description: "the model the service serves now"},
+			{Name: OutputPreviousModelURI, Type: kfp.String, Description: "the model it served before (the rollback target); empty when none"},
+		},
+	}
+}
+
+// RequestFromExecutor reads the component's inputs; defaultNamespace is the step's own.
+func RequestFromExecutor(e *kfp.Executor, defaultNamespace string) (*Request, error) {
+	in := e.Params(Inputs)
+	str := in.String
+	s := &deploy.Service{
+		Name: str("name", ""), Namespace: str("namespace", ""), ModelURI: str("model_uri", ""),
+		MountPath: str("pvc_mount_path", "/mnt/pvc"), RunID: str("run_id", ""),
+	}
+	if s.Namespace == "" {
+		s.Namespace = defaultNamespace
+	}
+	r := &Request{Service: s, ChampionModelURI: str("champion_model_uri", ""), Challenger: str("challenger", ""), Reason: str("decision_reason", "")}
+	verdict := str("promote", "")
+	claimName := str("pvc_name", "gangboost-models")
+	if err := in.Err(); err != nil {
+		return nil, err
+	}
+	var errs []error
+	if v, err := strconv.ParseBool(verdict); err != nil || (verdict != "true" && verdict != "false") {
+		errs = append(errs, fmt.Errorf("promote %q: want true or false (evaluate's promote output)", verdict))
+	} else {
+		r.Promote = v
+	}
+	if s.Name == "" {
+		errs = append(errs, errors.New("name is empty: the InferenceService to promote into"))
+	}
+	if c, p, err := deploy.ParseModelURI(s.ModelURI); err != nil {
+		errs = append(errs, err)
+	} else {
+		s.Claim, s.ModelPath = c, p
+		if c != claimName {
+			errs = append(errs, fmt.Errorf("model_uri %q is on claim %q but pvc_name is %q", s.ModelURI, c, claimName))
+		}
+	}
+	if r.ChampionModelURI != "" {
+		if _, err := claim.ParseURI(r.ChampionModelURI); err != nil {
+			errs = append(errs, fmt.Errorf("champion_model_uri %w", err))
+		}
+	}
+	if s.Namespace == "" {
+		errs = append(errs, errors.New("namespace: no input value and the step's own namespace is unknown"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// WriteOutputs records what serves.
+func WriteOutputs(e *kfp.Executor, r *Result) error {
+	for _, p := range []struct{ name, value string }{
+		{OutputPromoted, strconv.FormatBool(r.Promoted)}, {OutputServingModelURI, r.ServingModelURI}, {OutputPreviousModelURI, r.PreviousModelURI},
+	} {
+		if err := e.SetParameter(p.name, p.value); err != nil {
+			return err
+		}
+	}
+	return e.WriteOutput()
+}

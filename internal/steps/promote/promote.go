@@ -1,0 +1,88 @@
+// Package promote applies the champion/challenger verdict of a run to the service it deployed
+// into: a challenger that won becomes the service's model (KServe's zero-restart retarget of
+// the stable predictor; locally, its process takes the service's name), one that lost is removed
+// and the champion serves on untouched. Either way the service ends with one model, and the
+// model it replaced is recorded for a rollback. The verdict itself is evaluate's (package
+// promote/policy).
+package promote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/gangboost/gangboost/internal/steps/deploy"
+)
+
+// Request is one run's verdict on its model.
+type Request struct {
+	// Service is the service the run deployed into, with the run's model as ModelURI.
+	Service *deploy.Service
+	// ChampionModelURI is the champion the model was compared with and Challenger the name it
+	// was deployed under beside it; both "" when the model became the service's own at deploy
+	// (there was no champion).
+	ChampionModelURI, Challenger string
+	// Promote is evaluate's verdict and Reason its sentence.
+	Promote bool
+	Reason  string
+}
+
+// Result is what serves once the verdict is applied.
+type Result struct {
+	Promoted                          bool
+	ServingModelURI, PreviousModelURI string
+}
+
+// Run applies the verdict through the backend. A promotion whose champion was replaced meanwhile
+// (another run promoted first) removes the challenger and fails with *deploy.ChampionChangedError.
+func Run(ctx context.Context, p deploy.Promoter, r Request, log io.Writer) (*Result, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	s := r.Service
+	printf := func(format string, args ...any) {
+		fmt.Fprintf(log, time.Now().UTC().Format("15:04:05.000")+" "+format+"\n", args...)
+	}
+	serving, err := p.Serving(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if r.ChampionModelURI == "" {
+		// Deploy made the model the service's own: nothing to promote, but what serves must
+		// still be it.
+		if serving.ModelURI != s.ModelURI {
+			return nil, fmt.Errorf("%s serves %s, not this run's %s: another run deployed into it after this one; nothing was changed",
+				s.Name, orNothing(serving.ModelURI), s.ModelURI)
+		}
+		printf("%s serves %s, deployed with no champion to compare with", s.Name, s.ModelURI)
+		return &Result{Promoted: true, ServingModelURI: s.ModelURI, PreviousModelURI: serving.PreviousModelURI}, nil
+	}
+	if r.Challenger == "" {
+		return nil, errors.New("champion_model_uri is set but challenger is empty: pass deploy-inferenceservice's challenger output")
+	}
+	c := deploy.Challenger{Name: r.Challenger, Champion: r.ChampionModelURI}
+	printf("verdict: %s", r.Reason)
+	if !r.Promote {
+		if err := p.Reject(ctx, s, c); err != nil {
+			return nil, fmt.Errorf("remove challenger %s of %s: %w", c.Name, s.Name, err)
+		}
+		printf("removed challenger %s (%s); %s serves %s as before", c.Name, s.ModelURI, s.Name, r.ChampionModelURI)
+		return &Result{ServingModelURI: r.ChampionModelURI, PreviousModelURI: serving.PreviousModelURI}, nil
+	}
+	start := time.Now()
+	if err := p.Promote(ctx, s, c); err != nil {
+		return nil, err
+	}
+	printf("promoted challenger %s in %s: %s serves %s; the previous champion %s is recorded for a rollback",
+		c.Name, time.Since(start).Round(time.Millisecond), s.Name, s.ModelURI, r.ChampionModelURI)
+	return &Result{Promoted: true, ServingModelURI: s.ModelURI, PreviousModelURI: r.ChampionModelURI}, nil
+}
+
+func orNothing(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return s
+}
