@@ -33,9 +33,23 @@ func full() *kserveapi.InferenceService {
 				StorageURI: ptr("pvc://gangboost-models/models/iris/v1"), ProtocolVersion: ptr("v2"), Name: kserveapi.ContainerName,
 				Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
 			},
+			Name:        "run-1a2b3c4d",
 			MinReplicas: ptr(int32(1)), MaxReplicas: 3,
+			Annotations:     map[string]string{"gangboost.dev/model-uri": "pvc://gangboost-models/models/iris/v1"},
 			SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr(int64(65532))},
-		}},
+		},
+			Canary: []kserveapi.CanarySpec{{TrafficPercent: 10, Predictor: kserveapi.PredictorSpec{
+				Name: "run-5e6f7a8b",
+				Model: &kserveapi.ModelSpec{ModelFormat: kserveapi.ModelFormat{Name: "xgboost"}, Runtime: ptr("gangboost-xgboost"),
+					StorageURI: ptr("pvc://gangboost-models/models/iris/v2"), ProtocolVersion: ptr("v2"), Name: kserveapi.ContainerName,
+					Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()}},
+				// Every field set, for the check below (KServe's validation refuses maxReplicas on
+				// a canary; its types carry it).
+				MinReplicas: ptr(int32(1)), MaxReplicas: 1,
+				Annotations:     map[string]string{"gangboost.dev/previous-model-uri": "pvc://gangboost-models/models/iris/v1"},
+				SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr(int64(65532))},
+			}}},
+		},
 		Status: kserveapi.InferenceServiceStatus{
 			Conditions: []kserveapi.Condition{{Type: "Ready", Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable", Message: "not yet"}},
 			Address:    &kserveapi.Addressable{URL: "http://iris-predictor.kubeflow-user.svc.cluster.local"},
@@ -48,6 +62,7 @@ func full() *kserveapi.InferenceService {
 			},
 			DeploymentMode:            "Standard",
 			ClusterServingRuntimeName: "gangboost-xgboost",
+			CanaryStatuses:            []kserveapi.CanaryStatus{{Name: "run-5e6f7a8b", Ready: true, TrafficPercent: 10}},
 		},
 	}
 }

@@ -57,19 +57,36 @@ type InferenceServiceList struct {
 	Items []InferenceService `json:"items"`
 }
 
-// InferenceServiceSpec is spec: only the predictor.
+// InferenceServiceSpec is spec: the predictor, and the canaries beside it (KServe v0.20).
 type InferenceServiceSpec struct {
 	Predictor PredictorSpec `json:"predictor"`
+	// Canary are predictors deployed beside the stable one, each its own Deployment and
+	// Service {isvc}-{predictor.name}-predictor, with a share of the traffic (0: dark).
+	// Promotion sets spec.predictor to a canary's (its name included) and drops the entry; its
+	// pods serve on without a restart.
+	Canary []CanarySpec `json:"canary,omitempty"`
 }
 
-// PredictorSpec is spec.predictor: the model, the replicas (KServe's ComponentExtensionSpec,
-// inline) and the pods' security context.
+// PredictorSpec is spec.predictor: its name (which names its Deployment and Service), the model,
+// the replicas and annotations (KServe's ComponentExtensionSpec, inline) and the pods' security
+// context.
 type PredictorSpec struct {
+	// Name names the predictor's Deployment and Service ({isvc}-{name}-predictor; empty:
+	// {isvc}-predictor); a canary's is required.
+	Name        string     `json:"name,omitempty"`
 	Model       *ModelSpec `json:"model,omitempty"`
 	MinReplicas *int32     `json:"minReplicas,omitempty"`
 	MaxReplicas int32      `json:"maxReplicas,omitempty"`
+	// Annotations go onto the predictor's pods (over the InferenceService's own).
+	Annotations map[string]string `json:"annotations,omitempty"`
 	// SecurityContext is the predictor pods' (KServe's PodSpec, inline).
 	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+}
+
+// CanarySpec is one entry of spec.canary.
+type CanarySpec struct {
+	Predictor      PredictorSpec `json:"predictor"`
+	TrafficPercent int32         `json:"trafficPercent"`
 }
 
 // ModelSpec is spec.predictor.model. Its fields are in KServe's order and Name keeps KServe's
@@ -104,6 +121,15 @@ type InferenceServiceStatus struct {
 	DeploymentMode string `json:"deploymentMode,omitempty"`
 	// ClusterServingRuntimeName is the ClusterServingRuntime KServe chose for the model.
 	ClusterServingRuntimeName string `json:"clusterServingRuntimeName,omitempty"`
+	// CanaryStatuses say which canaries have an available replica.
+	CanaryStatuses []CanaryStatus `json:"canaryStatuses,omitempty"`
+}
+
+// CanaryStatus is a canary's observed state.
+type CanaryStatus struct {
+	Name           string `json:"name"`
+	Ready          bool   `json:"ready"`
+	TrafficPercent int32  `json:"trafficPercent"`
 }
 
 // Condition is a Knative condition.
@@ -194,13 +220,12 @@ func (in *InferenceService) DeepCopy() *InferenceService {
 	}
 	out := &InferenceService{TypeMeta: in.TypeMeta}
 	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	p := in.Spec.Predictor
-	out.Spec.Predictor = PredictorSpec{MinReplicas: copyPtr(p.MinReplicas), MaxReplicas: p.MaxReplicas, SecurityContext: p.SecurityContext.DeepCopy()}
-	if m := p.Model; m != nil {
-		c := *m
-		c.Runtime, c.StorageURI, c.ProtocolVersion = copyPtr(m.Runtime), copyPtr(m.StorageURI), copyPtr(m.ProtocolVersion)
-		m.Resources.DeepCopyInto(&c.Resources)
-		out.Spec.Predictor.Model = &c
+	out.Spec.Predictor = in.Spec.Predictor.DeepCopy()
+	if in.Spec.Canary != nil {
+		out.Spec.Canary = make([]CanarySpec, len(in.Spec.Canary))
+		for i, c := range in.Spec.Canary {
+			out.Spec.Canary[i] = CanarySpec{Predictor: c.Predictor.DeepCopy(), TrafficPercent: c.TrafficPercent}
+		}
 	}
 	st := in.Status
 	out.Status = InferenceServiceStatus{
@@ -215,6 +240,25 @@ func (in *InferenceService) DeepCopy() *InferenceService {
 		},
 		DeploymentMode:            st.DeploymentMode,
 		ClusterServingRuntimeName: st.ClusterServingRuntimeName,
+		CanaryStatuses:            append([]CanaryStatus(nil), st.CanaryStatuses...),
+	}
+	return out
+}
+
+// DeepCopy copies a predictor spec; the copy shares no memory with it.
+func (p PredictorSpec) DeepCopy() PredictorSpec {
+	out := PredictorSpec{Name: p.Name, MinReplicas: copyPtr(p.MinReplicas), MaxReplicas: p.MaxReplicas, SecurityContext: p.SecurityContext.DeepCopy()}
+	if p.Annotations != nil {
+		out.Annotations = make(map[string]string, len(p.Annotations))
+		for k, v := range p.Annotations {
+			out.Annotations[k] = v
+		}
+	}
+	if m := p.Model; m != nil {
+		c := *m
+		c.Runtime, c.StorageURI, c.ProtocolVersion = copyPtr(m.Runtime), copyPtr(m.StorageURI), copyPtr(m.ProtocolVersion)
+		m.Resources.DeepCopyInto(&c.Resources)
+		out.Model = &c
 	}
 	return out
 }

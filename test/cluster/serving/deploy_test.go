@@ -287,6 +287,10 @@ func TestDeployComponent(t *testing.T) {
 			"name": "iris", "model_uri": uri, "run_id": "run-" + e.ns, "timeout_seconds": timeout,
 			"runtime": "gangboost-xgboost", "protocol_version": "v2", "cpu": "500m", "memory": "256Mi",
 			"min_replicas": 1, "max_replicas": 1, "pvc_name": claim, "pvc_mount_path": "/mnt/pvc",
+			// Rolled out directly: on process nodes every predictor pod listens on the host's
+			// port 8080, so a challenger could not run beside its champion here (the real node's
+			// test promotes one).
+			"promotion": "replace",
 		}
 	}
 
@@ -303,7 +307,7 @@ func TestDeployComponent(t *testing.T) {
 		if err := e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "iris"}, &isvc); err != nil {
 			t.Fatal(err)
 		}
-		if isvc.Annotations[kube.ModelURIAnnotation] != "pvc://"+claim+"/models/iris/v1" || isvc.Annotations[kube.RunIDAnnotation] != "run-"+e.ns {
+		if isvc.Spec.Predictor.Annotations[kube.ModelURIAnnotation] != "pvc://"+claim+"/models/iris/v1" || isvc.Spec.Predictor.Annotations[kube.RunIDAnnotation] != "run-"+e.ns {
 			t.Errorf("annotations = %v", isvc.Annotations)
 		}
 		applied := false
@@ -365,7 +369,7 @@ func TestDeployComponent(t *testing.T) {
 		if err := e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "iris"}, &isvc); err != nil {
 			t.Fatal(err)
 		}
-		if got := isvc.Annotations[kube.RunIDAnnotation]; got != "run-"+e.ns {
+		if got := isvc.Spec.Predictor.Annotations[kube.RunIDAnnotation]; got != "run-"+e.ns {
 			t.Errorf("run annotation %q after the redeploy, want the run that deployed v2 (run-%s)", got, e.ns)
 		}
 		if after, _ := e.predictorPod("iris"); after.Name != before.Name {

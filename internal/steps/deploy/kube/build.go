@@ -21,20 +21,27 @@ import (
 
 // Labels and annotations the backend puts on its InferenceServices.
 const (
-	// ModelURIAnnotation and RunIDAnnotation record which model, deployed by which run, the
-	// service serves.
+	// ModelURIAnnotation and RunIDAnnotation record which model, deployed by which run, a
+	// predictor serves. They, ModelSHA256Annotation and ServingSpecAnnotation are the
+	// predictor's own annotations (spec.predictor.annotations, and a canary's), not the
+	// InferenceService's: KServe copies the service's annotations into every predictor's pods,
+	// stable and canary alike, so a model's annotations there would restart the champion's pods
+	// when a challenger is added or promoted.
 	ModelURIAnnotation = "gangboost.dev/model-uri"
 	RunIDAnnotation    = "gangboost.dev/run-id"
 	// ModelSHA256Annotation is the served model file's sha256: a version replaced on purpose
 	// under the same model URI changes it, and so rolls the pods onto the new bytes.
 	ModelSHA256Annotation = "gangboost.dev/model-sha256"
 	// ServingSpecAnnotation is a digest of what the predictor serves (the model spec and the
-	// annotations above, not the replicas). KServe copies the InferenceService's annotations
-	// into the predictor's pods, so a pod carrying the applied digest is of the applied version.
+	// annotations above, not the replicas). KServe copies the predictor's annotations into its
+	// pods, so a pod carrying the applied digest is of the applied version.
 	ServingSpecAnnotation = "gangboost.dev/serving-spec"
-	ManagedByLabel        = "app.kubernetes.io/managed-by"
-	PartOfLabel           = "app.kubernetes.io/part-of"
-	ManagedBy             = "gangboost-deploy-inferenceservice"
+	// PreviousModelURIAnnotation is, on a challenger's predictor, the champion it would replace;
+	// promoted, the predictor keeps it: the model a rollback returns to.
+	PreviousModelURIAnnotation = "gangboost.dev/previous-model-uri"
+	ManagedByLabel             = "app.kubernetes.io/managed-by"
+	PartOfLabel                = "app.kubernetes.io/part-of"
+	ManagedBy                  = "gangboost-deploy-inferenceservice"
 	// FieldManager owns the fields the component applies (server-side apply).
 	FieldManager = "gangboost-deploy-inferenceservice"
 	// ModelFormat is the format the gangboost runtimes declare.
@@ -69,8 +76,9 @@ func InferenceService(s *deploy.Service) (*kserveapi.InferenceService, error) {
 	if s.ModelSHA256 != "" {
 		annotations[ModelSHA256Annotation] = s.ModelSHA256
 	}
+	var serviceAnnotations map[string]string
 	if s.DeploymentMode != "" {
-		annotations[DeploymentModeAnnotation] = s.DeploymentMode
+		serviceAnnotations = map[string]string{DeploymentModeAnnotation: s.DeploymentMode}
 	}
 	var security *corev1.PodSecurityContext
 	if s.FSGroup != nil || s.RunAsUser != nil || s.RunAsGroup != nil {
@@ -88,7 +96,8 @@ func InferenceService(s *deploy.Service) (*kserveapi.InferenceService, error) {
 		Model       *kserveapi.ModelSpec       `json:"model"`
 		Annotations map[string]string          `json:"annotations"`
 		Security    *corev1.PodSecurityContext `json:"securityContext,omitempty"`
-	}{model, annotations, security})
+		Mode        string                     `json:"deploymentMode,omitempty"`
+	}{model, annotations, security, s.DeploymentMode})
 	if err != nil {
 		return nil, err
 	}
@@ -100,10 +109,10 @@ func InferenceService(s *deploy.Service) (*kserveapi.InferenceService, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: s.Name, Namespace: s.Namespace,
 			Labels:      map[string]string{ManagedByLabel: ManagedBy, PartOfLabel: "gangboost"},
-			Annotations: annotations,
+			Annotations: serviceAnnotations,
 		},
 		Spec: kserveapi.InferenceServiceSpec{Predictor: kserveapi.PredictorSpec{
-			Model: model, MinReplicas: &minReplicas, MaxReplicas: s.MaxReplicas, SecurityContext: security,
+			Model: model, MinReplicas: &minReplicas, MaxReplicas: s.MaxReplicas, Annotations: annotations, SecurityContext: security,
 		}},
 	}
 	return isvc, nil

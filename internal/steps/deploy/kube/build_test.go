@@ -68,7 +68,7 @@ func TestInferenceService(t *testing.T) {
 	if ext.MinReplicas == nil || *ext.MinReplicas != 1 || ext.MaxReplicas != 3 {
 		t.Errorf("replicas = %v-%d", ext.MinReplicas, ext.MaxReplicas)
 	}
-	if isvc.Annotations[ModelURIAnnotation] != "pvc://gangboost-models/models/iris/v2" || isvc.Annotations[RunIDAnnotation] != "0b7c3f8e" ||
+	if pa := isvc.Spec.Predictor.Annotations; pa[ModelURIAnnotation] != "pvc://gangboost-models/models/iris/v2" || pa[RunIDAnnotation] != "0b7c3f8e" ||
 		isvc.Labels[ManagedByLabel] != ManagedBy {
 		t.Errorf("metadata = %+v", isvc.ObjectMeta)
 	}
@@ -83,7 +83,7 @@ func TestInferenceService(t *testing.T) {
 	s := irisService()
 	s.RunID, s.DeploymentMode, s.FSGroup, s.RunAsUser = "", "", nil, ptr(int64(1000))
 	built, _ = InferenceService(s)
-	if _, ok := built.Annotations[RunIDAnnotation]; ok {
+	if _, ok := built.Spec.Predictor.Annotations[RunIDAnnotation]; ok {
 		t.Error("an empty run_id is recorded")
 	}
 	if _, ok := built.Annotations[DeploymentModeAnnotation]; ok {
@@ -113,9 +113,6 @@ func TestApplyConfiguration(t *testing.T) {
 kind: InferenceService
 metadata:
   annotations:
-    gangboost.dev/model-uri: pvc://gangboost-models/models/iris/v2
-    gangboost.dev/run-id: 0b7c3f8e
-    gangboost.dev/serving-spec: dc30fe96ffe1d950
     serving.kserve.io/deploymentMode: RawDeployment
   labels:
     app.kubernetes.io/managed-by: gangboost-deploy-inferenceservice
@@ -124,6 +121,10 @@ metadata:
   namespace: kubeflow-user
 spec:
   predictor:
+    annotations:
+      gangboost.dev/model-uri: pvc://gangboost-models/models/iris/v2
+      gangboost.dev/run-id: 0b7c3f8e
+      gangboost.dev/serving-spec: DIGEST
     maxReplicas: 3
     minReplicas: 1
     model:
@@ -142,7 +143,7 @@ spec:
     securityContext:
       fsGroup: 65532
 `
-	if string(got) != want {
+	if want := strings.Replace(want, "DIGEST", isvc.Spec.Predictor.Annotations[ServingSpecAnnotation], 1); string(got) != want {
 		t.Errorf("apply configuration:\n%s\nwant:\n%s", got, want)
 	}
 	// It is still an InferenceService to KServe's typed API (strictly: no unknown field).
@@ -162,7 +163,7 @@ func TestServingSpecDigest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return isvc.Annotations[ServingSpecAnnotation]
+		return isvc.Spec.Predictor.Annotations[ServingSpecAnnotation]
 	}
 	base := digest(func(*deploy.Service) {})
 	if len(base) != 16 || digest(func(*deploy.Service) {}) != base {

@@ -78,6 +78,16 @@ func New(cfg *rest.Config) (*Backend, error) {
 
 func key(s *deploy.Service) string { return s.Namespace + "/" + s.Name }
 
+// predictorServiceName is KServe's name of a predictor's Deployment and Service:
+// {isvc}-predictor, or {isvc}-{predictor}-predictor for a named one (a canary, or a promoted
+// canary).
+func predictorServiceName(isvc, predictor string) string {
+	if predictor == "" {
+		return isvc + "-predictor"
+	}
+	return isvc + "-" + predictor + "-predictor"
+}
+
 // Apply creates the InferenceService or updates the one of that name by server-side apply with
 // the component's field manager: a new model_uri rolls the predictor out to the new model.
 // KServe copies the InferenceService's annotations into the predictor's pod template, so an
@@ -92,8 +102,9 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 	switch err := b.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &before); {
 	case err == nil:
 		beforeRV, previous, beforeGen = before.ResourceVersion, storageURI(&before), before.Generation
-		previousSHA = before.Annotations[ModelSHA256Annotation]
-		if run, ok := before.Annotations[RunIDAnnotation]; ok && before.Annotations[ModelURIAnnotation] == s.ModelURI && previousSHA == s.ModelSHA256 {
+		pa := before.Spec.Predictor.Annotations
+		previousSHA = pa[ModelSHA256Annotation]
+		if run, ok := pa[RunIDAnnotation]; ok && pa[ModelURIAnnotation] == s.ModelURI && previousSHA == s.ModelSHA256 {
 			desired.RunID = run
 		}
 	case apierrors.IsNotFound(err):
@@ -118,7 +129,7 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 		b.applied = map[string]appliedVersion{}
 	}
 	b.applied[key(s)] = appliedVersion{resourceVersion: u.GetResourceVersion(), changed: u.GetResourceVersion() != beforeRV,
-		specChanged: u.GetGeneration() != beforeGen, previous: previous, previousSHA: previousSHA, servingSpec: isvc.Annotations[ServingSpecAnnotation]}
+		specChanged: u.GetGeneration() != beforeGen, previous: previous, previousSHA: previousSHA, servingSpec: isvc.Spec.Predictor.Annotations[ServingSpecAnnotation]}
 	b.mu.Unlock()
 	return nil
 }
@@ -394,7 +405,7 @@ func (b *Backend) endpoint(ctx context.Context, isvc *kserveapi.InferenceService
 		return nil, fmt.Errorf("InferenceService %s is Ready but its status.address.url %q is not a URL: %w", isvc.Name, ep.URL, err)
 	}
 	var svc corev1.Service
-	name := isvc.Name + "-predictor"
+	name := predictorServiceName(isvc.Name, isvc.Spec.Predictor.Name)
 	if err := b.client.Get(ctx, client.ObjectKey{Namespace: isvc.Namespace, Name: name}, &svc); err != nil {
 		return nil, fmt.Errorf("InferenceService %s is Ready but its predictor Service %s cannot be read (may the step's service account get services?): %w", isvc.Name, name, err)
 	}

@@ -1,0 +1,316 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangboost/gangboost/internal/kube/kserveapi"
+	"github.com/gangboost/gangboost/internal/kube/kubewatch"
+	"github.com/gangboost/gangboost/internal/steps/deploy"
+)
+
+// The backend deploys a challenger as a KServe v0.20 canary of the InferenceService
+// (spec.canary[], its own Deployment and Service {isvc}-{challenger}-predictor, 0 % of the traffic
+// by default) and promotes it the way KServe documents for a restart-free promotion: the stable
+// predictor becomes the canary's spec, its name included, and the entry goes. Every change is a
+// JSON merge patch that carries the resourceVersion it read (optimistic locking, the patch verb
+// the step's Role grants), so two runs changing one service never overwrite each other: the
+// second reads again and decides again.
+var _ deploy.Promoter = (*Backend)(nil)
+
+// Serving reads the InferenceService: the stable predictor's model, the model recorded before it,
+// and the challengers beside it.
+func (b *Backend) Serving(ctx context.Context, s *deploy.Service) (*deploy.Serving, error) {
+	var isvc kserveapi.InferenceService
+	err := b.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &isvc)
+	if apierrors.IsNotFound(err) {
+		return &deploy.Serving{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read InferenceService %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	out := &deploy.Serving{ModelURI: modelURI(isvc.Spec.Predictor), PreviousModelURI: isvc.Spec.Predictor.Annotations[PreviousModelURIAnnotation]}
+	for _, c := range isvc.Spec.Canary {
+		out.Challengers = append(out.Challengers, c.Predictor.Name)
+	}
+	return out, nil
+}
+
+func modelURI(p kserveapi.PredictorSpec) string {
+	if p.Model != nil && p.Model.StorageURI != nil {
+		return *p.Model.StorageURI
+	}
+	return ""
+}
+
+// challengerPredictor is s's predictor as challenger c: the spec a stable predictor of s would
+// have (so that promoting it changes nothing its pods see), named c.Name, one replica of its own
+// (a dark canary's share of the stable replicas would be none), and the champion it challenges.
+func challengerPredictor(s *deploy.Service, c deploy.Challenger) (kserveapi.PredictorSpec, error) {
+	built, err := InferenceService(s)
+	if err != nil {
+		return kserveapi.PredictorSpec{}, err
+	}
+	p := built.Spec.Predictor
+	one := int32(1)
+	p.Name, p.MinReplicas, p.MaxReplicas = c.Name, &one, 0
+	p.Annotations[PreviousModelURIAnnotation] = c.Champion
+	return p, nil
+}
+
+// patchService changes the InferenceService with change and patches it, with the
+// resourceVersion it read as a precondition; on a conflict it reads and changes it again. An
+// error from change ends it.
+func (b *Backend) patchService(ctx context.Context, s *deploy.Service, change func(*kserveapi.InferenceService) error) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var isvc kserveapi.InferenceService
+		if err := b.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &isvc); err != nil {
+			return fmt.Errorf("read InferenceService %s/%s: %w", s.Namespace, s.Name, err)
+		}
+		before := isvc.DeepCopy()
+		if err := change(&isvc); err != nil {
+			return err
+		}
+		return b.client.Patch(ctx, &isvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager))
+	})
+}
+
+// ApplyChallenger adds challenger c to the InferenceService's canaries (or replaces the entry of
+// that name: a retried step), as long as c.Champion is still its model.
+func (b *Backend) ApplyChallenger(ctx context.Context, s *deploy.Service, c deploy.Challenger) error {
+	p, err := challengerPredictor(s, c)
+	if err != nil {
+		return fmt.Errorf("build challenger %s: %w", c.Name, err)
+	}
+	err = b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
+		if now := modelURI(isvc.Spec.Predictor); now != c.Champion {
+			return &deploy.ChampionChangedError{Service: s.Name, Compared: c.Champion, Serving: now}
+		}
+		if mode := deploymentMode(isvc); mode == "Serverless" || mode == "Knative" {
+			return fmt.Errorf("InferenceService %s/%s is deployed %s: KServe runs a challenger beside the champion (a canary) only in RawDeployment (Standard) mode; set deployment_mode RawDeployment, or promotion replace to roll out without a comparison", s.Namespace, s.Name, mode)
+		}
+		entry := kserveapi.CanarySpec{Predictor: p, TrafficPercent: c.TrafficPercent}
+		total := c.TrafficPercent
+		replaced := false
+		for i, e := range isvc.Spec.Canary {
+			if e.Predictor.Name == c.Name {
+				isvc.Spec.Canary[i], replaced = entry, true
+				continue
+			}
+			total += e.TrafficPercent
+		}
+		if total > 100 {
+			return fmt.Errorf("InferenceService %s/%s: the challengers beside the champion would get %d%% of the traffic; KServe allows 100%% in all: lower challenger_traffic_percent, or remove a challenger (%s)", s.Namespace, s.Name, total, strings.Join(canaryNames(isvc), ", "))
+		}
+		if !replaced {
+			isvc.Spec.Canary = append(isvc.Spec.Canary, entry)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if b.applied == nil {
+		b.applied = map[string]appliedVersion{}
+	}
+	b.applied[key(s)+"/"+c.Name] = appliedVersion{servingSpec: p.Annotations[ServingSpecAnnotation], previous: c.Champion}
+	b.mu.Unlock()
+	return nil
+}
+
+func deploymentMode(isvc *kserveapi.InferenceService) string {
+	if isvc.Status.DeploymentMode != "" {
+		return isvc.Status.DeploymentMode
+	}
+	return isvc.Annotations[DeploymentModeAnnotation]
+}
+
+func canaryNames(isvc *kserveapi.InferenceService) []string {
+	var names []string
+	for _, c := range isvc.Spec.Canary {
+		names = append(names, c.Predictor.Name)
+	}
+	return names
+}
+
+// WaitChallenger follows the challenger's pods until one of them is ready and KServe reports the
+// canary ready, then waits until the model answers through the challenger's Service. A
+// challenger whose runtime keeps failing (a model it cannot load, say) is removed and its
+// failure returned: the champion is not touched.
+func (b *Backend) WaitChallenger(ctx context.Context, s *deploy.Service, c deploy.Challenger, progress func(string)) (*deploy.Endpoint, *deploy.Endpoint, error) {
+	b.mu.Lock()
+	digest := b.applied[key(s)+"/"+c.Name].servingSpec
+	b.mu.Unlock()
+	var champion *deploy.Endpoint
+	lastPods := ""
+	err := kubewatch.Follow(ctx, b.config, b.scheme, kubewatch.Informers{
+		Namespace: s.Namespace,
+		ByObject: map[client.Object]cache.ByObject{
+			&kserveapi.InferenceService{}: {Field: fields.OneTermEqualSelector("metadata.name", s.Name)},
+			&corev1.Pod{}:                 {Label: labels.SelectorFromSet(labels.Set{PodLabel: s.Name})},
+		},
+		What:  fmt.Sprintf("challenger %s of InferenceService %s/%s", c.Name, s.Namespace, s.Name),
+		Needs: "inferenceservices and pods",
+	}, func(ctx context.Context, r client.Reader) (bool, error) {
+		var isvc kserveapi.InferenceService
+		if err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &isvc); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		var pods corev1.PodList
+		_ = r.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabels{PodLabel: s.Name})
+		ready, current := 0, 0
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.DeletionTimestamp != nil || p.Annotations[ServingSpecAnnotation] != digest {
+				continue
+			}
+			current++
+			if podReady(p) {
+				ready++
+			}
+			if why := crashLooping(p); why != "" {
+				return false, fmt.Errorf("the challenger's runtime keeps failing: pod %s: %s", p.Name, why)
+			}
+		}
+		canaryReady := slices.ContainsFunc(isvc.Status.CanaryStatuses, func(cs kserveapi.CanaryStatus) bool { return cs.Name == c.Name && cs.Ready })
+		if line := fmt.Sprintf("challenger %s: pods ready %d/1 (%d created), canary ready %v", c.Name, ready, current, canaryReady); line != lastPods {
+			lastPods = line
+			progress(line)
+		}
+		if ready < 1 || !canaryReady || isvc.Status.Address == nil {
+			return false, nil
+		}
+		var err error
+		champion, err = b.endpoint(ctx, &isvc)
+		return true, err
+	})
+	if err != nil {
+		return nil, nil, b.removeFailed(ctx, s, c, err)
+	}
+	ep, err := b.challengerEndpoint(ctx, s, c, champion)
+	if err != nil {
+		return nil, nil, b.removeFailed(ctx, s, c, err)
+	}
+	if err := b.waitAnswers(ctx, s, ep, progress); err != nil {
+		return nil, nil, b.removeFailed(ctx, s, c, err)
+	}
+	return ep, champion, nil
+}
+
+// removeFailed removes a challenger that did not come up and returns why, with what removing
+// it did.
+func (b *Backend) removeFailed(ctx context.Context, s *deploy.Service, c deploy.Challenger, cause error) error {
+	rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := b.Reject(rmCtx, s, c); err != nil {
+		return fmt.Errorf("%w (and removing challenger %s failed: %v)", cause, c.Name, err)
+	}
+	return fmt.Errorf("%w; challenger %s removed, the champion %s serves on", cause, c.Name, c.Champion)
+}
+
+// challengerEndpoint is where the challenger answers: its own predictor Service, in the form of
+// the champion's address (KServe's cluster-local host, no port: the Service's port 80).
+func (b *Backend) challengerEndpoint(ctx context.Context, s *deploy.Service, c deploy.Challenger, champion *deploy.Endpoint) (*deploy.Endpoint, error) {
+	name := predictorServiceName(s.Name, c.Name)
+	var svc corev1.Service
+	if err := b.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, &svc); err != nil {
+		return nil, fmt.Errorf("the challenger's Service %s cannot be read: %w", name, err)
+	}
+	host := name + "." + s.Namespace + ".svc.cluster.local"
+	ep := &deploy.Endpoint{URL: "http://" + host, ModelName: s.Name, ExternalURL: champion.ExternalURL}
+	for _, p := range svc.Spec.Ports {
+		if (p.AppProtocol != nil && *p.AppProtocol == "kubernetes.io/h2c") || strings.Contains(p.Name, "grpc") || strings.Contains(p.Name, "h2c") {
+			ep.GRPCAddress = net.JoinHostPort(host, strconv.Itoa(int(p.Port)))
+			break
+		}
+	}
+	return ep, nil
+}
+
+// Promote makes challenger c the stable predictor: spec.predictor becomes the canary's spec (its
+// name, so KServe keeps its Deployment and pods; the stable replica bounds), the entry goes, and
+// the champion stays recorded on it (PreviousModelURIAnnotation). When c.Champion no longer
+// serves, the challenger is removed instead and the error says what serves. It returns once the
+// service is Ready on the promoted predictor.
+func (b *Backend) Promote(ctx context.Context, s *deploy.Service, c deploy.Challenger) error {
+	var changed *deploy.ChampionChangedError
+	err := b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
+		if now := modelURI(isvc.Spec.Predictor); now != c.Champion {
+			changed = &deploy.ChampionChangedError{Service: s.Name, Compared: c.Champion, Serving: now}
+			return changed
+		}
+		i := slices.IndexFunc(isvc.Spec.Canary, func(e kserveapi.CanarySpec) bool { return e.Predictor.Name == c.Name })
+		if i < 0 {
+			return fmt.Errorf("InferenceService %s/%s has no challenger %s (canaries: %v): was it removed by another step?", s.Namespace, s.Name, c.Name, canaryNames(isvc))
+		}
+		stable := isvc.Spec.Canary[i].Predictor.DeepCopy()
+		stable.MinReplicas, stable.MaxReplicas = isvc.Spec.Predictor.MinReplicas, isvc.Spec.Predictor.MaxReplicas
+		isvc.Spec.Predictor = stable
+		isvc.Spec.Canary = slices.Delete(isvc.Spec.Canary, i, i+1)
+		return nil
+	})
+	if errors.As(err, &changed) {
+		if rerr := b.Reject(ctx, s, c); rerr != nil {
+			return fmt.Errorf("%w (and removing the challenger failed: %v)", err, rerr)
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	return b.waitPromoted(ctx, s, c)
+}
+
+// waitPromoted waits until KServe serves the service from the promoted predictor: Ready, its
+// address on the challenger's Service.
+func (b *Backend) waitPromoted(ctx context.Context, s *deploy.Service, c deploy.Challenger) error {
+	want := predictorServiceName(s.Name, c.Name) + "."
+	return kubewatch.Follow(ctx, b.config, b.scheme, kubewatch.Informers{
+		Namespace: s.Namespace,
+		ByObject: map[client.Object]cache.ByObject{
+			&kserveapi.InferenceService{}: {Field: fields.OneTermEqualSelector("metadata.name", s.Name)},
+		},
+		What:  fmt.Sprintf("InferenceService %s/%s", s.Namespace, s.Name),
+		Needs: "inferenceservices",
+	}, func(ctx context.Context, r client.Reader) (bool, error) {
+		var isvc kserveapi.InferenceService
+		if err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &isvc); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		a := isvc.Status.Address
+		return isvc.Status.IsReady() && a != nil && strings.Contains(a.URL, want), nil
+	})
+}
+
+// Reject removes challenger c from the InferenceService's canaries (KServe deletes its
+// Deployment and Service); nothing else changes. A challenger already gone is not an error.
+func (b *Backend) Reject(ctx context.Context, s *deploy.Service, c deploy.Challenger) error {
+	errGone := errors.New("gone")
+	err := b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
+		i := slices.IndexFunc(isvc.Spec.Canary, func(e kserveapi.CanarySpec) bool { return e.Predictor.Name == c.Name })
+		if i < 0 {
+			return errGone
+		}
+		isvc.Spec.Canary = slices.Delete(isvc.Spec.Canary, i, i+1)
+		return nil
+	})
+	if errors.Is(err, errGone) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,231 @@
+package realnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gangboost/gangboost/internal/kube/kserveapi"
+	"github.com/gangboost/gangboost/internal/steps/deploy"
+	deploykube "github.com/gangboost/gangboost/internal/steps/deploy/kube"
+	"github.com/gangboost/gangboost/internal/steps/promote"
+	"github.com/gangboost/gangboost/test/cluster"
+	"github.com/gangboost/gangboost/test/testbin"
+)
+
+// TestChampionChallengerOnRealNode: KServe v0.20's canary rollout with gangboost-runtime pods on
+// the real node (each pod its own network, so champion and challenger really are two servers).
+// v1 serves; v2 is deployed beside it as a challenger and rejected: the canary goes, the
+// champion's pod is the same pod throughout. v3 is deployed beside it and promoted: the
+// challenger's pod becomes the service's without a restart (same UID), the champion's goes, the
+// service answers as v3's file predicts (libxgboost), and v1 is recorded for a rollback. A
+// promotion compared with a champion that no longer serves is refused and its challenger removed.
+func TestChampionChallengerOnRealNode(t *testing.T) {
+	c := cluster.Require(t)
+	workloadsOnRealNode(t, c)
+	importImage(t, c, "gangboost-runtime")
+	applyServingRuntimes(t, c)
+	ns := namespace(t, c, "realnode-promote")
+	claim, claimDir := trainerClaim(t, c, ns, "promote")
+	for v, rounds := range map[string]int{"v1": 20, "v2": 2, "v3": 8} {
+		dir := filepath.Join(claimDir, "models", "iris", v)
+		if out, err := exec.Command(testbin.Installed(t, "gangboost-train"), "--dataset", "iris", "--objective", "multi:softprob",
+			"--num-round", fmt.Sprint(rounds), "--nthread", "1", "--model-dir", dir).CombinedOutput(); err != nil {
+			t.Fatalf("train %s: %v\n%s", v, err, out)
+		}
+	}
+	want := func(v string) []float32 {
+		return libxgboostPredict(t, filepath.Join(claimDir, "models", "iris", v, "model.json"), irisRows, 4)
+	}
+	backend, err := deploykube.New(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := c.Kube.CoreV1().Nodes().Get(context.Background(), cluster.RealNodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodeIP string
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			nodeIP = a.Address
+		}
+	}
+	backend.HTTPClient = clusterHTTPClient(nodeIP)
+	service := func(v string) *deploy.Service {
+		return &deploy.Service{
+			Name: "iris", Namespace: ns, ModelURI: "pvc://" + claim + "/models/iris/" + v, Claim: claim, ModelPath: "models/iris/" + v,
+			Runtime: "gangboost-xgboost", ProtocolVersion: "v2", CPU: "200m", Memory: "256Mi", MinReplicas: 1, MaxReplicas: 1,
+			Timeout: 3 * time.Minute, RunID: "run-" + v, DeploymentMode: "RawDeployment", FSGroup: ptr.To(int64(65532)),
+			Promotion: deploy.PromotionChallenge,
+		}
+	}
+	t.Cleanup(func() {
+		isvc := &kserveapi.InferenceService{}
+		isvc.Name, isvc.Namespace = "iris", ns
+		_ = c.Client.Delete(context.Background(), isvc, client.PropagationPolicy(metav1.DeletePropagationForeground))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	d := &deploy.Deployer{Backend: backend, Log: testLog{t}}
+	check := func(what, url string, v string) {
+		t.Helper()
+		got, w := inferThroughService(t, url, nodeIP, "iris", irisRows, 4), want(v)
+		for i := range w {
+			if len(got) != len(w) || math.Abs(float64(got[i]-w[i])) > 1e-6 {
+				t.Fatalf("%s at %s answers %v; libxgboost on %s gives %v", what, url, got, v, w)
+			}
+		}
+	}
+	podsOf := func(v string) []corev1.Pod {
+		t.Helper()
+		var pods corev1.PodList
+		if err := c.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{kserveapi.PodLabel: "iris"}); err != nil {
+			t.Fatal(err)
+		}
+		var out []corev1.Pod
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && p.Annotations[deploykube.ModelURIAnnotation] == "pvc://"+claim+"/models/iris/"+v {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	uids := func(pods []corev1.Pod) string {
+		var s []string
+		for _, p := range pods {
+			s = append(s, string(p.UID))
+		}
+		return strings.Join(s, ",")
+	}
+
+	first, err := d.Deploy(ctx, service("v1"))
+	if err != nil || first.Challenger != nil {
+		t.Fatalf("first deploy: %+v, %v", first, err)
+	}
+	check("the first model", first.URL, "v1")
+	champion := uids(podsOf("v1"))
+
+	// v2 beside v1, rejected.
+	r2, err := d.Deploy(ctx, service("v2"))
+	if err != nil || r2.Challenger == nil || r2.ChampionModelURI != "pvc://"+claim+"/models/iris/v1" {
+		t.Fatalf("challenger v2: %+v, %v", r2, err)
+	}
+	check("the challenger v2", r2.URL, "v2")
+	check("the champion beside it", r2.Champion.URL, "v1")
+	t0 := time.Now()
+	res, err := promote.Run(ctx, backend, promote.Request{Service: service("v2"), ChampionModelURI: r2.ChampionModelURI, Challenger: r2.Challenger.Name,
+		Reason: "v2 rejected (test)"}, testLog{t})
+	if err != nil || res.Promoted || res.ServingModelURI != r2.ChampionModelURI {
+		t.Fatalf("reject: %+v, %v", res, err)
+	}
+	t.Logf("rejected in %s", time.Since(t0).Round(time.Millisecond))
+	cluster.WaitFor(t, 90*time.Second, "the rejected challenger's Deployment is removed", func(ctx context.Context) (bool, error) {
+		err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "iris-" + r2.Challenger.Name + "-predictor"}, &appsv1.Deployment{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if now := uids(podsOf("v1")); now != champion {
+		t.Errorf("the champion's pods changed during the rejection: %s, were %s", now, champion)
+	}
+
+	// v3 beside v1, promoted while a client keeps calling the service's address.
+	r3, err := d.Deploy(ctx, service("v3"))
+	if err != nil || r3.Challenger == nil {
+		t.Fatalf("challenger v3: %+v, %v", r3, err)
+	}
+	challenger := uids(podsOf("v3"))
+	var calls, failed atomic.Int64
+	var lastErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		hc := clusterHTTPClient(nodeIP)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var isvc kserveapi.InferenceService
+			if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "iris"}, &isvc); err != nil || isvc.Status.Address == nil {
+				continue
+			}
+			calls.Add(1)
+			resp, err := hc.Get(isvc.Status.Address.URL + "/v2/models/iris/ready")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					err = errors.New(resp.Status)
+				}
+			}
+			if err != nil {
+				failed.Add(1)
+				lastErr.Store(err.Error())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	t0 = time.Now()
+	res, err = promote.Run(ctx, backend, promote.Request{Service: service("v3"), ChampionModelURI: r3.ChampionModelURI, Challenger: r3.Challenger.Name,
+		Promote: true, Reason: "v3 promoted (test)"}, testLog{t})
+	took := time.Since(t0)
+	close(stop)
+	wg.Wait()
+	if err != nil || !res.Promoted || res.PreviousModelURI != "pvc://"+claim+"/models/iris/v1" {
+		t.Fatalf("promote: %+v, %v", res, err)
+	}
+	t.Logf("promoted in %s; a client calling the service's address: %d calls, %d failed (last: %v)", took.Round(time.Millisecond), calls.Load(), failed.Load(), lastErr.Load())
+	var isvc kserveapi.InferenceService
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "iris"}, &isvc); err != nil {
+		t.Fatal(err)
+	}
+	if isvc.Spec.Predictor.Name != r3.Challenger.Name || len(isvc.Spec.Canary) != 0 ||
+		isvc.Spec.Predictor.Annotations[deploykube.PreviousModelURIAnnotation] != "pvc://"+claim+"/models/iris/v1" {
+		t.Errorf("after the promotion: predictor %q, canaries %d, annotations %v", isvc.Spec.Predictor.Name, len(isvc.Spec.Canary), isvc.Spec.Predictor.Annotations)
+	}
+	if now := uids(podsOf("v3")); now != challenger {
+		t.Errorf("the promoted challenger's pods were restarted: %s, were %s", now, challenger)
+	}
+	cluster.WaitFor(t, 90*time.Second, "the old champion's pods are gone", func(context.Context) (bool, error) { return len(podsOf("v1")) == 0, nil })
+	check("the service after the promotion", isvc.Status.Address.URL, "v3")
+
+	// A challenger compared with v1, which no longer serves: refused, and removed.
+	r4, err := d.Deploy(ctx, service("v2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = promote.Run(ctx, backend, promote.Request{Service: service("v2"), ChampionModelURI: "pvc://" + claim + "/models/iris/v1",
+		Challenger: r4.Challenger.Name, Promote: true}, testLog{t})
+	var changed *deploy.ChampionChangedError
+	if !errors.As(err, &changed) || changed.Serving != "pvc://"+claim+"/models/iris/v3" {
+		t.Fatalf("a promotion over a replaced champion: %v", err)
+	}
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "iris"}, &isvc); err != nil || len(isvc.Spec.Canary) != 0 || modelURIOf(isvc) != "pvc://"+claim+"/models/iris/v3" {
+		t.Errorf("after the refused promotion: canaries %d, model %s (%v)", len(isvc.Spec.Canary), modelURIOf(isvc), err)
+	}
+}
+
+func modelURIOf(isvc kserveapi.InferenceService) string {
+	if m := isvc.Spec.Predictor.Model; m != nil && m.StorageURI != nil {
+		return *m.StorageURI
+	}
+	return ""
+}
