@@ -5,6 +5,7 @@
 //	gangboost pipeline upload --host URL [--name N] [--description D] [--namespace NS] [--version V] [--token T] FILE
 //	gangboost pipeline run --host URL [--pipeline NAME | --pipeline-id ID] [--version-id V] [--experiment-id E] [--param k=v ...]
 //	gangboost pipeline run --local FILE ...
+//	gangboost rollback [--namespace NS] NAME
 //	gangboost version
 package main
 
@@ -32,6 +33,7 @@ const usage = `usage:
   gangboost pipeline upload --host URL [flags] FILE
   gangboost pipeline run --host URL [flags] [--param key=value ...]
   gangboost pipeline run --local FILE [flags]
+  gangboost rollback [--namespace NS] NAME   serve the model an InferenceService's last promotion replaced
   gangboost version
 Run a command with -h for its flags.
 `
@@ -52,6 +54,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "gangboost", version.Version)
 		return 0
 	case "pipeline":
+	case "rollback":
+		return rollback(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

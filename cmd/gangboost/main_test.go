@@ -277,3 +277,24 @@ func TestServerErrors(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want %q", code, errs, want)
 	}
 }
+
+// gangboost rollback names what it needs before it calls a cluster: one InferenceService, a
+// namespace, a cluster to reach.
+func TestRollbackArguments(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "missing-kubeconfig")
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"rollback"}, 2, "usage: gangboost rollback"},
+		{[]string{"rollback", "a", "b"}, 2, "usage: gangboost rollback"},
+		{[]string{"rollback", "--timeout", "0s", "iris"}, 2, "usage: gangboost rollback"},
+		{[]string{"rollback", "--kubeconfig", kubeconfig, "--namespace", "team-a", "iris"}, 1, "gangboost rollback:"},
+	} {
+		code, _, stderr := gangboost(t, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("gangboost %v: exit %d, stderr %q; want %d with %q", c.args, code, stderr, c.code, c.want)
+		}
+	}
+}

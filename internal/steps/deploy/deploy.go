@@ -211,6 +211,18 @@ func (d *Deployer) Deploy(ctx context.Context, s *Service) (*Result, error) {
 		return &Result{Endpoint: *ep}, nil
 	}
 	c := Challenger{Name: ChallengerName(s.Name, s.ModelURI), TrafficPercent: s.ChallengerTraffic, Champion: serving.ModelURI}
+	if c.TrafficPercent > 0 {
+		// Never claim a split that does not happen: without one, the comparison is dark.
+		why := "the serving backend cannot split traffic"
+		splits := false
+		if ts, ok := d.Backend.(TrafficSplitter); ok {
+			splits, why = ts.SplitsTraffic(ctx, s)
+		}
+		if !splits {
+			d.printf("challenger_traffic_percent %d asked, but %s: the challenger gets no traffic, evaluate's calls only (a dark comparison)", c.TrafficPercent, why)
+			c.TrafficPercent = 0
+		}
+	}
 	if err := p.ApplyChallenger(ctx, s, c); err != nil {
 		return nil, err
 	}

@@ -67,6 +67,15 @@ type Promoter interface {
 	Reject(ctx context.Context, s *Service, c Challenger) error
 }
 
+// TrafficSplitter is a Promoter that can say whether a challenger's share of the traffic would
+// really reach it: KServe splits the traffic of a raw deployment only through an ingress that
+// can (Gateway API HTTPRoute weights); its Services alone send nothing to a canary.
+type TrafficSplitter interface {
+	// SplitsTraffic reports whether a challenger of s would get its share of the requests, and
+	// why not.
+	SplitsTraffic(ctx context.Context, s *Service) (bool, string)
+}
+
 // ChampionChangedError is a promotion whose champion was replaced since the challenger was
 // compared with it (another run promoted first).
 type ChampionChangedError struct {

@@ -221,6 +221,66 @@ func TestChampionChallengerOnRealNode(t *testing.T) {
 	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "iris"}, &isvc); err != nil || len(isvc.Spec.Canary) != 0 || modelURIOf(isvc) != "pvc://"+claim+"/models/iris/v3" {
 		t.Errorf("after the refused promotion: canaries %d, model %s (%v)", len(isvc.Spec.Canary), modelURIOf(isvc), err)
 	}
+
+	// Two runs promote into the service at once (challengers v1 and v2, both compared with
+	// v3): exactly one wins, the other is refused and its challenger removed; no update is lost.
+	rA, err := d.Deploy(ctx, service("v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rB, err := d.Deploy(ctx, service("v2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, 2)
+	var race sync.WaitGroup
+	for i, r := range []struct {
+		v string
+		r *deploy.Result
+	}{{"v1", rA}, {"v2", rB}} {
+		race.Add(1)
+		go func() {
+			defer race.Done()
+			_, errs[i] = promote.Run(ctx, backend, promote.Request{Service: service(r.v), ChampionModelURI: r.r.ChampionModelURI,
+				Challenger: r.r.Challenger.Name, Promote: true}, testLog{t})
+		}()
+	}
+	race.Wait()
+	winner := ""
+	for i, v := range []string{"v1", "v2"} {
+		switch {
+		case errs[i] == nil && winner == "":
+			winner = v
+		case errs[i] == nil:
+			t.Fatalf("both concurrent promotions succeeded")
+		case !errors.As(errs[i], &changed):
+			t.Fatalf("the losing promotion of %s: %v, want a ChampionChangedError", v, errs[i])
+		}
+	}
+	if winner == "" {
+		t.Fatalf("no concurrent promotion succeeded: %v", errs)
+	}
+	t.Logf("concurrent promotions: %s won; the other: %v", winner, errs)
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "iris"}, &isvc); err != nil || len(isvc.Spec.Canary) != 0 ||
+		modelURIOf(isvc) != "pvc://"+claim+"/models/iris/"+winner {
+		t.Fatalf("after the concurrent promotions: canaries %d, model %s (%v); want %s alone", len(isvc.Spec.Canary), modelURIOf(isvc), err, winner)
+	}
+
+	// gangboost rollback: v3, which the winner replaced, serves again, through the same canary
+	// promotion.
+	t0 = time.Now()
+	ep, model, err := backend.Rollback(ctx, ns, "iris", func(line string) { t.Log(line) })
+	if err != nil || model != "pvc://"+claim+"/models/iris/v3" {
+		t.Fatalf("rollback: %s, %v", model, err)
+	}
+	t.Logf("rolled back in %s to %s", time.Since(t0).Round(time.Millisecond), ep.URL)
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "iris"}, &isvc); err != nil {
+		t.Fatal(err)
+	}
+	if got := isvc.Spec.Predictor.Annotations[deploykube.PreviousModelURIAnnotation]; got != "pvc://"+claim+"/models/iris/"+winner {
+		t.Errorf("after the rollback the previous model is %q, want %s", got, winner)
+	}
+	check("the service after the rollback", isvc.Status.Address.URL, "v3")
 }
 
 func modelURIOf(isvc kserveapi.InferenceService) string {

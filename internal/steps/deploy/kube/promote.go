@@ -2,6 +2,9 @@ package kube
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -96,7 +99,12 @@ func (b *Backend) ApplyChallenger(ctx context.Context, s *deploy.Service, c depl
 	if err != nil {
 		return fmt.Errorf("build challenger %s: %w", c.Name, err)
 	}
-	err = b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
+	return b.addCanary(ctx, s, c, p)
+}
+
+// addCanary adds predictor p as canary c, as long as c.Champion is still the service's model.
+func (b *Backend) addCanary(ctx context.Context, s *deploy.Service, c deploy.Challenger, p kserveapi.PredictorSpec) error {
+	err := b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
 		if now := modelURI(isvc.Spec.Predictor); now != c.Champion {
 			return &deploy.ChampionChangedError{Service: s.Name, Compared: c.Champion, Serving: now}
 		}
@@ -313,4 +321,91 @@ func (b *Backend) Reject(ctx context.Context, s *deploy.Service, c deploy.Challe
 		return nil
 	}
 	return err
+}
+
+// Rollback serves the model the InferenceService's last promotion replaced (its predictor's
+// PreviousModelURIAnnotation) again, by the same way a challenger is promoted: the previous model
+// is deployed beside the current one as a canary with the stable predictor's spec, waited for
+// until it answers, and promoted, so the service answers throughout. The model it replaces
+// becomes the previous one in turn (a second rollback undoes the first).
+func (b *Backend) Rollback(ctx context.Context, namespace, name string, progress func(string)) (*deploy.Endpoint, string, error) {
+	var isvc kserveapi.InferenceService
+	if err := b.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &isvc); err != nil {
+		return nil, "", fmt.Errorf("read InferenceService %s/%s: %w", namespace, name, err)
+	}
+	current := modelURI(isvc.Spec.Predictor)
+	previous := isvc.Spec.Predictor.Annotations[PreviousModelURIAnnotation]
+	if previous == "" {
+		return nil, "", fmt.Errorf("InferenceService %s/%s records no previous model (annotation %s on spec.predictor): no promotion replaced one", namespace, name, PreviousModelURIAnnotation)
+	}
+	if previous == current {
+		return nil, "", fmt.Errorf("InferenceService %s/%s already serves %s", namespace, name, previous)
+	}
+	s := &deploy.Service{Name: name, Namespace: namespace, ModelURI: previous}
+	if m := isvc.Spec.Predictor.Model; m != nil && m.ProtocolVersion != nil {
+		s.ProtocolVersion = *m.ProtocolVersion
+	}
+	c := deploy.Challenger{Name: deploy.ChallengerName(name, previous), Champion: current}
+	p := isvc.Spec.Predictor.DeepCopy()
+	one := int32(1)
+	p.Name, p.MinReplicas, p.MaxReplicas = c.Name, &one, 0
+	p.Model.StorageURI = &previous
+	for _, k := range []string{ModelSHA256Annotation, RunIDAnnotation} {
+		delete(p.Annotations, k)
+	}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[ModelURIAnnotation], p.Annotations[PreviousModelURIAnnotation] = previous, current
+	// A digest of its own, by which its pods are told from the current ones.
+	delete(p.Annotations, ServingSpecAnnotation)
+	js, err := json.Marshal(p)
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(js)
+	p.Annotations[ServingSpecAnnotation] = hex.EncodeToString(sum[:8])
+	progress(fmt.Sprintf("rolling %s/%s back from %s to %s: deploying it beside as %s", namespace, name, current, previous, c.Name))
+	if err := b.addCanary(ctx, s, c, p); err != nil {
+		return nil, "", err
+	}
+	ep, _, err := b.WaitChallenger(ctx, s, c, progress)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := b.Promote(ctx, s, c); err != nil {
+		return nil, "", err
+	}
+	progress(fmt.Sprintf("%s/%s serves %s again; %s is recorded as the previous model", namespace, name, previous, current))
+	return ep, previous, nil
+}
+
+// kserveConfigNamespaces are where KServe's inferenceservice-config lives: KServe's own install,
+// and Kubeflow's manifests.
+var kserveConfigNamespaces = []string{"kserve", "kubeflow"}
+
+// SplitsTraffic reads KServe's ingress configuration: a raw deployment's canary gets its share
+// of the traffic only through Gateway API routes (ingress.enableGatewayApi); KServe's Services
+// send none to it.
+func (b *Backend) SplitsTraffic(ctx context.Context, s *deploy.Service) (bool, string) {
+	var errs []string
+	for _, ns := range kserveConfigNamespaces {
+		var cm corev1.ConfigMap
+		err := b.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "inferenceservice-config"}, &cm)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s/inferenceservice-config: %v", ns, err))
+			continue
+		}
+		var ingress struct {
+			EnableGatewayAPI bool `json:"enableGatewayApi"`
+		}
+		if err := json.Unmarshal([]byte(cm.Data["ingress"]), &ingress); err != nil {
+			return false, fmt.Sprintf("KServe's %s/inferenceservice-config has no readable ingress settings (%v)", ns, err)
+		}
+		if !ingress.EnableGatewayAPI {
+			return false, fmt.Sprintf("KServe's ingress (%s/inferenceservice-config) does not use the Gateway API (enableGatewayApi false), and without HTTPRoute weights a canary gets no traffic", ns)
+		}
+		return true, ""
+	}
+	return false, "KServe's configuration could not be read to tell whether it splits traffic (" + strings.Join(errs, "; ") + ")"
 }

@@ -285,3 +285,8 @@ func (b *Backend) Reject(ctx context.Context, s *deploy.Service, c deploy.Challe
 	_ = os.Remove(LogPath(b.StateDir, key))
 	return os.Remove(RecordPath(b.StateDir, key))
 }
+
+// SplitsTraffic: never; each local runtime answers at its own address.
+func (b *Backend) SplitsTraffic(ctx context.Context, s *deploy.Service) (bool, string) {
+	return false, "local runtimes each answer at their own address and nothing in front of them splits requests"
+}

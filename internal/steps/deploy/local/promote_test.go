@@ -99,10 +99,14 @@ func TestLocalChampionChallenger(t *testing.T) {
 	// Run 3: v3 beside v2, rejected: v2's process is untouched.
 	b3, state3 := newRun()
 	s3 := service(claim, "iris", uri("v3"))
-	s3.Promotion = deploy.PromotionChallenge
+	s3.Promotion, s3.ChallengerTraffic = deploy.PromotionChallenge, 10
 	r3, err := d(b3).Deploy(ctx, s3)
 	if err != nil || r3.ChampionModelURI != uri("v2") {
 		t.Fatalf("third deploy: %+v, %v", r3, err)
+	}
+	// Nothing splits local traffic: the step says so and the comparison is dark.
+	if r3.Challenger.TrafficPercent != 0 || !strings.Contains(log.String(), "challenger_traffic_percent 10 asked, but local runtimes each answer at their own address") {
+		t.Errorf("a traffic share asked of the local backend: challenger %+v, log:\n%s", r3.Challenger, log.String())
 	}
 	champion3, _ := ReadRecord(state3, "iris")
 	challenger3, _ := ReadRecord(state3, "iris.v3")
