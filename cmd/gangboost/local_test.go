@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -168,6 +169,67 @@ func TestLocalDemo(t *testing.T) {
 		t.Errorf("the deploy step recorded no serving process")
 	}
 	assertNothingLeft(t, work, mark, groups)
+}
+
+// TestLocalDemoChampionChallenger: three demo runs in one workdir. The first model (3 rounds)
+// serves; a worse one (2 rounds) is compared with it on the same test set and rejected, the
+// first serves on; a better one (30 rounds) is promoted. Each summary says which serves and why,
+// and the claim's serving record follows: the promoted model, the first recorded before it.
+func TestLocalDemoChampionChallenger(t *testing.T) {
+	bin := requireDemoBinaries(t)
+	work := t.TempDir()
+	mark := leaktest.New()
+	demo := func(rounds int) (string, string) {
+		t.Helper()
+		var out lockedBuffer
+		cmd := demoCommand(bin, work, mark, rounds)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("demo with %d rounds: %v\n%s", rounds, err, out.String())
+		}
+		m := regexp.MustCompile(`model\s+\S+ \((pvc://\S+)\)`).FindStringSubmatch(out.String())
+		if m == nil {
+			t.Fatalf("no model in the summary:\n%s", out.String())
+		}
+		return out.String(), m[1]
+	}
+	serving := func() (string, string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(work, "pvc", "gangboost-models", "serving", "iris.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec struct {
+			ModelURI         string `json:"model_uri"`
+			PreviousModelURI string `json:"previous_model_uri"`
+		}
+		if err := json.Unmarshal(b, &rec); err != nil {
+			t.Fatal(err)
+		}
+		return rec.ModelURI, rec.PreviousModelURI
+	}
+	_, first := demo(3)
+	if now, _ := serving(); now != first {
+		t.Fatalf("after the first run %s serves, want %s", now, first)
+	}
+	out, worse := demo(2)
+	for _, want := range []string{"decision   " + path.Base(worse) + " rejected, " + path.Base(first) + " kept: logloss ",
+		"serving    " + first + " (the champion, kept)", "[promote-model]", "removed challenger " + path.Base(worse)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the worse run's output lacks %q:\n%s", want, out)
+		}
+	}
+	if now, _ := serving(); now != first {
+		t.Errorf("after the worse run %s serves, want the champion %s", now, first)
+	}
+	out, better := demo(30)
+	if !strings.Contains(out, "decision   "+path.Base(better)+" promoted over "+path.Base(first)+": logloss ") {
+		t.Errorf("the better run does not say it was promoted:\n%s", out)
+	}
+	if now, prev := serving(); now != better || prev != first {
+		t.Errorf("after the better run the record says %s (previous %s), want %s (previous %s)", now, prev, better, first)
+	}
+	assertNothingLeft(t, work, mark, nil)
 }
 
 // TestLocalDemoInterrupted interrupts the demo while the gang trains: the run exits 130 and

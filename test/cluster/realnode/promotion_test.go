@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -281,6 +282,35 @@ func TestChampionChallengerOnRealNode(t *testing.T) {
 		t.Errorf("after the rollback the previous model is %q, want %s", got, winner)
 	}
 	check("the service after the rollback", isvc.Status.Address.URL, "v3")
+
+	// A challenger whose model cannot load: its runtime crash-loops with the reason, the
+	// challenger is removed and deploy fails with that reason; the champion's pod serves on. It
+	// comes last: on this test plane a challenger deployed right after a removed crash-looping
+	// one was once answered 404 through its new Service for minutes (not yet explained).
+	broken := filepath.Join(claimDir, "models", "iris", "broken")
+	if err := os.MkdirAll(broken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(broken, "model.json"), []byte(`{"learner": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The rollback's promotion removes the pods it replaced: the champion is its one pod then.
+	cluster.WaitFor(t, 90*time.Second, "one pod serves v3", func(context.Context) (bool, error) { return len(podsOf("v3")) == 1, nil })
+	before := uids(podsOf("v3"))
+	t0 = time.Now()
+	_, err = d.Deploy(ctx, service("broken"))
+	if err == nil || !strings.Contains(err.Error(), "model.json") || !strings.Contains(err.Error(), "challenger broken removed") {
+		t.Fatalf("a challenger that cannot load: %v; want its runtime's failure naming the file, and its removal", err)
+	}
+	t.Logf("the broken challenger failed the deploy after %s: %v", time.Since(t0).Round(time.Millisecond), err)
+	var afterBroken kserveapi.InferenceService
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "iris"}, &afterBroken); err != nil || len(afterBroken.Spec.Canary) != 0 {
+		t.Errorf("canaries after the broken challenger: %v (%v)", afterBroken.Spec.Canary, err)
+	}
+	if now := uids(podsOf("v3")); now != before {
+		t.Errorf("the champion's pods changed during the broken challenger: %s, were %s", now, before)
+	}
+	check("the champion after the broken challenger", afterBroken.Status.Address.URL, "v3")
 }
 
 func modelURIOf(isvc kserveapi.InferenceService) string {

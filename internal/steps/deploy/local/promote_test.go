@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +120,30 @@ func TestLocalChampionChallenger(t *testing.T) {
 	}
 	if sr, _ := ReadServing(s3); sr.ModelURI != uri("v2") {
 		t.Errorf("a rejection changed the serving record: %+v", sr)
+	}
+
+	// A challenger whose model cannot load: deploy fails naming the file, nothing of it is left,
+	// and the champion's process serves on.
+	broken := filepath.Join(claim, "models", "iris", "broken")
+	if err := os.MkdirAll(broken, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(broken, "model.json"), []byte(`{"learner": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb := service(claim, "iris", uri("broken"))
+	sb.Promotion = deploy.PromotionChallenge
+	if _, err := d(b3).Deploy(ctx, sb); err == nil || !strings.Contains(err.Error(), filepath.Join(broken, "model.json")) {
+		t.Errorf("a challenger that cannot load: %v; want a failure naming %s", err, filepath.Join(broken, "model.json"))
+	}
+	if _, err := ReadRecord(state3, "iris.broken"); err == nil {
+		t.Error("the broken challenger left a record")
+	}
+	if rec, err := ReadRecord(state3, "iris"); err != nil || rec.PID != champion3.PID || !procgroup.Alive(champion3.PID) {
+		t.Errorf("the champion after a broken challenger: %+v, %v; want pid %d serving on", rec, err, champion3.PID)
+	}
+	if got, err := infer(hc, champion3.URL, "iris"); err != nil || !same(got, want2) {
+		t.Errorf("the champion answers %v, %v after a broken challenger; want v2's", got, err)
 	}
 
 	// Run 4 compared v3 with v1, but v2 serves now: its promotion is refused, its challenger removed.
