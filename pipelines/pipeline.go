@@ -135,6 +135,9 @@ var Parameters = []Parameter{
 	{Name: "promote_policy", Feeds: feeds(Evaluate, "promote_policy")},
 	{Name: "promote_metric", Feeds: feeds(Evaluate, "promote_metric")},
 	{Name: "min_improvement", Feeds: feeds(Evaluate, "min_improvement")},
+	{Name: "watch_seconds", Feeds: feeds(Promote, "watch_seconds")},
+	{Name: "max_error_rate", Feeds: feeds(Promote, "max_error_rate")},
+	{Name: "max_p99_ms", Feeds: feeds(Promote, "max_p99_ms")},
 	// Pod security: a platform's policy (a Kubeflow profile's Pod Security Standard, OpenShift's
 	// SCC ranges) applies to the trainer and the predictor pods alike, and the predictor reads
 	// what the trainer wrote on the same claim, so one setting serves both.
@@ -176,6 +179,7 @@ var Wires = map[Target]Output{
 	{Promote, "decision_reason"}:    {Evaluate, "decision_reason"},
 	{Promote, "champion_model_uri"}: {Deploy, "champion_model_uri"},
 	{Promote, "challenger"}:         {Deploy, "challenger"},
+	{Promote, "challenger_url"}:     {Deploy, "url"},
 }
 
 // Result is one output of the pipeline (its root DAG's): a task's output under a name of its own.

@@ -3,7 +3,9 @@ package promote
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/kfp"
@@ -25,6 +27,10 @@ var Inputs = []kfp.Input{
 	{Name: "decision_reason", Type: kfp.String, Default: "", Description: "evaluate's verdict in a sentence, for the log"},
 	{Name: "champion_model_uri", Type: kfp.String, Default: "", Description: "deploy-inferenceservice's champion_model_uri: the model the challenger was compared with; empty when the run's model became the service's own"},
 	{Name: "challenger", Type: kfp.String, Default: "", Description: "deploy-inferenceservice's challenger: the name the model was deployed under beside the champion"},
+	{Name: "challenger_url", Type: kfp.String, Default: "", Description: "deploy-inferenceservice's url: the challenger's endpoint, whose metrics the watch reads"},
+	{Name: "watch_seconds", Type: kfp.Integer, Default: 0, Description: "before promoting, watch the challenger serve its share of the traffic this long: its error rate and p99 must stay within the bounds, or it is removed instead; 0: no watch"},
+	{Name: "max_error_rate", Type: kfp.Double, Default: 0.01, Description: "the watch's bound on the share of the challenger's inference requests that fail"},
+	{Name: "max_p99_ms", Type: kfp.Double, Default: 0.0, Description: "the watch's bound on the challenger's p99 latency in milliseconds; 0: none"},
 	{Name: "namespace", Type: kfp.String, Default: "", Description: "the InferenceService's namespace; default this step's namespace"},
 	{Name: "run_id", Type: kfp.String, Default: "", Description: "the run ({{$.pipeline_job_uuid}}), recorded with a promotion"},
 	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding the models"},
@@ -58,6 +64,10 @@ func RequestFromExecutor(e *kfp.Executor, defaultNamespace string) (*Request, er
 		s.Namespace = defaultNamespace
 	}
 	r := &Request{Service: s, ChampionModelURI: str("champion_model_uri", ""), Challenger: str("challenger", ""), Reason: str("decision_reason", "")}
+	r.ChallengerURL = str("challenger_url", "")
+	watch := in.IntIn("watch_seconds", 0, 0, 24*3600)
+	r.Watch = Watch{Window: time.Duration(watch) * time.Second, MaxErrorRate: in.Float("max_error_rate", 0.01)}
+	maxP99 := in.Float("max_p99_ms", 0)
 	verdict := str("promote", "")
 	claimName := str("pvc_name", "gangboost-models")
 	if err := in.Err(); err != nil {
@@ -71,6 +81,17 @@ func RequestFromExecutor(e *kfp.Executor, defaultNamespace string) (*Request, er
 	}
 	if s.Name == "" {
 		errs = append(errs, errors.New("name is empty: the InferenceService to promote into"))
+	}
+	if e := r.Watch.MaxErrorRate; math.IsNaN(e) || e < 0 || e > 1 {
+		errs = append(errs, fmt.Errorf("max_error_rate %v: want a share from 0 to 1", e))
+	}
+	if math.IsNaN(maxP99) || maxP99 < 0 || maxP99 > 3.6e6 {
+		errs = append(errs, fmt.Errorf("max_p99_ms %v: want 0 (no bound) up to an hour", maxP99))
+	} else {
+		r.Watch.MaxP99 = time.Duration(maxP99 * float64(time.Millisecond))
+	}
+	if r.Watch.Window > 0 && r.ChallengerURL == "" {
+		errs = append(errs, errors.New("watch_seconds is set but challenger_url is empty: pass deploy-inferenceservice's url"))
 	}
 	if c, p, err := deploy.ParseModelURI(s.ModelURI); err != nil {
 		errs = append(errs, err)

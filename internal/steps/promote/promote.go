@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gangboost/gangboost/internal/steps/deploy"
@@ -27,12 +29,42 @@ type Request struct {
 	// Promote is evaluate's verdict and Reason its sentence.
 	Promote bool
 	Reason  string
+	// Watch, when its Window is set, watches the challenger serving its share of the traffic
+	// before a promotion: its runtime's metrics at ChallengerURL/metrics must stay within the
+	// bounds, or it is removed instead. HTTP reads them (nil: a client with a 30 s timeout).
+	Watch         Watch
+	ChallengerURL string
+	HTTP          *http.Client
 }
 
 // Result is what serves once the verdict is applied.
 type Result struct {
 	Promoted                          bool
 	ServingModelURI, PreviousModelURI string
+	// WatchFailed says why a challenger the verdict promoted was removed after its watch.
+	WatchFailed string
+}
+
+// watchChallenger watches the challenger for r.Watch.Window and judges what its runtime saw. No
+// request in the window (nothing split traffic to it) leaves the verdict to the comparison on
+// the test set.
+func watchChallenger(ctx context.Context, r Request) (bool, string, error) {
+	if r.ChallengerURL == "" {
+		return false, "", errors.New("no challenger_url to watch")
+	}
+	hc := r.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	t, err := observe(ctx, hc, strings.TrimRight(r.ChallengerURL, "/")+"/metrics", r.Service.Name, r.Watch.Window)
+	if err != nil {
+		return false, "", err
+	}
+	if t.Requests == 0 {
+		return true, fmt.Sprintf("no request reached the challenger in %s (nothing split traffic to it): the comparison on the test set decides", r.Watch.Window), nil
+	}
+	ok, why := r.Watch.judge(t)
+	return ok, why, nil
 }
 
 // Run applies the verdict through the backend. A promotion whose champion was replaced meanwhile
@@ -70,6 +102,21 @@ func Run(ctx context.Context, p deploy.Promoter, r Request, log io.Writer) (*Res
 		}
 		printf("removed challenger %s (%s); %s serves %s as before", c.Name, s.ModelURI, s.Name, r.ChampionModelURI)
 		return &Result{ServingModelURI: r.ChampionModelURI, PreviousModelURI: serving.PreviousModelURI}, nil
+	}
+	if r.Watch.Window > 0 {
+		ok, why, err := watchChallenger(ctx, r)
+		if err != nil {
+			// Asked to watch and could not: nothing unwatched takes the traffic.
+			why, ok = fmt.Sprintf("the challenger could not be watched: %v", err), false
+		}
+		printf("watch: %s", why)
+		if !ok {
+			if err := p.Reject(ctx, s, c); err != nil {
+				return nil, fmt.Errorf("remove challenger %s of %s after its watch: %w", c.Name, s.Name, err)
+			}
+			printf("removed challenger %s (%s) after its watch; %s serves %s as before", c.Name, s.ModelURI, s.Name, r.ChampionModelURI)
+			return &Result{ServingModelURI: r.ChampionModelURI, PreviousModelURI: serving.PreviousModelURI, WatchFailed: why}, nil
+		}
 	}
 	start := time.Now()
 	if err := p.Promote(ctx, s, c); err != nil {
