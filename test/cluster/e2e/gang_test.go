@@ -119,13 +119,11 @@ func TestGangAllOrNothing(t *testing.T) {
 			why = "condition " + c.Reason + ": " + c.Message
 			return true, nil
 		}
-		evs, err := e.c.Kube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: fields.SelectorFromSet(fields.Set{
-			"involvedObject.kind": "PodGroup", "involvedObject.name": job.Name,
-		}).String()})
+		evs, err := e.podGroupEvents(ctx, job.Name)
 		if err != nil {
 			return false, err
 		}
-		for _, ev := range evs.Items {
+		for _, ev := range evs {
 			if ev.Reason == string(schedulingv1beta1.PodGroupUnschedulableType) && aboutPods(ev.Message) {
 				why = "event " + ev.Reason + ": " + ev.Message
 				return true, nil
@@ -301,13 +299,11 @@ func TestQueueCapability(t *testing.T) {
 	}
 	var reason string
 	cluster.WaitFor(e.t, 60*time.Second, "event 'queue resource quota insufficient' on the PodGroup", func(ctx context.Context) (bool, error) {
-		evs, err := e.c.Kube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: fields.SelectorFromSet(fields.Set{
-			"involvedObject.kind": "PodGroup", "involvedObject.name": job.Name,
-		}).String()})
+		evs, err := e.podGroupEvents(ctx, job.Name)
 		if err != nil {
 			return false, err
 		}
-		for _, ev := range evs.Items {
+		for _, ev := range evs {
 			if strings.Contains(ev.Message, "queue resource quota insufficient") {
 				reason = ev.Reason + ": " + ev.Message
 				return true, nil
@@ -432,3 +428,15 @@ var noTasks = regexp.MustCompile(`^\d+/0 tasks in gang unschedulable`)
 
 // aboutPods reports whether a gang message is about existing pods.
 func aboutPods(msg string) bool { return msg != "" && !noTasks.MatchString(msg) }
+
+// podGroupEvents are the events recorded about the PodGroup of the named job (the Training
+// Operator names the PodGroup after its job).
+func (e *testEnv) podGroupEvents(ctx context.Context, name string) ([]corev1.Event, error) {
+	evs, err := e.c.Kube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: fields.SelectorFromSet(fields.Set{
+		"involvedObject.kind": "PodGroup", "involvedObject.name": name,
+	}).String()})
+	if err != nil {
+		return nil, err
+	}
+	return evs.Items, nil
+}
