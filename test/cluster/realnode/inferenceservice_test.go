@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -208,12 +210,64 @@ func clusterHTTPClient(nodeIP string) *http.Client {
 	}}
 }
 
+// endpointHTTPClient calls <service>.<namespace>.svc.cluster.local[:port] at one of the
+// Service's ready endpoints (its EndpointSlices, the Service port's target port), as kube-proxy's
+// rules would send it. The promotion test uses it because it creates and removes Services in
+// quick succession, and on this test plane kube-proxy has twice programmed a new Service's
+// ClusterIP minutes late (its traffic left by the host's default route meanwhile); the Services
+// and endpoints are KServe's own.
+func endpointHTTPClient(c *cluster.Cluster) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			parts := strings.Split(host, ".")
+			if len(parts) < 3 || parts[2] != "svc" {
+				return nil, fmt.Errorf("%s does not name a Service", host)
+			}
+			svc, err := c.Kube.CoreV1().Services(parts[1]).Get(ctx, parts[0], metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			target := ""
+			for _, p := range svc.Spec.Ports {
+				if strconv.Itoa(int(p.Port)) == port {
+					target = p.TargetPort.String()
+				}
+			}
+			if target == "" || target == "0" {
+				target = port
+			}
+			slices, err := c.Kube.DiscoveryV1().EndpointSlices(parts[1]).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + parts[0]})
+			if err != nil {
+				return nil, err
+			}
+			for _, sl := range slices.Items {
+				for _, e := range sl.Endpoints {
+					if (e.Conditions.Ready == nil || *e.Conditions.Ready) && len(e.Addresses) > 0 {
+						return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(e.Addresses[0], target))
+					}
+				}
+			}
+			return nil, fmt.Errorf("service %s/%s has no ready endpoint", parts[1], parts[0])
+		},
+	}}
+}
+
 // inferThroughService posts a V2 REST request for rows of ncol FP32 features to the model at
 // base (http://<service>.<namespace>.svc.cluster.local) and returns output-0. The name is
 // resolved by the cluster DNS on nodeIP, as a pod's resolver would.
 func inferThroughService(t *testing.T, base, nodeIP, model string, rows []float32, ncol int) []float32 {
 	t.Helper()
-	hc := clusterHTTPClient(nodeIP)
+	return inferWith(t, clusterHTTPClient(nodeIP), base, model, rows, ncol)
+}
+
+// inferWith is inferThroughService with the client hc.
+func inferWith(t *testing.T, hc *http.Client, base, model string, rows []float32, ncol int) []float32 {
+	t.Helper()
 	u, err := url.JoinPath(base, "v2", "models", model, "infer")
 	if err != nil {
 		t.Fatal(err)

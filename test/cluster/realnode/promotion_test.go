@@ -58,17 +58,8 @@ func TestChampionChallengerOnRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := c.Kube.CoreV1().Nodes().Get(context.Background(), cluster.RealNodeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nodeIP string
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			nodeIP = a.Address
-		}
-	}
-	backend.HTTPClient = clusterHTTPClient(nodeIP)
+	hc := endpointHTTPClient(c)
+	backend.HTTPClient = hc
 	service := func(v string) *deploy.Service {
 		return &deploy.Service{
 			Name: "iris", Namespace: ns, ModelURI: "pvc://" + claim + "/models/iris/" + v, Claim: claim, ModelPath: "models/iris/" + v,
@@ -87,7 +78,7 @@ func TestChampionChallengerOnRealNode(t *testing.T) {
 	d := &deploy.Deployer{Backend: backend, Log: testLog{t}}
 	check := func(what, url string, v string) {
 		t.Helper()
-		got, w := inferThroughService(t, url, nodeIP, "iris", irisRows, 4), want(v)
+		got, w := inferWith(t, hc, url, "iris", irisRows, 4), want(v)
 		for i := range w {
 			if len(got) != len(w) || math.Abs(float64(got[i]-w[i])) > 1e-6 {
 				t.Fatalf("%s at %s answers %v; libxgboost on %s gives %v", what, url, got, v, w)
@@ -158,7 +149,6 @@ func TestChampionChallengerOnRealNode(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		hc := clusterHTTPClient(nodeIP)
 		for {
 			select {
 			case <-stop:
@@ -284,9 +274,7 @@ func TestChampionChallengerOnRealNode(t *testing.T) {
 	check("the service after the rollback", isvc.Status.Address.URL, "v3")
 
 	// A challenger whose model cannot load: its runtime crash-loops with the reason, the
-	// challenger is removed and deploy fails with that reason; the champion's pod serves on. It
-	// comes last: on this test plane a challenger deployed right after a removed crash-looping
-	// one was once answered 404 through its new Service for minutes (not yet explained).
+	// challenger is removed and deploy fails with that reason; the champion's pod serves on.
 	broken := filepath.Join(claimDir, "models", "iris", "broken")
 	if err := os.MkdirAll(broken, 0o755); err != nil {
 		t.Fatal(err)
