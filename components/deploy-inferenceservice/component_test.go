@@ -66,21 +66,7 @@ func TestDefaultsMakeAService(t *testing.T) {
 
 // TestREADME: the README documents every input and output of the component.
 func TestREADME(t *testing.T) {
-	b, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := deploy.Component(image)
-	for _, name := range c.InputNames() {
-		if !strings.Contains(string(b), "`"+name+"`") {
-			t.Errorf("README.md does not document input `%s`", name)
-		}
-	}
-	for _, o := range c.Outputs {
-		if !strings.Contains(string(b), "`"+o.Name+"`") {
-			t.Errorf("README.md does not document output `%s`", o.Name)
-		}
-	}
+	kfptest.CheckREADME(t, deploy.Component(image), "README.md")
 }
 
 // TestLocalBackend runs the component as the local pipeline runner does (GANGBOOST_BACKEND=local,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"os"
 	"strings"
 	"testing"
 
@@ -23,21 +22,7 @@ func TestComponentYAML(t *testing.T) {
 
 // TestREADME: the README documents every input and output of the component.
 func TestREADME(t *testing.T) {
-	b, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := promote.Component(image)
-	for _, name := range c.InputNames() {
-		if !strings.Contains(string(b), "`"+name+"`") {
-			t.Errorf("README.md does not document input `%s`", name)
-		}
-	}
-	for _, o := range c.Outputs {
-		if !strings.Contains(string(b), "`"+o.Name+"`") {
-			t.Errorf("README.md does not document output `%s`", o.Name)
-		}
-	}
+	kfptest.CheckREADME(t, promote.Component(image), "README.md")
 }
 
 // TestInputsAreChecked: a verdict that is not true or false, a missing name, a model_uri off the

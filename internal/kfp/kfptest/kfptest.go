@@ -57,3 +57,23 @@ func CheckComponentYAML(t *testing.T, c *kfp.Component, path, generator string, 
 		t.Errorf("%s uses Concat or IfPresent, which KFP's launcher does not resolve", path)
 	}
 }
+
+// CheckREADME checks that the README at path documents every input and output of c, each
+// named in backquotes.
+func CheckREADME(t *testing.T, c *kfp.Component, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range c.InputNames() {
+		if !strings.Contains(string(b), "`"+name+"`") {
+			t.Errorf("%s does not document input `%s`", path, name)
+		}
+	}
+	for _, o := range c.Outputs {
+		if !strings.Contains(string(b), "`"+o.Name+"`") {
+			t.Errorf("%s does not document output `%s`", path, o.Name)
+		}
+	}
+}

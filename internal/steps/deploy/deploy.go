@@ -154,13 +154,28 @@ func (d *Deployer) Run(ctx context.Context, s *Service) (*Endpoint, error) {
 	d.printf("applied %s: model %s, runtime %s, protocol %s, replicas %d-%d; waiting up to %s for it to be ready",
 		s.Name, s.ModelURI, s.Runtime, s.ProtocolVersion, s.MinReplicas, s.MaxReplicas, s.Timeout)
 	start := time.Now()
+	var ep *Endpoint
+	err := d.wait(ctx, s, s.Name, func(ctx context.Context, progress func(string)) (err error) {
+		ep, err = d.Backend.Wait(ctx, s, progress)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.printf("%s ready after %s: %s", s.Name, time.Since(start).Round(time.Millisecond), ep.URL)
+	return ep, nil
+}
+
+// wait runs wait at most s.Timeout, with progress lines to the log. When it fails, the error
+// (the deadline's, when that ended it) becomes a *NotReadyError about what with the backend's
+// Describe.
+func (d *Deployer) wait(ctx context.Context, s *Service, what string, wait func(ctx context.Context, progress func(string)) error) error {
 	waitCtx, cancel := context.WithTimeoutCause(ctx, s.Timeout,
 		fmt.Errorf("deadline of %s (timeout_seconds) passed", s.Timeout))
 	defer cancel()
-	ep, err := d.Backend.Wait(waitCtx, s, func(line string) { d.printf("%s", line) })
+	err := wait(waitCtx, func(line string) { d.printf("%s", line) })
 	if err == nil {
-		d.printf("%s ready after %s: %s", s.Name, time.Since(start).Round(time.Millisecond), ep.URL)
-		return ep, nil
+		return nil
 	}
 	if cause := context.Cause(waitCtx); cause != nil && waitCtx.Err() != nil {
 		err = cause
@@ -168,7 +183,7 @@ func (d *Deployer) Run(ctx context.Context, s *Service) (*Endpoint, error) {
 	// The caller's context may have ended too; describing must still happen.
 	descCtx, descCancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer descCancel()
-	return nil, &NotReadyError{Service: s.Name, Cause: err, Description: d.Backend.Describe(descCtx, s)}
+	return &NotReadyError{Service: what, Cause: err, Description: d.Backend.Describe(descCtx, s)}
 }
 
 // Result is where a deployed model answers, and the champion it challenges.
@@ -229,16 +244,12 @@ func (d *Deployer) Deploy(ctx context.Context, s *Service) (*Result, error) {
 	d.printf("%s serves %s (the champion): deployed %s beside it as challenger %s with %d%% of the traffic; waiting up to %s for both to answer",
 		s.Name, serving.ModelURI, s.ModelURI, c.Name, c.TrafficPercent, s.Timeout)
 	start := time.Now()
-	waitCtx, cancel := context.WithTimeoutCause(ctx, s.Timeout, fmt.Errorf("deadline of %s (timeout_seconds) passed", s.Timeout))
-	defer cancel()
-	ep, champion, err := p.WaitChallenger(waitCtx, s, c, func(line string) { d.printf("%s", line) })
-	if err != nil {
-		if cause := context.Cause(waitCtx); cause != nil && waitCtx.Err() != nil {
-			err = cause
-		}
-		descCtx, descCancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-		defer descCancel()
-		return nil, &NotReadyError{Service: s.Name + " challenger " + c.Name, Cause: err, Description: d.Backend.Describe(descCtx, s)}
+	var ep, champion *Endpoint
+	if err := d.wait(ctx, s, s.Name+" challenger "+c.Name, func(ctx context.Context, progress func(string)) (err error) {
+		ep, champion, err = p.WaitChallenger(ctx, s, c, progress)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	d.printf("challenger %s ready after %s at %s; the champion answers at %s", c.Name, time.Since(start).Round(time.Millisecond), ep.URL, champion.URL)
 	return &Result{Endpoint: *ep, Challenger: &c, Champion: champion, ChampionModelURI: serving.ModelURI}, nil

@@ -158,7 +158,13 @@ func writeChampion(e *kfp.Executor, s *Summary) error {
 	if s != nil {
 		metrics, confusion = s.Metrics(), s.ConfusionMatrix()
 	}
-	for name, md := range map[string]map[string]any{OutputChampionMetrics: metrics, OutputChampionConfusionMatrix: confusion} {
+	return writeMetadataArtifacts(e, map[string]map[string]any{OutputChampionMetrics: metrics, OutputChampionConfusionMatrix: confusion})
+}
+
+// writeMetadataArtifacts records each artifact's metadata and writes the same values as its
+// file, so a download from the UI shows what the metadata says.
+func writeMetadataArtifacts(e *kfp.Executor, artifacts map[string]map[string]any) error {
+	for name, md := range artifacts {
 		if err := e.SetArtifact(name, "", md); err != nil {
 			return err
 		}
@@ -231,17 +237,8 @@ func writeOutputs(e *kfp.Executor, s *Summary) error {
 	}
 	// Each artifact's file holds what its metadata says (the HTML page for the report), so a
 	// download from the UI shows the same values.
-	for name, md := range map[string]map[string]any{OutputMetrics: metrics, OutputConfusionMatrix: confusion} {
-		if err := e.SetArtifact(name, "", md); err != nil {
-			return err
-		}
-		js, err := json.MarshalIndent(md, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := writeArtifact(e, name, append(js, '\n')); err != nil {
-			return err
-		}
+	if err := writeMetadataArtifacts(e, map[string]map[string]any{OutputMetrics: metrics, OutputConfusionMatrix: confusion}); err != nil {
+		return err
 	}
 	if err := e.SetArtifact(OutputReport, "", map[string]any{}); err != nil {
 		return err

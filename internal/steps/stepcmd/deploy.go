@@ -30,29 +30,13 @@ func Deploy(args []string) int {
 }
 
 func deployModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) error {
-	var err error
-	var backend deploy.Backend
 	var svc *deploy.Service
-	if kfp.LocalBackend() {
-		if svc, err = deploy.ServiceFromExecutor(exec, "local"); err != nil {
-			return err
-		}
-		if backend, err = localServingBackend(); err != nil {
-			return err
-		}
-	} else {
-		step := kubecfg.Load(kubeconfig)
-		// Inputs are checked before the cluster is contacted.
-		if svc, err = deploy.ServiceFromExecutor(exec, step.Namespace); err != nil {
-			return err
-		}
-		cfg, err := step.RESTConfig()
-		if err != nil {
-			return err
-		}
-		if backend, err = kube.New(cfg); err != nil {
-			return err
-		}
+	backend, err := servingBackend(kubeconfig, func(namespace string) (err error) {
+		svc, err = deploy.ServiceFromExecutor(exec, namespace)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if err := svc.ReadModelSHA256(); err != nil {
 		return err
@@ -71,6 +55,28 @@ func deployModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) err
 	}
 	fmt.Printf("%s serves %s at %s\n", svc.Name, svc.ModelURI, r.URL)
 	return nil
+}
+
+// servingBackend is the serving backend a deploy or promote step acts through: with
+// GANGBOOST_BACKEND=local the local processes (localServingBackend), else the cluster of
+// kubeconfig. readInputs reads the step's inputs, given the namespace they default to (the
+// step's own; "local" locally), before anything is contacted, so bad inputs fail first.
+func servingBackend(kubeconfig string, readInputs func(namespace string) error) (deploy.Promoter, error) {
+	if kfp.LocalBackend() {
+		if err := readInputs("local"); err != nil {
+			return nil, err
+		}
+		return localServingBackend()
+	}
+	step := kubecfg.Load(kubeconfig)
+	if err := readInputs(step.Namespace); err != nil {
+		return nil, err
+	}
+	cfg, err := step.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kube.New(cfg)
 }
 
 // localServingBackend is the local serving backend: gangboost-runtime from $GANGBOOST_BIN_DIR

@@ -3,13 +3,9 @@ package stepcmd
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
 
 	"github.com/gangboost/gangboost/internal/kfp"
-	"github.com/gangboost/gangboost/internal/kube/kubecfg"
-	"github.com/gangboost/gangboost/internal/steps/deploy"
-	"github.com/gangboost/gangboost/internal/steps/deploy/kube"
 	"github.com/gangboost/gangboost/internal/steps/promote"
 )
 
@@ -27,38 +23,15 @@ func Promote(args []string) int {
 }
 
 func promoteModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) error {
-	var backend deploy.Backend
 	var req *promote.Request
-	var err error
-	if kfp.LocalBackend() {
-		if req, err = promote.RequestFromExecutor(exec, "local"); err != nil {
-			return err
-		}
-		if backend, err = localServingBackend(); err != nil {
-			return err
-		}
-	} else {
-		step := kubecfg.Load(kubeconfig)
-		if req, err = promote.RequestFromExecutor(exec, step.Namespace); err != nil {
-			return err
-		}
-		cfg, err := step.RESTConfig()
-		if err != nil {
-			return err
-		}
-		if backend, err = kube.New(cfg); err != nil {
-			return err
-		}
+	backend, err := servingBackend(kubeconfig, func(namespace string) (err error) {
+		req, err = promote.RequestFromExecutor(exec, namespace)
+		return err
+	})
+	if err != nil {
+		return err
 	}
-	p, ok := backend.(deploy.Promoter)
-	if !ok {
-		if req.ChampionModelURI != "" {
-			return fmt.Errorf("the serving backend cannot promote a challenger (champion %s)", req.ChampionModelURI)
-		}
-		// Deploy rolled the model out directly: it is what serves.
-		return promote.WriteOutputs(exec, &promote.Result{Promoted: true, ServingModelURI: req.Service.ModelURI})
-	}
-	res, err := promote.Run(ctx, p, *req, os.Stdout)
+	res, err := promote.Run(ctx, backend, *req, os.Stdout)
 	if err != nil {
 		return err
 	}

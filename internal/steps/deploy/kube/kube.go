@@ -413,13 +413,19 @@ func (b *Backend) endpoint(ctx context.Context, isvc *kserveapi.InferenceService
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
+	ep.GRPCAddress = grpcAddress(&svc, host)
+	return ep, nil
+}
+
+// grpcAddress is host with the Service's gRPC port (appProtocol kubernetes.io/h2c, or a port
+// named grpc or h2c), "" when it has none.
+func grpcAddress(svc *corev1.Service, host string) string {
 	for _, p := range svc.Spec.Ports {
 		if (p.AppProtocol != nil && *p.AppProtocol == "kubernetes.io/h2c") || strings.Contains(p.Name, "grpc") || strings.Contains(p.Name, "h2c") {
-			ep.GRPCAddress = net.JoinHostPort(host, strconv.Itoa(int(p.Port)))
-			break
+			return net.JoinHostPort(host, strconv.Itoa(int(p.Port)))
 		}
 	}
-	return ep, nil
+	return ""
 }
 
 // Describe reads the service afresh and says why it is not ready: its conditions, KServe's model
@@ -472,8 +478,8 @@ func (b *Backend) Describe(ctx context.Context, s *deploy.Service) string {
 }
 
 func storageURI(isvc *kserveapi.InferenceService) string {
-	if m := isvc.Spec.Predictor.Model; m != nil && m.StorageURI != nil {
-		return *m.StorageURI
+	if u := modelURI(isvc.Spec.Predictor); u != "" {
+		return u
 	}
 	return "-"
 }

@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -240,14 +238,7 @@ func (b *Backend) challengerEndpoint(ctx context.Context, s *deploy.Service, c d
 		return nil, fmt.Errorf("the challenger's Service %s cannot be read: %w", name, err)
 	}
 	host := name + "." + s.Namespace + ".svc.cluster.local"
-	ep := &deploy.Endpoint{URL: "http://" + host, ModelName: s.Name, ExternalURL: champion.ExternalURL}
-	for _, p := range svc.Spec.Ports {
-		if (p.AppProtocol != nil && *p.AppProtocol == "kubernetes.io/h2c") || strings.Contains(p.Name, "grpc") || strings.Contains(p.Name, "h2c") {
-			ep.GRPCAddress = net.JoinHostPort(host, strconv.Itoa(int(p.Port)))
-			break
-		}
-	}
-	return ep, nil
+	return &deploy.Endpoint{URL: "http://" + host, ModelName: s.Name, ExternalURL: champion.ExternalURL, GRPCAddress: grpcAddress(&svc, host)}, nil
 }
 
 // Promote makes challenger c the stable predictor: spec.predictor becomes the canary's spec (its

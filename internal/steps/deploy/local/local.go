@@ -355,11 +355,20 @@ func writeRecord(stateDir string, r Record) error {
 		return err
 	}
 	path := RecordPath(stateDir, r.Name)
-	tmp, err := os.CreateTemp(filepath.Dir(path), r.Name+".*.json.tmp")
+	if err := replaceFile(path, append(b, '\n')); err != nil {
+		return fmt.Errorf("record %s: %w", path, err)
+	}
+	return nil
+}
+
+// replaceFile writes data to path through a temporary file beside it renamed into place: a
+// reader sees the old content or the new, whole.
+func replaceFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
 		return err
@@ -370,7 +379,7 @@ func writeRecord(stateDir string, r Record) error {
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("record %s: %w", path, err)
+		return err
 	}
 	return nil
 }
