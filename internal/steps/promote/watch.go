@@ -62,8 +62,9 @@ func observe(ctx context.Context, hc *http.Client, metricsURL, model string, win
 		return nil, err
 	}
 	t := &Traffic{}
+	was := counters(before, model)
 	for key, n := range counters(after, model) {
-		d := n - counters(before, model)[key]
+		d := n - was[key]
 		t.Requests += d
 		if status, _, _ := strings.Cut(key, "/"); !succeeded(status) {
 			t.Errors += d
