@@ -218,6 +218,23 @@ func TestTwoJobsNoDeadlock(t *testing.T) {
 		t.Fatalf("added nodes not schedulable: %v", err)
 	}
 	t.Logf("added nodes schedulable after %s", time.Since(t0).Round(time.Millisecond))
+	// The two free GPUs are held by gates until both jobs' pods exist: the jobs compete by
+	// construction, not by how fast the operator created the second one's pods.
+	var gates []string
+	for _, node := range e.c.Nodes[:2] {
+		gate := blockerPod(e.ns, "gate-"+node, node)
+		e.create(gate)
+		gates = append(gates, gate.Name)
+	}
+	cluster.WaitFor(e.t, 90*time.Second, "gates Running", func(ctx context.Context) (bool, error) {
+		for _, g := range gates {
+			p, err := e.c.Kube.CoreV1().Pods(e.ns).Get(ctx, g, metav1.GetOptions{})
+			if err != nil || p.Status.Phase != corev1.PodRunning {
+				return false, err
+			}
+		}
+		return true, nil
+	})
 	two := int32(2)
 	names := []string{"job-a", "job-b"}
 	for _, n := range names {
@@ -225,6 +242,14 @@ func TestTwoJobsNoDeadlock(t *testing.T) {
 			name: n, workers: 1, gpus: 1, minAvailable: &two,
 			command: trainCommand(pvcMountPath + "/models/" + n + "/v1"),
 		}))
+	}
+	cluster.WaitFor(e.t, 90*time.Second, "both jobs' pods created", func(context.Context) (bool, error) {
+		return len(e.rec.snapshot(names[0])) == 2 && len(e.rec.snapshot(names[1])) == 2, nil
+	})
+	for _, g := range gates {
+		if err := e.c.Kube.CoreV1().Pods(e.ns).Delete(ctx, g, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, n := range names {
 		e.waitJobCondition(n, kubeflowv1.JobSucceeded, 4*time.Minute)
