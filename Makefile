@@ -9,7 +9,7 @@ export GANGBOOST_BIN_DIR := $(BIN)
 # The pipeline components: each bin/<name> is a link to gangboost-components, which runs the
 # component its name says (one binary, not four copies of the Kubernetes client libraries).
 COMPONENTS := launch-xgboostjob deploy-inferenceservice evaluate prepare-data promote-model
-BINARIES := gangboost-train gangboost-runtime gangboost-components $(COMPONENTS) gangboost
+BINARIES := gangboost-train gangboost-runtime gangboost-storage-initializer gangboost-components $(COMPONENTS) gangboost
 # The one version every image tag, manifest and component spec carries (a test checks).
 VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
@@ -54,6 +54,7 @@ build: deps-build
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-train ./components/xgboost-trainer
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/gangboost-storage-initializer ./runtime/cmd/gangboost-storage-initializer
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost ./cmd/gangboost
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-components ./cmd/gangboost-components
 	for c in $(COMPONENTS); do ln -sfn gangboost-components $(BIN)/$$c; done

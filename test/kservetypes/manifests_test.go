@@ -619,3 +619,35 @@ func TestKnativeAcceptsRuntimes(t *testing.T) {
 		t.Errorf("container with ports 8080 and 8081: Knative error %v, want one about ports", err)
 	}
 }
+
+// The storage initializer's ClusterStorageContainer is one KServe's own types take strictly, and
+// KServe's own matching picks it for gangboost's s3:// model URIs and nothing else.
+func TestClusterStorageContainerClaimsS3(t *testing.T) {
+	b, err := os.ReadFile("../../manifests/kserve/clusterstoragecontainer.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var csc v1alpha1.ClusterStorageContainer
+	if strict, err := sigsjson.UnmarshalStrict(js, &csc, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields); err != nil || len(strict) > 0 {
+		t.Fatalf("not a ClusterStorageContainer: %v %v", err, strict)
+	}
+	c := csc.Spec.Container
+	if c.Name != "storage-initializer" || c.Image != "ghcr.io/gangboost/gangboost-storage-initializer:0.1.0" {
+		t.Errorf("container %s image %s: KServe recognises only the name storage-initializer; want gangboost's image", c.Name, c.Image)
+	}
+	for uri, want := range map[string]bool{
+		"s3://models/team-a/gangboost/iris/run-1a2b3c4d/": true,
+		"s3://bucket/model.bst":                           true,
+		"gs://models/iris/v1":                             false,
+		"pvc://gangboost-models/models/iris/v1":           false,
+		"model-registry://iris/v1":                        false,
+	} {
+		if got, err := csc.Spec.IsStorageUriSupported(uri); err != nil || got != want {
+			t.Errorf("IsStorageUriSupported(%s) = %v, %v; want %v", uri, got, err, want)
+		}
+	}
+}
