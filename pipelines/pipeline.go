@@ -121,6 +121,13 @@ var Parameters = []Parameter{
 		Description: "the model goes to models/<model_name>/<model_version> on the claim and is served by the InferenceService <model_name>"},
 	{Name: "model_version", Feeds: feeds(Launch, "model_version"), Description: "the model's version folder under models/<model_name>/; empty: run-<run id>, new for every run (an existing version is never replaced)"},
 	{Name: "overwrite", Feeds: feeds(Launch, "overwrite")},
+	// Models in an object store instead of the claim.
+	{Name: "model_store", Feeds: feeds(Launch, "model_store")},
+	{Name: "object_store_endpoint", Feeds: append(append(feeds(Launch, "object_store_endpoint"), feeds(Deploy, "object_store_endpoint")...), feeds(Evaluate, "object_store_endpoint")...),
+		Description: "endpoint of s3:// data and of model_store: host:port, http://host:port or https://host:port; default AWS S3"},
+	{Name: "object_store_path_style", Feeds: append(append(feeds(Launch, "object_store_path_style"), feeds(Deploy, "object_store_path_style")...), feeds(Evaluate, "object_store_path_style")...)},
+	{Name: "object_store_secret", Feeds: feeds(Launch, "object_store_secret")},
+	{Name: "serving_service_account", Feeds: feeds(Deploy, "service_account")},
 	{Name: "namespace", Feeds: append(append(feeds(Launch, "namespace"), feeds(Deploy, "namespace")...), feeds(Promote, "namespace")...),
 		Description: "where the XGBoostJob and the InferenceService go; default the steps' namespace"},
 	{Name: "serving_cpu", Feeds: feeds(Deploy, "cpu"), Description: "CPU of each serving replica"},

@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -14,8 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+
+	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
+	"github.com/gangboost/gangboost/test/s3server"
 
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
 	"github.com/gangboost/gangboost/test/leaktest"
@@ -378,4 +386,76 @@ func TestLocalArguments(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tt.args, code, stderr.String(), tt.wantCode, tt.wantErr)
 		}
 	}
+}
+
+// TestLocalDemoModelsInObjectStore runs the pipeline with model_store in MinIO: the version is
+// published there whole (model object, then metadata.json with its sha256), served from a
+// checked copy and evaluated against its metadata; a second run into the same version is refused
+// before any job starts and changes nothing.
+func TestLocalDemoModelsInObjectStore(t *testing.T) {
+	bin := requireDemoBinaries(t)
+	srv := s3server.Start(t)
+	srv.MakeBucket(t, "models")
+	work := t.TempDir()
+	mark := leaktest.New()
+	run := func(version string) (string, error) {
+		var out lockedBuffer
+		cmd := demoCommand(bin, work, mark, 3, "--param", "model_store=s3://models/team-a", "--param", "model_version="+version,
+			"--param", "object_store_endpoint="+srv.Endpoint, "--param", "object_store_path_style=true")
+		cmd.Env = append(cmd.Env, srv.Env()...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+	out, err := run("v1")
+	if err != nil {
+		t.Fatalf("run with model_store: %v\n%s", err, out)
+	}
+	const uri = "s3://models/team-a/iris/v1/"
+	if !strings.Contains(out, "model      iris ("+uri+")") && !strings.Contains(out, uri) {
+		t.Errorf("the summary does not name %s:\n%s", uri, out)
+	}
+	model := getObject(t, srv, "models", "team-a/iris/v1/model.json")
+	var md modeldir.Metadata
+	if err := json.Unmarshal(getObject(t, srv, "models", "team-a/iris/v1/metadata.json"), &md); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(model)
+	if md.ModelSHA256 != hex.EncodeToString(sum[:]) || md.WorldSize != 3 {
+		t.Fatalf("metadata in the store: %+v; want the model object's sha256 %x and 3 ranks", md, sum)
+	}
+	if !strings.Contains(out, "compare with the trainer") {
+		t.Errorf("evaluate did not compare with the trainer's metadata in the store:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "pvc", "gangboost-models", "models", "iris")); !os.IsNotExist(err) {
+		t.Errorf("the model also went to the claim: %v", err)
+	}
+	srv.ResetRequests()
+	out, err = run("v1")
+	if err == nil || !strings.Contains(out, "iris/v1 exists in s3://models/team-a") || !strings.Contains(out, "no job was created") {
+		t.Fatalf("a second run into v1: %v\n%s\nwant a refusal before any job", err, out)
+	}
+	for _, r := range srv.Requests() {
+		if r.Method != "GET" && r.Method != "HEAD" {
+			t.Errorf("the refused run wrote: %s %s/%s", r.Method, r.Bucket, r.Key)
+		}
+	}
+	if strings.Contains(out, "gangboost-train") && strings.Contains(out, "rank 0") {
+		t.Errorf("the refused run started a gang:\n%s", out)
+	}
+	assertNothingLeft(t, work, mark, nil)
+}
+
+func getObject(t *testing.T, srv *s3server.Server, bucket, key string) []byte {
+	t.Helper()
+	obj, err := srv.Client.GetObject(context.Background(), bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	b, err := io.ReadAll(obj)
+	if err != nil {
+		t.Fatalf("read %s/%s: %v", bucket, key, err)
+	}
+	return b
 }

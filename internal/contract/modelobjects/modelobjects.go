@@ -302,3 +302,62 @@ func (f *Folder) put(ctx context.Context, name string, data []byte, producer str
 	_, err := f.Client.PutObject(ctx, f.Bucket, f.Prefix+name, bytes.NewReader(data), int64(len(data)), opts)
 	return err
 }
+
+// DigestError is a model object whose bytes are not the ones its metadata.json records.
+type DigestError struct {
+	Object    string
+	Want, Got string
+}
+
+func (e *DigestError) Error() string {
+	return fmt.Sprintf("%s: sha256 %s, but metadata.json records %s: the object changed after it was published (or is corrupt); it is not served", e.Object, e.Got, e.Want)
+}
+
+// Download copies the published version into dir (a model folder, published whole with
+// modeldir.PublishFolder, replacing an earlier copy) once the model file's bytes match the
+// sha256 of metadata.json; a model file larger than maxBytes is refused before it is read. A
+// dir that already holds this version (the same sha256) is kept as it is.
+func (f *Folder) Download(ctx context.Context, dir string, maxBytes int64) (*modeldir.Metadata, error) {
+	md, err := f.ReadMetadata(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if md.ModelFile == "" || strings.Contains(md.ModelFile, "/") || md.ModelFile == modeldir.MetadataFile || md.ModelSHA256 == "" {
+		return nil, fmt.Errorf("%s%s names no model file and sha256 (model_file %q, model_sha256 %q)", f.URI(), modeldir.MetadataFile, md.ModelFile, md.ModelSHA256)
+	}
+	if have, err := modeldir.ReadMetadata(dir); err == nil && have.ModelSHA256 == md.ModelSHA256 {
+		return md, nil
+	}
+	obj := f.URI() + md.ModelFile
+	sctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	info, err := f.Client.StatObject(sctx, f.Bucket, f.Prefix+md.ModelFile, minio.StatObjectOptions{})
+	cancel()
+	if err != nil {
+		return nil, f.explain("stat "+md.ModelFile, err)
+	}
+	if info.Size > maxBytes {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d a model may have here", obj, info.Size, maxBytes)
+	}
+	body, err := f.Client.GetObject(ctx, f.Bucket, f.Prefix+md.ModelFile, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, f.explain("read "+md.ModelFile, err)
+	}
+	defer body.Close()
+	model, err := io.ReadAll(io.LimitReader(body, maxBytes+1))
+	if err != nil {
+		return nil, f.explain("read "+md.ModelFile, err)
+	}
+	sum := sha256.Sum256(model)
+	if got := hex.EncodeToString(sum[:]); got != md.ModelSHA256 {
+		return nil, &DigestError{Object: obj, Want: md.ModelSHA256, Got: got}
+	}
+	js, err := json.MarshalIndent(md, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	files := []modeldir.File{{Name: md.ModelFile, Data: model}, {Name: modeldir.MetadataFile, Data: append(js, '\n')}}
+	if err := modeldir.PublishFolder(dir, modeldir.ModelFolder, files); err != nil {
+		return nil, fmt.Errorf("copy %s to %s: %w", f.URI(), dir, err)
+	}
+	return md, nil
+}

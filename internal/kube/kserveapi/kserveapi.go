@@ -81,6 +81,9 @@ type PredictorSpec struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// SecurityContext is the predictor pods' (KServe's PodSpec, inline).
 	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+	// ServiceAccountName is the predictor pods' (KServe's PodSpec, inline): KServe gives the
+	// storage initializer the S3 credentials of the Secrets it names.
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // CanarySpec is one entry of spec.canary.

@@ -19,6 +19,8 @@ import (
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
+	"github.com/gangboost/gangboost/internal/contract/modelobjects"
+	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 	"github.com/gangboost/gangboost/internal/steps/prepare"
 	"github.com/gangboost/gangboost/internal/training/dataset"
 	v2 "github.com/gangboost/gangboost/runtime/v2"
@@ -51,9 +53,11 @@ type Options struct {
 	Timeout time.Duration
 	// Claim is where this process sees the claim; ClaimName is the claim's name (pvc_name).
 	Claim, ClaimName string
-	BatchRows        int
-	HTTP             *http.Client
-	Log              io.Writer
+	// ObjectStore reaches an s3:// ModelURI (credentials: AWS_* environment).
+	ObjectStore objectstore.Config
+	BatchRows   int
+	HTTP        *http.Client
+	Log         io.Writer
 	// AuthTokenPath is a file holding a bearer token for the endpoint (Client.TokenPath).
 	AuthTokenPath string
 }
@@ -119,7 +123,16 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	s := &Summary{URL: o.URL, Model: o.Model, TestPath: o.TestPath, Protocol: o.Protocol, Tolerance: o.Tolerance}
 	var md *modeldir.Metadata
-	if o.ModelURI != "" {
+	if strings.HasPrefix(o.ModelURI, modelobjects.Scheme) {
+		f, err := modelobjects.Open(o.ModelURI, o.ObjectStore, "evaluate")
+		if err != nil {
+			return nil, fmt.Errorf("model_uri: %w", err)
+		}
+		if md, err = f.ReadMetadata(ctx); err != nil {
+			return nil, fmt.Errorf("model_uri %s: read the trainer's metadata: %w", o.ModelURI, err)
+		}
+		s.ModelDir, s.Objective = strings.TrimSuffix(f.URI(), "/"), md.Objective
+	} else if o.ModelURI != "" {
 		dir, err := modelFolder(o.ModelURI, o.Claim, o.ClaimName)
 		if err != nil {
 			return nil, err

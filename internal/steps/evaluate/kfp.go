@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 	"io"
 	"math"
 	"os"
@@ -38,7 +39,10 @@ var Inputs = []kfp.Input{
 	{Name: "model_name", Type: kfp.String, Description: "the model's name on the endpoint"},
 	{Name: "test_path", Type: kfp.String, Description: "the test CSV on the claim (prepare-data's test_path)"},
 	{Name: "label", Type: kfp.String, Description: "the label column"},
-	{Name: "model_uri", Type: kfp.String, Default: "", Description: "pvc://<claim>/models/<model>/<version>: compare with the trainer's metadata.json there; empty: no comparison"},
+	{Name: "model_uri", Type: kfp.String, Default: "", Description: "pvc://<claim>/models/<model>/<version> or s3://<bucket>/<prefix>/<model>/<version>/: compare with the trainer's metadata.json there; empty: no comparison"},
+	{Name: "object_store_endpoint", Type: kfp.String, Default: "", Description: "endpoint of an s3:// model_uri (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"},
+	{Name: "object_store_region", Type: kfp.String, Default: "", Description: "object store region; default the bucket's"},
+	{Name: "object_store_path_style", Type: kfp.String, Default: "false", Description: "true: address buckets as endpoint/bucket (MinIO, Ceph)"},
 	{Name: "tolerance", Type: kfp.Double, Default: 0.02, Description: "largest allowed |served - trainer| per compared metric; negative: report only"},
 	{Name: "protocol", Type: kfp.String, Default: ProtocolBoth, Description: "json, binary, or both (each batch both ways; the answers must agree exactly)"},
 	{Name: "timeout_seconds", Type: kfp.Integer, Default: 120, Description: "how long to wait for the model to be ready"},
@@ -87,6 +91,8 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
 		ModelURI: str("model_uri", ""), Tolerance: tolerance, Protocol: str("protocol", ProtocolBoth),
 		Timeout: time.Duration(timeout) * time.Second, Claim: str("pvc_mount_path", "/mnt/pvc"), ClaimName: str("pvc_name", "gangboost-models"),
 		Log: log, AuthTokenPath: str("auth_token_path", ""),
+		ObjectStore: objectstore.Config{Endpoint: str("object_store_endpoint", ""), Region: str("object_store_region", ""),
+			PathStyle: str("object_store_path_style", "false") == "true"},
 	}
 	champion := Rival{URL: str("champion_url", ""), ModelURI: str("champion_model_uri", "")}
 	p := PolicyInputs{Mode: str("promote_policy", policy.IfBetter), Metric: str("promote_metric", ""), MinImprovement: in.Float("min_improvement", 0)}

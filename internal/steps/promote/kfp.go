@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
 )
@@ -93,7 +92,11 @@ func RequestFromExecutor(e *kfp.Executor, defaultNamespace string) (*Request, er
 	if r.Watch.Window > 0 && r.ChallengerURL == "" {
 		errs = append(errs, errors.New("watch_seconds is set but challenger_url is empty: pass deploy-inferenceservice's url"))
 	}
-	if c, p, err := deploy.ParseModelURI(s.ModelURI); err != nil {
+	if s.InObjectStore() {
+		if err := deploy.CheckModelURI(s.ModelURI); err != nil {
+			errs = append(errs, err)
+		}
+	} else if c, p, err := deploy.ParseModelURI(s.ModelURI); err != nil {
 		errs = append(errs, err)
 	} else {
 		s.Claim, s.ModelPath = c, p
@@ -102,8 +105,8 @@ func RequestFromExecutor(e *kfp.Executor, defaultNamespace string) (*Request, er
 		}
 	}
 	if r.ChampionModelURI != "" {
-		if _, err := claim.ParseURI(r.ChampionModelURI); err != nil {
-			errs = append(errs, fmt.Errorf("champion_model_uri %w", err))
+		if err := deploy.CheckModelURI(r.ChampionModelURI); err != nil {
+			errs = append(errs, fmt.Errorf("champion_model_uri: %w", err))
 		}
 	}
 	if s.Namespace == "" {
