@@ -250,7 +250,8 @@ func (in *InferenceService) DeepCopy() *InferenceService {
 
 // DeepCopy copies a predictor spec; the copy shares no memory with it.
 func (p PredictorSpec) DeepCopy() PredictorSpec {
-	out := PredictorSpec{Name: p.Name, MinReplicas: copyPtr(p.MinReplicas), MaxReplicas: p.MaxReplicas, SecurityContext: p.SecurityContext.DeepCopy()}
+	out := PredictorSpec{Name: p.Name, MinReplicas: copyPtr(p.MinReplicas), MaxReplicas: p.MaxReplicas, SecurityContext: p.SecurityContext.DeepCopy(),
+		ServiceAccountName: p.ServiceAccountName}
 	if p.Annotations != nil {
 		out.Annotations = make(map[string]string, len(p.Annotations))
 		for k, v := range p.Annotations {
