@@ -2,8 +2,8 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
-# pipelinespec is not in the checksum database.
-export GONOSUMDB := github.com/kubeflow/pipelines
+# pipelinespec and the model registry v0.3.0 are not in the checksum database.
+export GONOSUMDB := github.com/kubeflow/pipelines,github.com/kubeflow/model-registry
 export GANGBOOST_BIN_DIR := $(BIN)
 
 # The pipeline components: each bin/<name> is a link to gangboost-components, which runs the

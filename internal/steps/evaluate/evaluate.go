@@ -65,8 +65,9 @@ type Options struct {
 // Summary is a finished evaluation.
 type Summary struct {
 	URL, Model, TestPath, Protocol string
-	Objective                      string // from metadata.json; "" without model_uri
-	ModelDir                       string // the model folder read for the comparison
+	Objective                      string             // from metadata.json; "" without model_uri
+	ModelDir                       string             // the model folder read for the comparison
+	Trainer                        *modeldir.Metadata // its metadata.json; nil without model_uri
 	Rows, Features                 int
 	ClassNames                     []string
 	Classification                 *Classification // nil for regression
@@ -131,7 +132,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		if md, err = f.ReadMetadata(ctx); err != nil {
 			return nil, fmt.Errorf("model_uri %s: read the trainer's metadata: %w", o.ModelURI, err)
 		}
-		s.ModelDir, s.Objective = strings.TrimSuffix(f.URI(), "/"), md.Objective
+		s.ModelDir, s.Objective, s.Trainer = strings.TrimSuffix(f.URI(), "/"), md.Objective, md
 	} else if o.ModelURI != "" {
 		dir, err := modelFolder(o.ModelURI, o.Claim, o.ClaimName)
 		if err != nil {
@@ -140,7 +141,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		if md, err = modeldir.ReadMetadata(dir); err != nil {
 			return nil, fmt.Errorf("model_uri %s: read the trainer's metadata: %w (is the claim mounted at %s?)", o.ModelURI, err, o.Claim)
 		}
-		s.ModelDir, s.Objective = dir, md.Objective
+		s.ModelDir, s.Objective, s.Trainer = dir, md.Objective, md
 	}
 	testFile, err := claimPath(o.Claim, o.TestPath)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
+	"github.com/gangboost/gangboost/internal/steps/register"
 	"io"
 	"math"
 	"os"
@@ -54,7 +55,10 @@ var Inputs = []kfp.Input{
 	{Name: "promote_policy", Type: kfp.String, Default: policy.IfBetter, Description: "if-better: promote only a challenger better by promote_metric; always; never"},
 	{Name: "promote_metric", Type: kfp.String, Default: "", Description: "logloss, accuracy, auc (binary) or rmse; empty: logloss for classifiers, rmse for regression"},
 	{Name: "min_improvement", Type: kfp.Double, Default: 0.0, Description: "how much better the challenger must be under if-better, in the metric's units"},
+	{Name: "run_id", Type: kfp.String, Default: "", Description: "the run ({{$.pipeline_job_uuid}}), recorded with the model version in the registry"},
 }
+
+func init() { Inputs = append(Inputs, register.Inputs...) }
 
 // Component is the evaluate component run from image; component.yaml is generated from it.
 func Component(image string) *kfp.Component {
@@ -96,12 +100,25 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
 	}
 	champion := Rival{URL: str("champion_url", ""), ModelURI: str("champion_model_uri", "")}
 	p := PolicyInputs{Mode: str("promote_policy", policy.IfBetter), Metric: str("promote_metric", ""), MinImprovement: in.Float("min_improvement", 0)}
+	runID := str("run_id", "")
+	regURL, regToken := str("registry_url", ""), str("registry_token_path", "")
 	if err := in.Err(); err != nil {
 		return err
+	}
+	// A registry that cannot be reached is found before any evaluation; nothing is written then.
+	reg, err := register.FromInputs(regURL, regToken)
+	if err != nil {
+		return err
+	}
+	if reg == nil {
+		fmt.Fprintln(log, register.Skipped)
 	}
 	if champion.URL != "" {
 		c, err := RunContest(ctx, o, champion, p)
 		if err != nil {
+			return err
+		}
+		if err := registerModel(ctx, reg, o, c.Challenger, runID, log); err != nil {
 			return err
 		}
 		return writeContestOutputs(e, c)
@@ -114,6 +131,9 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
 	if runErr != nil && !errors.As(runErr, &disagree) {
 		return runErr
 	}
+	if err := registerModel(ctx, reg, o, s, runID, log); err != nil {
+		return err
+	}
 	reason := fmt.Sprintf("%s serves: no champion to compare with", version(o.ModelURI, o.Model))
 	if err := writeDecision(e, runErr == nil, reason, decisionPage(nil, reason)); err != nil {
 		return err
@@ -125,6 +145,37 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
 		return err
 	}
 	return runErr
+}
+
+// registerModel records the evaluated model version in the registry (reg nil: not configured):
+// the trainer's metrics from s's metadata.json and evaluate's own. Without a model_uri there is no
+// version to record.
+func registerModel(ctx context.Context, reg *register.Client, o Options, s *Summary, runID string, log io.Writer) error {
+	if reg == nil {
+		return nil
+	}
+	if o.ModelURI == "" {
+		fmt.Fprintln(log, "model registry: no model_uri, so no model version to register")
+		return nil
+	}
+	m := register.Model{Name: o.Model, Version: register.VersionOf(o.ModelURI), URI: o.ModelURI, RunID: runID, Evaluated: map[string]float64{}}
+	if s != nil {
+		m.Trainer = s.Trainer
+		for name, v := range s.Metrics() {
+			switch x := v.(type) {
+			case float64:
+				m.Evaluated[name] = x
+			case int:
+				m.Evaluated[name] = float64(x)
+			}
+		}
+	}
+	rec, err := reg.RegisterVersion(ctx, m)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "model registry: %s/%s registered (registered model %s, version %s, artifact %s)\n", m.Name, m.Version, rec.RegisteredModelID, rec.ModelVersionID, rec.ModelArtifactID)
+	return nil
 }
 
 // writeContestOutputs writes a contest's outputs: the challenger's as a lone evaluation writes

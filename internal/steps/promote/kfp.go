@@ -3,6 +3,7 @@ package promote
 import (
 	"errors"
 	"fmt"
+	"github.com/gangboost/gangboost/internal/steps/register"
 	"math"
 	"strconv"
 	"time"
@@ -36,6 +37,8 @@ var Inputs = []kfp.Input{
 	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where this step sees the claim (the local backend keeps its serving records there)"},
 }
 
+func init() { Inputs = append(Inputs, register.Inputs...) }
+
 // Component is the promote-model component run from image; component.yaml is generated from it.
 func Component(image string) *kfp.Component {
 	return &kfp.Component{
@@ -63,6 +66,7 @@ func RequestFromExecutor(e *kfp.Executor, defaultNamespace string) (*Request, er
 		s.Namespace = defaultNamespace
 	}
 	r := &Request{Service: s, ChampionModelURI: str("champion_model_uri", ""), Challenger: str("challenger", ""), Reason: str("decision_reason", "")}
+	regURL, regToken := str("registry_url", ""), str("registry_token_path", "")
 	r.ChallengerURL = str("challenger_url", "")
 	watch := in.IntIn("watch_seconds", 0, 0, 24*3600)
 	r.Watch = Watch{Window: time.Duration(watch) * time.Second, MaxErrorRate: in.Float("max_error_rate", 0.01)}
@@ -112,6 +116,11 @@ func RequestFromExecutor(e *kfp.Executor, defaultNamespace string) (*Request, er
 	if s.Namespace == "" {
 		errs = append(errs, errors.New("namespace: no input value and the step's own namespace is unknown"))
 	}
+	reg, err := register.FromInputs(regURL, regToken)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	r.Registry = reg
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
