@@ -21,7 +21,7 @@ import (
 
 // kserveEnv is the environment KServe's webhook gives a storage initializer from a service
 // account's S3 secret (serving.kserve.io/s3-endpoint, s3-usehttps: "0").
-func kserveEnv(t *testing.T, srv *s3server.Server, secret string) {
+func kserveEnv(t testing.TB, srv *s3server.Server, secret string) {
 	t.Setenv("AWS_ACCESS_KEY_ID", s3server.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
 	t.Setenv("S3_ENDPOINT", strings.TrimPrefix(srv.Endpoint, "http://"))
