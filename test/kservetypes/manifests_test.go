@@ -651,3 +651,32 @@ func TestClusterStorageContainerClaimsS3(t *testing.T) {
 		}
 	}
 }
+
+// The registry's storage initializer claims model-registry:// and nothing else, and sets the
+// variables its v0.3.0 main reads.
+func TestModelRegistryStorageContainer(t *testing.T) {
+	b, err := os.ReadFile("../../manifests/kserve/model-registry-storage-container.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var csc v1alpha1.ClusterStorageContainer
+	if strict, err := sigsjson.UnmarshalStrict(js, &csc, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields); err != nil || len(strict) > 0 {
+		t.Fatalf("not a ClusterStorageContainer: %v %v", err, strict)
+	}
+	env := map[string]string{}
+	for _, e := range csc.Spec.Container.Env {
+		env[e.Name] = e.Value
+	}
+	if csc.Spec.Container.Name != "storage-initializer" || env["MODEL_REGISTRY_BASE_URL"] == "" || env["MODEL_REGISTRY_SCHEME"] == "" {
+		t.Errorf("container %s env %v: want storage-initializer with MODEL_REGISTRY_BASE_URL and MODEL_REGISTRY_SCHEME", csc.Spec.Container.Name, env)
+	}
+	for uri, want := range map[string]bool{"model-registry://iris/v1": true, "s3://models/iris/v1/": false, "pvc://c/models/iris/v1": false} {
+		if got, err := csc.Spec.IsStorageUriSupported(uri); err != nil || got != want {
+			t.Errorf("IsStorageUriSupported(%s) = %v, %v; want %v", uri, got, err, want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -51,8 +52,12 @@ type Server struct {
 	DSN string
 }
 
-// Start starts PostgreSQL and the registry for t.
-func Start(t testing.TB) *Server {
+// Start starts the database and the registry for t, the registry listening on 127.0.0.1.
+func Start(t testing.TB) *Server { return StartOn(t, "127.0.0.1") }
+
+// StartOn is Start with the registry listening on ip (where pods reach the host, for a storage
+// initializer in a pod).
+func StartOn(t testing.TB, ip string) *Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
@@ -65,8 +70,8 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bins["model-registry"], "proxy", "--hostname", "127.0.0.1", "--port", strconv.Itoa(port),
+	host := net.JoinHostPort(ip, strconv.Itoa(port))
+	cmd := exec.Command(bins["model-registry"], "proxy", "--hostname", ip, "--port", strconv.Itoa(port),
 		"--embedmd-database-type", "mysql", "--embedmd-database-dsn", dsn)
 	logs := logFile(t, "model-registry")
 	cmd.Stdout, cmd.Stderr = logs, logs

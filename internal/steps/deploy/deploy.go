@@ -82,11 +82,15 @@ var DeploymentModes = []string{"RawDeployment", "Serverless", "Standard", "Knati
 // LocalModelDir is the model folder as this step sees it: ModelPath under MountPath, never
 // outside it.
 func (s *Service) LocalModelDir() (string, error) {
-	if s.InObjectStore() {
-		return "", fmt.Errorf("model_uri %s is in an object store, not on the claim", s.ModelURI)
+	if s.InObjectStore() || s.FromRegistry() {
+		return "", fmt.Errorf("model_uri %s is not on the claim", s.ModelURI)
 	}
 	return claim.Join(s.MountPath, s.ModelPath)
 }
+
+// FromRegistry reports whether the model is named in the Kubeflow Model Registry
+// (model-registry://): KServe's storage initializer for that scheme resolves it in the pod.
+func (s *Service) FromRegistry() bool { return strings.HasPrefix(s.ModelURI, RegistryScheme) }
 
 // InObjectStore reports whether the model is in an object store (an s3:// ModelURI).
 func (s *Service) InObjectStore() bool { return strings.HasPrefix(s.ModelURI, modelobjects.Scheme) }
@@ -102,6 +106,9 @@ func (s *Service) ModelObjects() (*modelobjects.Folder, error) {
 // metadata.json (an upload that stopped) is refused here, before anything is applied. Without
 // credentials the storage initializer checks it in the pod.
 func (s *Service) ReadModelSHA256(ctx context.Context) error {
+	if s.FromRegistry() {
+		return nil // the registry's storage initializer resolves it in the pod
+	}
 	if s.InObjectStore() {
 		if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
 			return nil
@@ -320,9 +327,20 @@ func ParseModelURI(uri string) (claimName, modelPath string, err error) {
 	return u.Claim, u.Path, nil
 }
 
-// CheckModelURI checks a model_uri of any kind deploy serves: pvc://<claim>/<path> or
-// s3://<bucket>/<prefix>/ of a model version.
+// RegistryScheme is the scheme of a model version named in the Kubeflow Model Registry
+// (model-registry://<model>/<version>), which the registry's storage initializer resolves.
+const RegistryScheme = "model-registry://"
+
+// CheckModelURI checks a model_uri of any kind deploy serves: pvc://<claim>/<path>,
+// s3://<bucket>/<prefix>/ of a model version, or model-registry://<model>/<version>.
 func CheckModelURI(uri string) error {
+	if rest, ok := strings.CutPrefix(uri, RegistryScheme); ok {
+		model, version, _ := strings.Cut(rest, "/")
+		if err := errors.Join(claim.CheckSegment("registered model", model), claim.CheckSegment("model version", version)); err != nil {
+			return fmt.Errorf("model_uri %q: want model-registry://<model>/<version>: %w", uri, err)
+		}
+		return nil
+	}
 	if !strings.HasPrefix(uri, modelobjects.Scheme) {
 		_, _, err := ParseModelURI(uri)
 		return err
@@ -346,7 +364,7 @@ func (s *Service) Validate() error {
 	case len(s.Name) > maxNameLength || !dns1035.MatchString(s.Name):
 		errs = append(errs, fmt.Errorf("name %q: want a DNS-1035 label of at most %d characters (lower case letters, digits and '-', starting with a letter, ending with a letter or digit)", s.Name, maxNameLength))
 	}
-	if s.InObjectStore() {
+	if s.InObjectStore() || s.FromRegistry() {
 		if err := CheckModelURI(s.ModelURI); err != nil {
 			errs = append(errs, err)
 		}

@@ -94,6 +94,8 @@ func TestServiceFromExecutorRejects(t *testing.T) {
 		{"model_uri gs", map[string]any{"model_uri": "gs://bucket/iris"}, `model_uri "gs://bucket/iris": want pvc://<claim>/<path>`},
 		{"model_uri s3 bucket only", map[string]any{"model_uri": "s3://bucket"}, `names a whole bucket`},
 		{"model_uri minio", map[string]any{"model_uri": "minio://bucket/iris/v1/"}, `want pvc://<claim>/<path>`},
+		{"model_uri registry without version", map[string]any{"model_uri": "model-registry://iris"}, `want model-registry://<model>/<version>`},
+		{"model_uri registry dots", map[string]any{"model_uri": "model-registry://../v1"}, `want model-registry://<model>/<version>`},
 		{"model_uri no path", map[string]any{"model_uri": "pvc://gangboost-models"}, "with both a claim and a path"},
 		{"model_uri escapes", map[string]any{"model_uri": "pvc://gangboost-models/models/../../etc"}, "must be clean and relative"},
 		{"model_uri version ..", map[string]any{"model_uri": "pvc://gangboost-models/models/iris/.."}, "must be clean and relative"},

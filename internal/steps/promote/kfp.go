@@ -96,7 +96,7 @@ func RequestFromExecutor(e *kfp.Executor, defaultNamespace string) (*Request, er
 	if r.Watch.Window > 0 && r.ChallengerURL == "" {
 		errs = append(errs, errors.New("watch_seconds is set but challenger_url is empty: pass deploy-inferenceservice's url"))
 	}
-	if s.InObjectStore() {
+	if s.InObjectStore() || s.FromRegistry() {
 		if err := deploy.CheckModelURI(s.ModelURI); err != nil {
 			errs = append(errs, err)
 		}

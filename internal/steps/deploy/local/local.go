@@ -123,6 +123,9 @@ const maxDownloadBytes = 4 << 30
 // checked copy under the state folder (models/<digest of the URI>), as KServe's storage
 // initializer makes one in the pod.
 func (b *Backend) modelDir(ctx context.Context, s *deploy.Service) (string, error) {
+	if s.FromRegistry() {
+		return "", fmt.Errorf("model_uri %s: the local backend serves pvc:// and s3:// models; a model-registry:// URI is resolved by the registry's storage initializer on a cluster (give the version's artifact URI here)", s.ModelURI)
+	}
 	if !s.InObjectStore() {
 		return s.LocalModelDir()
 	}
