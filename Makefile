@@ -71,9 +71,10 @@ compile-pipeline:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost ./cmd/gangboost
 	$(BIN)/gangboost pipeline compile --registry $(REGISTRY) -o pipelines/xgboost-volcano.yaml --components-dir components
 
-## upload-pipeline: KFP_HOST=<url> [KFP_TOKEN=...]: upload the package to Kubeflow Pipelines (a new version when it exists)
-upload-pipeline: compile-pipeline
-	$(BIN)/gangboost pipeline upload $(if $(KFP_HOST),--host $(KFP_HOST)) pipelines/xgboost-volcano.yaml
+## upload-pipeline: KFP_HOST=<url> [KFP_TOKEN=...] [KFP_NAMESPACE=<profile>] [REGISTRY=r]: upload the package to Kubeflow Pipelines (a new version when it exists; into a profile with KFP_NAMESPACE); the tracked package is never rewritten: the upload is compiled into bin/ for REGISTRY's images
+upload-pipeline: build
+	$(BIN)/gangboost pipeline compile --registry $(REGISTRY) -o $(BIN)/xgboost-volcano.yaml --components-dir components
+	$(BIN)/gangboost pipeline upload $(if $(KFP_HOST),--host $(KFP_HOST)) $(if $(KFP_NAMESPACE),--namespace $(KFP_NAMESPACE)) $(if $(KFP_TOKEN),--token $(KFP_TOKEN)) $(BIN)/xgboost-volcano.yaml
 
 # Container images without a Docker daemon or a base image pull: gangboost-runtime (FROM scratch)
 # and gangboost (trainer + components on a root of Debian packages), one OCI archive per
