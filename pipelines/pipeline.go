@@ -128,6 +128,7 @@ var Parameters = []Parameter{
 	{Name: "object_store_path_style", Feeds: append(append(feeds(Launch, "object_store_path_style"), feeds(Deploy, "object_store_path_style")...), feeds(Evaluate, "object_store_path_style")...)},
 	{Name: "object_store_secret", Feeds: feeds(Launch, "object_store_secret")},
 	{Name: "serving_service_account", Feeds: feeds(Deploy, "service_account")},
+	{Name: "serving_priority_class", Feeds: feeds(Deploy, "priority_class")},
 	// The Kubeflow Model Registry: evaluate registers the version with its metrics, promote-model
 	// records which version serves.
 	{Name: "registry_url", Feeds: append(feeds(Evaluate, "registry_url"), feeds(Promote, "registry_url")...)},

@@ -18,6 +18,7 @@ import (
 	"github.com/kserve/kserve/pkg/constants"
 	srwebhook "github.com/kserve/kserve/pkg/webhook/admission/servingruntime"
 	admissionv1 "k8s.io/api/admission/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,8 @@ func decodeStrict(doc []byte) (client.Object, error) {
 		obj = &v1alpha1.ClusterServingRuntime{}
 	case v1beta1.SchemeGroupVersion.WithKind("InferenceService"):
 		obj = &v1beta1.InferenceService{}
+	case batchv1.SchemeGroupVersion.WithKind("Job"):
+		obj = &batchv1.Job{} // claim-init.yaml
 	default:
 		return nil, fmt.Errorf("apiVersion %q kind %q: not a kind these manifests use", tm.APIVersion, tm.Kind)
 	}

@@ -41,16 +41,33 @@ func (e *NotWritableError) Error() string {
 
 func (e *NotWritableError) Unwrap() error { return e.Err }
 
-// CheckWritable makes sure the top-level folder top of the claim seen at root exists and that
-// this process may create files in it: it creates the folder where missing and writes and
-// removes a file there. A refusal is a *NotWritableError naming the folder, its owner and mode,
-// this process's ids and the command that fixes it, before a step spends any time.
+// CheckWritable makes sure this process may create top, a top-level folder of the claim seen at
+// root, and files in it: it writes and removes a file in top, or where top does not exist yet in
+// the nearest folder above it that does, so the check leaves nothing behind. A refusal is a
+// *NotWritableError naming the folder, its owner and mode, this process's ids and the command that
+// fixes it, before a step spends any time.
 func CheckWritable(root, top string) error {
 	dir, err := Join(root, top)
 	if err != nil {
 		return err
 	}
-	fail := func(at string, err error) error {
+	at := dir
+	for {
+		st, err := os.Stat(at)
+		if err == nil && st.IsDir() {
+			break
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		parent := filepath.Dir(at)
+		if parent == at {
+			return fmt.Errorf("claim folder %s: no folder of its path exists", root)
+		}
+		at = parent
+	}
+	f, err := os.CreateTemp(at, ".gangboost-write-check-")
+	if err != nil {
 		if !errors.Is(err, fs.ErrPermission) {
 			return err
 		}
@@ -62,13 +79,6 @@ func CheckWritable(root, top string) error {
 			}
 		}
 		return e
-	}
-	if err := os.Mkdir(dir, 0o775); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fail(root, err)
-	}
-	f, err := os.CreateTemp(dir, ".gangboost-write-check-")
-	if err != nil {
-		return fail(dir, err)
 	}
 	f.Close()
 	return os.Remove(f.Name())

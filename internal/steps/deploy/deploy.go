@@ -45,6 +45,8 @@ type Service struct {
 	// initializer ("" the namespace's default).
 	ObjectStore    objectstore.Config
 	ServiceAccount string
+	// PriorityClass is the predictor pods' PriorityClass ("" the cluster's default).
+	PriorityClass string
 	// MountPath is where this step sees the claim (pvc_mount_path): the local backend serves
 	// MountPath/ModelPath.
 	MountPath string

@@ -35,6 +35,7 @@ var Inputs = []kfp.Input{
 	{Name: "name", Type: kfp.String, Description: "the InferenceService's name (a DNS-1035 label), also the model's name in the V2 protocol"},
 	{Name: "model_uri", Type: kfp.String, Description: "the model folder, pvc://<claim>/<path> or s3://<bucket>/<prefix>/<model>/<version>/: launch-xgboostjob's model_uri"},
 	{Name: "service_account", Type: kfp.String, Default: "", Description: "the predictor's service account; for an s3:// model_uri the one whose Secret (annotated serving.kserve.io/s3-endpoint) KServe gives the storage initializer; empty: the namespace's default"},
+	{Name: "priority_class", Type: kfp.String, Default: "", Description: "the predictor pods' PriorityClass, e.g. gangboost-serving (operator-config/volcano: serving outranks gang-scheduled training); empty: the cluster's default"},
 	{Name: "object_store_endpoint", Type: kfp.String, Default: "", Description: "endpoint of an s3:// model_uri for this step's check of the version (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; without them the storage initializer checks it in the pod)"},
 	{Name: "object_store_region", Type: kfp.String, Default: "", Description: "object store region; default the bucket's"},
 	{Name: "object_store_path_style", Type: kfp.String, Default: "false", Description: "true: address buckets as endpoint/bucket (MinIO, Ceph)"},
@@ -123,6 +124,7 @@ func ServiceFromExecutor(e *kfp.Executor, defaultNamespace string) (*Service, er
 		return nil, err
 	}
 	s.ServiceAccount = in.String("service_account", "")
+	s.PriorityClass = in.String("priority_class", "")
 	s.ObjectStore = objectstore.Config{Endpoint: in.String("object_store_endpoint", ""), Region: in.String("object_store_region", ""),
 		PathStyle: in.String("object_store_path_style", "false") == "true"}
 	if c, p, err := ParseModelURI(s.ModelURI); err == nil {

@@ -98,7 +98,8 @@ func InferenceService(s *deploy.Service) (*kserveapi.InferenceService, error) {
 		Security    *corev1.PodSecurityContext `json:"securityContext,omitempty"`
 		Mode        string                     `json:"deploymentMode,omitempty"`
 		Account     string                     `json:"serviceAccountName,omitempty"`
-	}{model, annotations, security, s.DeploymentMode, s.ServiceAccount})
+		Priority    string                     `json:"priorityClassName,omitempty"`
+	}{model, annotations, security, s.DeploymentMode, s.ServiceAccount, s.PriorityClass})
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +115,7 @@ func InferenceService(s *deploy.Service) (*kserveapi.InferenceService, error) {
 		},
 		Spec: kserveapi.InferenceServiceSpec{Predictor: kserveapi.PredictorSpec{
 			Model: model, MinReplicas: &minReplicas, MaxReplicas: s.MaxReplicas, Annotations: annotations, SecurityContext: security,
-			ServiceAccountName: s.ServiceAccount,
+			ServiceAccountName: s.ServiceAccount, PriorityClassName: s.PriorityClass,
 		}},
 	}
 	return isvc, nil
