@@ -21,6 +21,10 @@ const (
 	ParamBinaryDataOutput = "binary_data_output"
 )
 
+// ParamContentType is the request parameter KServe's client sets to "pd" for a pandas
+// DataFrame sent as one input per column.
+const ParamContentType = "content_type"
+
 // InferRequest is the body of POST .../infer. Data stays raw until the codec reads it into
 // float32 rows, so a large tensor is parsed once, without an []any per element.
 type InferRequest struct {
