@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"slices"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -26,17 +28,14 @@ import (
 // Options are the gRPC server's limits.
 type Options struct {
 	MaxMessageBytes int
-	// EvalTimeout bounds one request's evaluation on top of the client's deadline (0: none).
-	EvalTimeout time.Duration
 }
 
 // Server is the gRPC server.
 type Server struct {
 	inference.UnimplementedGRPCInferenceServiceServer
-	svc         *service.Service
-	g           *grpc.Server
-	log         *slog.Logger
-	evalTimeout time.Duration
+	svc *service.Service
+	g   *grpc.Server
+	log *slog.Logger
 }
 
 // New builds the server; Serve starts it.
@@ -44,7 +43,7 @@ func New(svc *service.Service, opts Options, log *slog.Logger) *Server {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = 64 << 20
 	}
-	s := &Server{svc: svc, log: log, evalTimeout: opts.EvalTimeout}
+	s := &Server{svc: svc, log: log}
 	s.g = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
 		grpc.ForceServerCodecV2(newLenientCodec()),
 		grpc.ChainUnaryInterceptor(s.recoverAndLog, rejectMalformedUnary),
@@ -157,12 +156,11 @@ func (s *Server) ModelInfer(ctx context.Context, r *inference.ModelInferRequest)
 	if err != nil {
 		return nil, err
 	}
-	if s.evalTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.evalTimeout)
-		defer cancel()
-	}
-	outs, err := s.svc.Infer(ctx, l, call)
+	// The response copies what it needs from the outputs (contents) or encodes them (raw), so
+	// the work goes back to the pool when this returns.
+	w := works.Get().(*infer.Work)
+	defer putWork(w)
+	outs, err := s.svc.Infer(ctx, l, call, w)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +170,7 @@ func (s *Server) ModelInfer(ctx context.Context, r *inference.ModelInferRequest)
 	// a client gets back the encoding it sent.
 	raw := len(r.GetRawInputContents()) > 0
 	for _, o := range outs {
-		t := &inference.ModelInferResponse_InferOutputTensor{Name: o.Name, Datatype: o.Datatype, Shape: o.Shape}
+		t := &inference.ModelInferResponse_InferOutputTensor{Name: o.Name, Datatype: o.Datatype, Shape: slices.Clone(o.Shape)}
 		if raw {
 			resp.RawOutputContents = append(resp.RawOutputContents, rawBytes(o))
 		} else {
@@ -181,6 +179,16 @@ func (s *Server) ModelInfer(ctx context.Context, r *inference.ModelInferRequest)
 		resp.Outputs = append(resp.Outputs, t)
 	}
 	return resp, nil
+}
+
+// works are the decode and evaluation memory of requests in flight.
+var works = sync.Pool{New: func() any { return new(infer.Work) }}
+
+// putWork keeps w for another request unless a large request grew it.
+func putWork(w *infer.Work) {
+	if w.Retained(16 << 10) {
+		works.Put(w)
+	}
 }
 
 func rawBytes(o infer.Output) []byte {
@@ -203,7 +211,8 @@ func contents(o infer.Output) *inference.InferTensorContents {
 		}
 		return &inference.InferTensorContents{Int64Contents: ints}
 	}
-	return &inference.InferTensorContents{Fp32Contents: o.Values}
+	// A copy: o.Values is pooled memory, and grpc-go encodes the response after this returns.
+	return &inference.InferTensorContents{Fp32Contents: slices.Clone(o.Values)}
 }
 
 // toCall turns a gRPC request into the protocol-neutral call: each input's data is its typed

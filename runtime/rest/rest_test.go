@@ -21,6 +21,12 @@ import (
 
 func newHandler(tb testing.TB, batching bool) http.Handler {
 	tb.Helper()
+	return New(newService(tb, batching), Options{MaxBodyBytes: 64 << 20}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// newService serves the iris model, with or without batching.
+func newService(tb testing.TB, batching bool) *service.Service {
+	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "..", "testdata", "models", "iris")
 	m := metrics.New()
@@ -35,8 +41,7 @@ func newHandler(tb testing.TB, batching bool) http.Handler {
 	if ok, why := reg.Ready(); !ok {
 		tb.Fatal(why)
 	}
-	svc := &service.Service{Registry: reg, Metrics: m, Limits: infer.Limits{MaxRows: 100000}}
-	return New(svc, Options{MaxBodyBytes: 64 << 20}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return &service.Service{Registry: reg, Metrics: m, Limits: infer.Limits{MaxRows: 100000}}
 }
 
 func rowsJSON(n int) []byte {

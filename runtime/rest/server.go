@@ -4,7 +4,6 @@
 package rest
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -30,9 +29,6 @@ type Options struct {
 	// RequestTimeout is the http.Server's ReadTimeout, named in the error a client gets when
 	// its body does not arrive in time.
 	RequestTimeout time.Duration
-	// EvalTimeout bounds one request's evaluation: past the server's write deadline nobody can
-	// read the answer, so the work stops there (0: no bound but the client's own).
-	EvalTimeout time.Duration
 	// MaxInflightBodyBytes bounds the request bodies held at once over all requests (0: none).
 	MaxInflightBodyBytes int64
 }
@@ -223,51 +219,26 @@ func (h *handlers) infer(c echo.Context) error {
 		return err
 	}
 	defer l.Release()
-	body, release, err := h.readBody(c)
+	x := getExchange()
+	defer putExchange(x)
+	body, reserved, err := h.readBody(c, x.body)
 	if err != nil {
 		return err
 	}
-	defer release()
-	header, blobs, err := splitBody(body, c.Request().Header.Get(v2.HeaderContentLength))
+	defer h.budget.give(reserved)
+	x.body = body
+	// The id recoverAndLog gave the request answers for a request without one (echo's c.Set
+	// would cost a map per request).
+	jsonLen, err := x.serve(c.Request().Context(), h.svc, m, l,
+		c.Request().Header.Get(v2.HeaderContentLength), c.Response().Header().Get(requestIDHeader))
 	if err != nil {
 		return err
 	}
-	req, err := v2.ParseInferRequest(header)
-	if err != nil {
-		return err
-	}
-	call, err := toCall(req, blobs)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := h.evalContext(c)
-	defer cancel()
-	outs, err := h.svc.Infer(ctx, l, call)
-	if err != nil {
-		return err
-	}
-	id := req.ID
-	if id == "" {
-		// The id recoverAndLog gave the request (echo's c.Set would cost a map per request).
-		id = c.Response().Header().Get(requestIDHeader)
-	}
-	resp, jsonLen := encodeResponse(m.Name, m.Version, id, outs)
 	if jsonLen > 0 {
 		c.Response().Header().Set(v2.HeaderContentLength, strconv.Itoa(jsonLen))
-		return c.Blob(http.StatusOK, echo.MIMEOctetStream, resp)
+		return c.Blob(http.StatusOK, echo.MIMEOctetStream, x.resp)
 	}
-	return c.JSONBlob(http.StatusOK, resp)
-}
-
-// evalContext is the request's context (done when the client goes away or the server stops)
-// bounded by EvalTimeout.
-func (h *handlers) evalContext(c echo.Context) (context.Context, context.CancelFunc) {
-	ctx := c.Request().Context()
-	if h.opts.EvalTimeout > 0 {
-		return context.WithTimeoutCause(ctx, h.opts.EvalTimeout,
-			fmt.Errorf("evaluation exceeded %s, the time an answer may take to write (--request_timeout + grace)", h.opts.EvalTimeout))
-	}
-	return context.WithCancel(ctx)
+	return c.JSONBlob(http.StatusOK, x.resp)
 }
 
 func (h *handlers) load(c echo.Context) error {
