@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -45,12 +46,25 @@ func New(svc *service.Service, opts Options, log *slog.Logger) *Server {
 	}
 	s := &Server{svc: svc, log: log}
 	s.g = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxMessageBytes),
+		// Calls run on long-lived workers rather than a goroutine each: a fresh goroutine's
+		// stack grows (runtime.morestack, copying it) on every call that reaches the tree
+		// walker's stack buffer, which cost more CPU than the evaluation itself. A call that
+		// finds every worker busy still gets a goroutine of its own.
+		grpc.NumStreamWorkers(uint32(streamWorkers())),
 		grpc.ForceServerCodecV2(newLenientCodec()),
 		grpc.ChainUnaryInterceptor(s.recoverAndLog, rejectMalformedUnary),
 		grpc.ChainStreamInterceptor(rejectMalformedStream))
 	inference.RegisterGRPCInferenceServiceServer(s.g, s)
 	healthpb.RegisterHealthServer(s.g, &health{ready: func() bool { ok, _ := svc.Registry.Ready(); return ok }})
 	return s
+}
+
+// streamWorkers is how many calls run on workers at once. With one worker per core (grpc-go's
+// suggestion) most calls of a loaded server still found them busy; 16 per core took the CPU per
+// one-row call from 45 to 22 µs under 32 calls in flight (make load-test), for some 20 KiB of
+// stack each.
+func streamWorkers() int {
+	return 16 * runtime.GOMAXPROCS(0)
 }
 
 // Serve serves on ln until GracefulStop.
