@@ -21,6 +21,8 @@
 #
 # Settings (environment):
 #   DURATION=5s WARMUP=1s CONNECTIONS=32 STARTS=5
+#   BATCH_CONNECTIONS=256 the connections of the batching comparison: gangboost REST JSON with and
+#                        without --enable_batching under that many concurrent one-row requests
 #   SERVER_CORES="1 2"   server core counts measured (each at most the machine's)
 #   ROUNDS=1             measure every server in turn ROUNDS times; each reports its median
 #   RUNTIME_FLAGS=       extra gangboost-runtime flags (e.g. --enable_batching)
@@ -34,6 +36,7 @@ cd "$root"
 DURATION=${DURATION:-5s}
 WARMUP=${WARMUP:-1s}
 CONNECTIONS=${CONNECTIONS:-32}
+BATCH_CONNECTIONS=${BATCH_CONNECTIONS:-256}
 STARTS=${STARTS:-5}
 ROUNDS=${ROUNDS:-1}
 SERVER_CORES=${SERVER_CORES:-1 2}
@@ -126,8 +129,8 @@ load_rest() {
   if [ -n "$binary" ]; then
     env=(LOADTEST_BODY_HEX="$bin_hex" LOADTEST_HEADER_LENGTH="${#bin_header}")
   fi
-  env "${env[@]}" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$CONNECTIONS" -d"$WARMUP" -s runtime/loadtest/post.lua "$url" >/dev/null
-  env "${env[@]}" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$CONNECTIONS" -d"$DURATION" -s runtime/loadtest/post.lua --latency "$url" \
+  env "${env[@]}" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$conns" -d"$WARMUP" -s runtime/loadtest/post.lua "$url" >/dev/null
+  env "${env[@]}" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$conns" -d"$DURATION" -s runtime/loadtest/post.lua --latency "$url" \
     >"$out.wrk"
   sed -n 's/^WRK_JSON //p' "$out.wrk" >"$out"
   [ -s "$out" ] || { cat "$out.wrk" >&2; die "no figures from wrk for $url"; }
@@ -135,19 +138,19 @@ load_rest() {
 
 # load_grpc OUT ADDR: grpcload on the load cores.
 load_grpc() {
-  GOMAXPROCS=$load_threads taskset -c "$load_cpus" "$work/grpcload" -addr "$2" -model "$model" -c "$CONNECTIONS" \
+  GOMAXPROCS=$load_threads taskset -c "$load_cpus" "$work/grpcload" -addr "$2" -model "$model" -c "$conns" \
     -d "$DURATION" -warmup "$WARMUP" >"$1.wrk"
   sed -n 's/^WRK_JSON //p' "$1.wrk" >"$1"
   [ -s "$1" ] || { cat "$1.wrk" >&2; die "no figures from grpcload for $2"; }
 }
 
-# bench NAME PROTOCOL SERVER ROUND: measures one protocol of one server under load and writes
-# $work/P.NAME.ROUND.json with the load generator's figures, the server's CPU per request and,
-# for gangboost, its allocations per request.
+# bench NAME PROTOCOL SERVER ROUND [CONNECTIONS]: measures one protocol of one server under
+# load and writes $work/P.NAME.ROUND.json with the load generator's figures, the server's CPU
+# per request and, for gangboost, its allocations per request.
 bench() {
-  local name=$1 protocol=$2 server=$3 round=$4 out=$work/$server_cores.$1.$4.json
+  local name=$1 protocol=$2 server=$3 round=$4 conns=${5:-$CONNECTIONS} out=$work/$server_cores.$1.$4.json
   local t0 t1 m0="" m1=""
-  [ "$server" = gangboost ] && m0=$(mallocs "${port[gangboost]}")
+  [[ "$server" = gangboost* ]] && m0=$(mallocs "${port[$server]}")
   t0=$(cpu_ticks "${pid[$server]}")
   local before
   before=$(loadavg)
@@ -157,10 +160,10 @@ bench() {
     grpc) load_grpc "$out.raw" "127.0.0.1:${gport[$server]}" ;;
   esac
   t1=$(cpu_ticks "${pid[$server]}")
-  [ "$server" = gangboost ] && m1=$(mallocs "${port[gangboost]}")
-  jq --arg name "$name" --arg protocol "$protocol" --arg before "$before" \
+  [[ "$server" = gangboost* ]] && m1=$(mallocs "${port[$server]}")
+  jq --arg name "$name" --arg protocol "$protocol" --arg before "$before" --argjson conns "$conns" \
     --argjson ticks "$((t1 - t0))" --argjson hz "$clk_tck" --arg m0 "$m0" --arg m1 "$m1" '
-    . + {name: $name, protocol: $protocol, loadavg_before: $before,
+    . + {name: $name, protocol: $protocol, connections: $conns, loadavg_before: $before,
          cpu_s: ($ticks / $hz), cpu_us_per_req: ($ticks / $hz * 1e6 / .requests),
          allocs_per_req: (if $m0 == "" then null else (($m1 | tonumber) - ($m0 | tonumber)) / .requests end)}
   ' "$out.raw" >"$out"
@@ -216,12 +219,15 @@ for server_cores in $SERVER_CORES; do
 
   # The servers stay up (idle ones cost nothing) and are measured one at a time, in turn, so a
   # change in the machine's background load falls on all of them alike.
-  for name in gangboost floor grpc-floor python; do port[$name]=$(free_port); done
+  for name in gangboost gangboost-batching floor grpc-floor python; do port[$name]=$(free_port); done
   gport[gangboost]=$(free_port)
   gport[grpc-floor]=${port[grpc-floor]}
   # shellcheck disable=SC2086 # RUNTIME_FLAGS is a list of flags
   start gangboost "$server_cpus" "curl -sf http://127.0.0.1:${port[gangboost]}/v2/health/ready" \
     "$gbr" --model_name "$model" --model_dir "$model_dir" --http_port "${port[gangboost]}" --grpc_port "${gport[gangboost]}" $RUNTIME_FLAGS
+  # shellcheck disable=SC2086
+  start gangboost-batching "$server_cpus" "curl -sf http://127.0.0.1:${port[gangboost-batching]}/v2/health/ready" \
+    "$gbr" --model_name "$model" --model_dir "$model_dir" --http_port "${port[gangboost-batching]}" --grpc_port 0 --enable_batching $RUNTIME_FLAGS
   start floor "$server_cpus" "curl -sf http://127.0.0.1:${port[floor]}/v2/health/ready" \
     "$work/floor" --port "${port[floor]}"
   start grpc-floor "$server_cpus" "$work/grpcload -ready -d 100ms -addr 127.0.0.1:${gport[grpc-floor]}" \
@@ -241,9 +247,15 @@ for server_cores in $SERVER_CORES; do
   done
   rss_after=$(rss_kib "${pid[gangboost]}" VmRSS)
   hwm_after=$(rss_kib "${pid[gangboost]}" VmHWM)
-  for name in gangboost floor grpc-floor python; do stop "$name"; done
+  # The batching comparison last: its connections' buffers are not the memory figure's.
+  for round in $(seq "$ROUNDS"); do
+    bench "gangboost-json-c$BATCH_CONNECTIONS" rest-json gangboost "$round" "$BATCH_CONNECTIONS"
+    bench "gangboost-batching-c$BATCH_CONNECTIONS" rest-json gangboost-batching "$round" "$BATCH_CONNECTIONS"
+  done
+  for name in gangboost gangboost-batching floor grpc-floor python; do stop "$name"; done
   # Each server's figures are those of its median round by req/s.
-  for name in gangboost-json floor gangboost-binary gangboost-grpc grpc-floor python; do
+  for name in gangboost-json floor gangboost-binary gangboost-grpc grpc-floor python \
+    "gangboost-json-c$BATCH_CONNECTIONS" "gangboost-batching-c$BATCH_CONNECTIONS"; do
     jq -s --argjson p "$server_cores" 'sort_by(.rps) as $r | $r[(length - 1) / 2 | floor] + {server_cores: $p, rounds_rps: map(.rps)}' \
       "$work/$server_cores.$name".*.json >"$work/result.$server_cores.$name.json"
   done
@@ -257,6 +269,7 @@ report=$(jq -n \
   --slurpfile gr "$work/gangboost-ready.json" --slurpfile pr "$work/python-ready.json" \
   --arg duration "$DURATION" --arg warmup "$WARMUP" --argjson connections "$CONNECTIONS" \
   --argjson cpus "$ncpu" --arg flags "$RUNTIME_FLAGS" \
+  --arg batched "gangboost-batching-c$BATCH_CONNECTIONS" --arg unbatched "gangboost-json-c$BATCH_CONNECTIONS" \
   --arg loadavg_start "$loadavg_start" --arg loadavg_end "$(loadavg)" --arg py_impl "$py_impl" \
   --argjson rss_idle "$rss_idle" --argjson py_rss "$py_rss" --argjson rounds "$ROUNDS" '
   def run(p; n): $runs | map(select(.server_cores == p and .name == n)) | .[0];
@@ -274,7 +287,9 @@ report=$(jq -n \
       binary_to_floor_cpu: (run($p; "gangboost-binary").cpu_us_per_req / run($p; "floor").cpu_us_per_req),
       grpc_to_floor_rps: (run($p; "gangboost-grpc").rps / run($p; "grpc-floor").rps),
       grpc_to_floor_cpu: (run($p; "gangboost-grpc").cpu_us_per_req / run($p; "grpc-floor").cpu_us_per_req),
-      json_to_python_rps: (run($p; "gangboost-json").rps / run($p; "python").rps)
+      json_to_python_rps: (run($p; "gangboost-json").rps / run($p; "python").rps),
+      batching_rps: (run($p; $batched).rps / run($p; $unbatched).rps),
+      batching_cpu: (run($p; $batched).cpu_us_per_req / run($p; $unbatched).cpu_us_per_req)
     }],
     gangboost: {
       rss_loaded_idle_mib: ($rss_idle / 1024), after_load: $rss,
@@ -295,14 +310,14 @@ echo
 # The table README's performance section is made of (markdown).
 jq -r '
   def f(x; n): if x == null then "" else (x * pow(10; n) | round) / pow(10; n) | tostring end;
-  "| server cores | server | protocol | req/s | p50 ms | p99 ms | CPU µs/req | allocs/req | errors |",
-  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+  "| server cores | server | protocol | connections | req/s | p50 ms | p99 ms | CPU µs/req | allocs/req | errors |",
+  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
   (.runs | sort_by(.server_cores)[] |
-    "| \(.server_cores) | \(.name) | \(.protocol) | \(f(.rps; 0)) | \(f(.p50_us / 1000; 3)) | \(f(.p99_us / 1000; 3)) | \(f(.cpu_us_per_req; 1)) | \(f(.allocs_per_req; 1)) | \(.errors | .connect + .read + .write + .status + .timeout) |"),
+    "| \(.server_cores) | \(.name) | \(.protocol) | \(.connections) | \(f(.rps; 0)) | \(f(.p50_us / 1000; 3)) | \(f(.p99_us / 1000; 3)) | \(f(.cpu_us_per_req; 1)) | \(f(.allocs_per_req; 1)) | \(.errors | .connect + .read + .write + .status + .timeout) |"),
   "",
   (.core_splits[] | "\(.server_cores) server core(s): \(.split)")
 ' <<<"$report"
-jq -r '
+jq -r --arg bc "$BATCH_CONNECTIONS" '
   def f(x; n): (x * pow(10; n) | round) / pow(10; n) | tostring;
   def met(c): if c then "met" else "NOT met" end;
   "",
@@ -310,7 +325,8 @@ jq -r '
     "\(.server_cores) core(s): REST JSON / floor \(f(.json_to_floor_rps; 2))x req/s (goal >= \($g.json_floor_rps_min): \(met(.json_to_floor_rps >= $g.json_floor_rps_min))), \(f(.json_to_floor_cpu; 2))x CPU/req (goal <= \($g.json_floor_cpu_max): \(met(.json_to_floor_cpu <= $g.json_floor_cpu_max)))",
     "           REST binary / floor \(f(.binary_to_floor_rps; 2))x req/s, \(f(.binary_to_floor_cpu; 2))x CPU/req",
     "           gRPC / gRPC floor \(f(.grpc_to_floor_rps; 2))x req/s (goal >= \($g.grpc_floor_rps_min): \(met(.grpc_to_floor_rps >= $g.grpc_floor_rps_min))), \(f(.grpc_to_floor_cpu; 2))x CPU/req",
-    "           REST JSON / python \(f(.json_to_python_rps; 1))x req/s (goal >= \($g.python_ratio_min): \(met(.json_to_python_rps >= $g.python_ratio_min)))"),
+    "           REST JSON / python \(f(.json_to_python_rps; 1))x req/s (goal >= \($g.python_ratio_min): \(met(.json_to_python_rps >= $g.python_ratio_min)))",
+    "           --enable_batching under \($bc) connections: \(f(.batching_rps; 2))x req/s, \(f(.batching_cpu; 2))x CPU/req of the same server without it"),
   (.gangboost.after_load[] | "gangboost RSS       \(.server_cores) core(s): \(f(.rss_after_load_mib; 1)) MiB after the load, peak \(f(.rss_peak_mib; 1)) MiB"),
   "gangboost RSS       \(f(.gangboost.rss_loaded_idle_mib; 1)) MiB loaded and idle (goal for the peak <= \(.goals.rss_mib_max))",
   "gangboost ready     \(f(.gangboost.ready_ms_best; 1)) ms best, \(f(.gangboost.ready_ms_median; 1)) ms median of \(.gangboost.ready_ms_all | length) starts (goal <= \(.goals.ready_ms_max): \(met(.gangboost.ready_ms_best <= .goals.ready_ms_max)))",
