@@ -64,4 +64,3 @@ func BenchmarkMargins(b *testing.B) {
 		report(b, 1000, cpu0)
 	})
 }
-
