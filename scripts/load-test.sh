@@ -4,6 +4,7 @@
 # against the peers:
 #   gangboost        gangboost-runtime: REST V2 JSON, REST with the binary tensor extension, gRPC
 #   floor            a bare Go net/http handler returning a fixed V2 body (runtime/loadtest/floor)
+#   floor-timeouts   the same with the read, write and idle deadlines gangboost's http.Server has
 #   grpc-floor       a bare grpc-go server returning a fixed ModelInfer answer (runtime/loadtest/grpcfloor)
 #   python           a Python V2 server as users run KServe's xgbserver today: FastAPI + uvicorn +
 #                    xgboost from Debian (runtime/loadtest/pyserver.py)
@@ -219,7 +220,7 @@ for server_cores in $SERVER_CORES; do
 
   # The servers stay up (idle ones cost nothing) and are measured one at a time, in turn, so a
   # change in the machine's background load falls on all of them alike.
-  for name in gangboost gangboost-batching floor grpc-floor python; do port[$name]=$(free_port); done
+  for name in gangboost gangboost-batching floor floor-timeouts grpc-floor python; do port[$name]=$(free_port); done
   gport[gangboost]=$(free_port)
   gport[grpc-floor]=${port[grpc-floor]}
   # shellcheck disable=SC2086 # RUNTIME_FLAGS is a list of flags
@@ -230,6 +231,8 @@ for server_cores in $SERVER_CORES; do
     "$gbr" --model_name "$model" --model_dir "$model_dir" --http_port "${port[gangboost-batching]}" --grpc_port 0 --enable_batching $RUNTIME_FLAGS
   start floor "$server_cpus" "curl -sf http://127.0.0.1:${port[floor]}/v2/health/ready" \
     "$work/floor" --port "${port[floor]}"
+  start floor-timeouts "$server_cpus" "curl -sf http://127.0.0.1:${port[floor-timeouts]}/v2/health/ready" \
+    "$work/floor" --port "${port[floor-timeouts]}" --server_timeouts
   start grpc-floor "$server_cpus" "$work/grpcload -ready -d 100ms -addr 127.0.0.1:${gport[grpc-floor]}" \
     "$work/grpcfloor" --port "${gport[grpc-floor]}"
   start python "$server_cpus" "curl -sf http://127.0.0.1:${port[python]}/v2/health/ready" \
@@ -240,6 +243,7 @@ for server_cores in $SERVER_CORES; do
   for round in $(seq "$ROUNDS"); do
     bench gangboost-json rest-json gangboost "$round"
     bench floor rest-json floor "$round"
+    bench floor-timeouts rest-json floor-timeouts "$round"
     bench gangboost-binary rest-binary gangboost "$round"
     bench gangboost-grpc grpc gangboost "$round"
     bench grpc-floor grpc grpc-floor "$round"
@@ -252,9 +256,9 @@ for server_cores in $SERVER_CORES; do
     bench "gangboost-json-c$BATCH_CONNECTIONS" rest-json gangboost "$round" "$BATCH_CONNECTIONS"
     bench "gangboost-batching-c$BATCH_CONNECTIONS" rest-json gangboost-batching "$round" "$BATCH_CONNECTIONS"
   done
-  for name in gangboost gangboost-batching floor grpc-floor python; do stop "$name"; done
+  for name in gangboost gangboost-batching floor floor-timeouts grpc-floor python; do stop "$name"; done
   # Each server's figures are those of its median round by req/s.
-  for name in gangboost-json floor gangboost-binary gangboost-grpc grpc-floor python \
+  for name in gangboost-json floor floor-timeouts gangboost-binary gangboost-grpc grpc-floor python \
     "gangboost-json-c$BATCH_CONNECTIONS" "gangboost-batching-c$BATCH_CONNECTIONS"; do
     jq -s --argjson p "$server_cores" 'sort_by(.rps) as $r | $r[(length - 1) / 2 | floor] + {server_cores: $p, rounds_rps: map(.rps)}' \
       "$work/$server_cores.$name".*.json >"$work/result.$server_cores.$name.json"
@@ -283,6 +287,7 @@ report=$(jq -n \
       server_cores: $p,
       json_to_floor_rps: (run($p; "gangboost-json").rps / run($p; "floor").rps),
       json_to_floor_cpu: (run($p; "gangboost-json").cpu_us_per_req / run($p; "floor").cpu_us_per_req),
+      json_to_floor_timeouts_cpu: (run($p; "gangboost-json").cpu_us_per_req / run($p; "floor-timeouts").cpu_us_per_req),
       binary_to_floor_rps: (run($p; "gangboost-binary").rps / run($p; "floor").rps),
       binary_to_floor_cpu: (run($p; "gangboost-binary").cpu_us_per_req / run($p; "floor").cpu_us_per_req),
       grpc_to_floor_rps: (run($p; "gangboost-grpc").rps / run($p; "grpc-floor").rps),
@@ -323,6 +328,7 @@ jq -r --arg bc "$BATCH_CONNECTIONS" '
   "",
   (.goals as $g | .ratios[] |
     "\(.server_cores) core(s): REST JSON / floor \(f(.json_to_floor_rps; 2))x req/s (goal >= \($g.json_floor_rps_min): \(met(.json_to_floor_rps >= $g.json_floor_rps_min))), \(f(.json_to_floor_cpu; 2))x CPU/req (goal <= \($g.json_floor_cpu_max): \(met(.json_to_floor_cpu <= $g.json_floor_cpu_max)))",
+    "           REST JSON / floor with the runtime'"'"'s timeouts \(f(.json_to_floor_timeouts_cpu; 2))x CPU/req",
     "           REST binary / floor \(f(.binary_to_floor_rps; 2))x req/s, \(f(.binary_to_floor_cpu; 2))x CPU/req",
     "           gRPC / gRPC floor \(f(.grpc_to_floor_rps; 2))x req/s (goal >= \($g.grpc_floor_rps_min): \(met(.grpc_to_floor_rps >= $g.grpc_floor_rps_min))), \(f(.grpc_to_floor_cpu; 2))x CPU/req",
     "           REST JSON / python \(f(.json_to_python_rps; 1))x req/s (goal >= \($g.python_ratio_min): \(met(.json_to_python_rps >= $g.python_ratio_min)))",
