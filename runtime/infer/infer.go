@@ -77,13 +77,9 @@ type Predictor interface {
 	PredictContext(ctx context.Context, dst []float32, rows []float32, nrows int, kind forest.OutputKind) ([]float32, error)
 }
 
-// Run evaluates req on model m through p (which may batch). Evaluation observes ctx: a client
-// that went away or a deadline that passed stops it between blocks of rows.
-func Run(ctx context.Context, m *forest.Model, p Predictor, req *Request) ([]Output, error) {
-	return RunInto(ctx, m, p, req, nil)
-}
-
-// RunInto is Run appending to dst[:0], whose outputs' shape and value memory it reuses.
+// RunInto evaluates req on model m through p (which may batch) into dst[:0], whose outputs'
+// shape and value memory it reuses. Evaluation observes ctx: a client that went away or a
+// deadline that passed stops it between blocks of rows.
 func RunInto(ctx context.Context, m *forest.Model, p Predictor, req *Request, dst []Output) ([]Output, error) {
 	result := dst[:0]
 	for _, o := range req.Outputs {
@@ -133,8 +129,8 @@ func growOutputs(outs []Output) ([]Output, Output) {
 
 // Work is the memory one request's decode and evaluation reuse: its rows and its outputs. A
 // handler that keeps one per request in flight (a sync.Pool) decodes and evaluates a stream of
-// same-shaped requests without allocating. The outputs Infer returns live in it until its next
-// use.
+// same-shaped requests without allocating. The request Decode returns and the outputs Run
+// returns live in it until its next use.
 type Work struct {
 	req  Request
 	outs []Output
