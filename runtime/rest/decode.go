@@ -23,19 +23,11 @@ func splitBody(body []byte, headerLen string) (header, blobs []byte, err error) 
 	return body[:n], body[n:], nil
 }
 
-// toCall turns a V2 REST request into the protocol-neutral call: each input's data is its JSON
-// "data" or, with parameters.binary_data_size, the next that many bytes after the JSON header,
-// in input order (binary tensor extension).
-func toCall(req *v2.InferRequest, blobs []byte) (*infer.Call, error) {
-	x := new(exchange)
-	if err := x.toCall(req, blobs); err != nil {
-		return nil, err
-	}
-	return &x.call, nil
-}
-
-// toCall is toCall into x.call, reusing its memory. The inputs' data point into req and x.bins
-// (an interface holding a pointer costs no allocation), so both must outlive the call.
+// toCall turns a V2 REST request into the protocol-neutral call x.call, reusing its memory:
+// each input's data is its JSON "data" or, with parameters.binary_data_size, the next that many
+// bytes after the JSON header, in input order (binary tensor extension). The inputs' data point
+// into req and x.bins (an interface holding a pointer costs no allocation), so both must
+// outlive the call.
 func (x *exchange) toCall(req *v2.InferRequest, blobs []byte) error {
 	c := &x.call
 	*c = infer.Call{ID: req.ID, Columns: req.Parameters.String(v2.ParamContentType) == infer.ContentTypeColumns,

@@ -11,16 +11,11 @@ import (
 	v2 "github.com/gangboost/gangboost/runtime/v2"
 )
 
-// encodeResponse builds the infer response body. Outputs asked for as binary go after the JSON
-// part, whose length it returns (0 when no output is binary). The JSON is written by hand: the
-// same bytes json.Marshal gives for v2.InferResponse (TestEncodeResponseMatchesMarshal), without
-// reflection on the hot path.
-func encodeResponse(model, version, id string, outs []infer.Output) (body []byte, jsonLen int) {
-	return appendResponse(nil, model, version, id, outs)
-}
-
-// appendResponse is encodeResponse appended to b[:0], reusing its memory. Each binary output's
-// size follows from its values, so the binary part is appended after the JSON directly.
+// appendResponse writes the infer response body into b[:0], reusing its memory. Outputs asked
+// for as binary go after the JSON part, whose length it returns (0 when no output is binary);
+// each one's size follows from its values, so the binary part is appended after the JSON
+// directly. The JSON is written by hand: the same bytes json.Marshal gives for
+// v2.InferResponse (TestEncodeResponseMatchesMarshal), without reflection on the hot path.
 func appendResponse(b []byte, model, version, id string, outs []infer.Output) (body []byte, jsonLen int) {
 	size := 96 + len(model) + len(version) + len(id)
 	for _, o := range outs {

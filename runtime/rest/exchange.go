@@ -58,8 +58,8 @@ func (x *exchange) serve(ctx context.Context, svc *service.Service, m *registry.
 
 func getExchange() *exchange { return exchanges.Get().(*exchange) }
 
-// putExchange gives x back for another request, unless it grew large; it forgets the request's
-// bytes either way (they may be the client's data).
+// putExchange gives x back for another request, unless a large request grew it (the collector
+// then takes it).
 func putExchange(x *exchange) {
 	if cap(x.body) > retainBytes || cap(x.resp) > retainBytes || !x.work.Retained(retainBytes/4) {
 		return
