@@ -166,15 +166,14 @@ func (s *Server) ModelInfer(ctx context.Context, r *inference.ModelInferRequest)
 		return nil, err
 	}
 	defer l.Release()
-	call, err := toCall(r)
-	if err != nil {
+	// The response copies what it needs from the outputs (contents) or encodes them (raw), so
+	// the exchange goes back to the pool when this returns.
+	x := exchanges.Get().(*exchange)
+	defer putExchange(x)
+	if err := x.toCall(r); err != nil {
 		return nil, err
 	}
-	// The response copies what it needs from the outputs (contents) or encodes them (raw), so
-	// the work goes back to the pool when this returns.
-	w := works.Get().(*infer.Work)
-	defer putWork(w)
-	outs, err := s.svc.Infer(ctx, l, call, w)
+	outs, err := s.svc.Infer(ctx, l, &x.call, &x.work)
 	if err != nil {
 		return nil, err
 	}
@@ -193,16 +192,6 @@ func (s *Server) ModelInfer(ctx context.Context, r *inference.ModelInferRequest)
 		resp.Outputs = append(resp.Outputs, t)
 	}
 	return resp, nil
-}
-
-// works are the decode and evaluation memory of requests in flight.
-var works = sync.Pool{New: func() any { return new(infer.Work) }}
-
-// putWork keeps w for another request unless a large request grew it.
-func putWork(w *infer.Work) {
-	if w.Retained(16 << 10) {
-		works.Put(w)
-	}
 }
 
 func rawBytes(o infer.Output) []byte {
@@ -229,23 +218,49 @@ func contents(o infer.Output) *inference.InferTensorContents {
 	return &inference.InferTensorContents{Fp32Contents: slices.Clone(o.Values)}
 }
 
-// toCall turns a gRPC request into the protocol-neutral call: each input's data is its typed
-// contents or, when the request uses raw_input_contents, the entry at the input's index.
-func toCall(r *inference.ModelInferRequest) (*infer.Call, error) {
+// exchange is the memory one ModelInfer call reuses: the protocol-neutral call, its raw
+// inputs' bytes and the decode and evaluation Work. Calls take one from exchanges and put it
+// back when the handler returns (the response copies what it needs).
+type exchange struct {
+	call infer.Call
+	raw  []v2.BinaryData // raw_input_contents, one per input; call.Inputs point here
+	work infer.Work
+}
+
+var exchanges = sync.Pool{New: func() any { return new(exchange) }}
+
+// putExchange keeps x for another call unless a large request grew it.
+func putExchange(x *exchange) {
+	if x.work.Retained(16 << 10) {
+		exchanges.Put(x)
+	}
+}
+
+// toCall turns a gRPC request into the protocol-neutral call x.call, reusing its memory: each
+// input's data is its typed contents or, when the request uses raw_input_contents, the entry at
+// the input's index. The inputs' data point into r and x.raw, which must outlive the call.
+func (x *exchange) toCall(r *inference.ModelInferRequest) error {
 	ins := r.GetInputs()
 	rawIn := r.GetRawInputContents()
 	if len(rawIn) > 0 && len(rawIn) != len(ins) {
-		return nil, v2.Errorf(v2.KindInvalidInput, "raw_input_contents has %d entries for %d inputs", len(rawIn), len(ins))
+		return v2.Errorf(v2.KindInvalidInput, "raw_input_contents has %d entries for %d inputs", len(rawIn), len(ins))
 	}
-	c := &infer.Call{ID: r.GetId(), Columns: r.GetParameters()["content_type"].GetStringParam() == infer.ContentTypeColumns}
+	c := &x.call
+	*c = infer.Call{ID: r.GetId(), Columns: r.GetParameters()[v2.ParamContentType].GetStringParam() == infer.ContentTypeColumns,
+		Inputs: c.Inputs[:0], Outputs: c.Outputs[:0]}
+	if cap(x.raw) < len(rawIn) {
+		x.raw = make([]v2.BinaryData, len(rawIn))
+	}
+	x.raw = x.raw[:len(rawIn)]
 	for i, in := range ins {
 		input := infer.Input{Name: in.GetName(), Datatype: in.GetDatatype(), Shape: in.GetShape()}
 		switch {
 		case len(rawIn) > 0:
 			if in.GetContents() != nil {
-				return nil, v2.Errorf(v2.KindInvalidInput, "input %s: both contents and raw_input_contents given", in.GetName())
+				return v2.Errorf(v2.KindInvalidInput, "input %s: both contents and raw_input_contents given", in.GetName())
 			}
-			input.Data = v2.BinaryData(rawIn[i])
+			x.raw[i] = v2.BinaryData(rawIn[i])
+			input.Data = &x.raw[i]
 		case in.GetContents() != nil:
 			input.Data = typedContents{in.GetContents()}
 		}
@@ -254,7 +269,7 @@ func toCall(r *inference.ModelInferRequest) (*infer.Call, error) {
 	for _, o := range r.GetOutputs() {
 		c.Outputs = append(c.Outputs, infer.OutputRequest{Name: o.GetName()})
 	}
-	return c, nil
+	return nil
 }
 
 // typedContents reads InferTensorContents; the field used must match the datatype, as the
