@@ -15,7 +15,7 @@ VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
 export VERSION REGISTRY
 
-.PHONY: all help deps deps-build build images push cluster-tools s3-server cluster-up test test-e2e bench bench-load fuzz load-test proto clean \
+.PHONY: all help deps deps-build build images push cluster-tools s3-server cluster-up test test-e2e bench bench-load fuzz load-test load-profile proto clean \
 	install-volcano verify-volcano configure-training-operator deploy-runtime deploy-example \
 	status logs describe-job port-forward clean-app clean-all
 
@@ -150,9 +150,13 @@ fuzz: deps
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \
 	done
 
-## load-test: the runtime against an HTTP floor and a Python V2 server
+## load-test: the runtime (REST JSON, REST binary, gRPC) against an HTTP floor, a gRPC floor and a Python V2 server, server and load generator on disjoint cores
 load-test: deps build
 	scripts/load-test.sh
+
+## load-profile: CPU and allocation profiles of the runtime under the load test's load, one per protocol, into profiles/
+load-profile: deps build
+	scripts/load-profile.sh
 
 ## proto: regenerate the V2 gRPC code
 proto:
