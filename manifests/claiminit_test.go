@@ -14,11 +14,11 @@ import (
 	"github.com/gangboost/gangboost/internal/steps/stepcmd"
 )
 
-// claim-init.yaml is a Job the API server takes as it is (strict), running the gangboost image
+// claim-init/claim-init.yaml is a Job the API server takes as it is (strict), running the gangboost image
 // of this VERSION as root on the claim pvc.yaml creates, without Istio's sidecar, with a command
 // line the binary accepts.
 func TestClaimInitJob(t *testing.T) {
-	b, err := os.ReadFile("claim-init.yaml")
+	b, err := os.ReadFile("claim-init/claim-init.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,5 +36,7 @@ images:
     newName: $registry/gangboost-runtime
   - name: ghcr.io/gangboost/gangboost
     newName: $registry/gangboost
+  - name: ghcr.io/gangboost/gangboost-storage-initializer
+    newName: $registry/gangboost-storage-initializer
 YAML
 "${KUBECTL:-kubectl}" kustomize "$overlay"

@@ -51,7 +51,7 @@ func TestRootOwnedClaim(t *testing.T) {
 		return string(b), err
 	}
 	out, err := step()
-	for _, want := range []string{root + " is owned by 0:0 with mode -rwxr-xr-x", "runs as 65532:65532", "manifests/claim-init.yaml", "claim-init --claim"} {
+	for _, want := range []string{root + " is owned by 0:0 with mode -rwxr-xr-x", "runs as 65532:65532", "manifests/claim-init", "claim-init --claim"} {
 		if err == nil || !strings.Contains(out, want) {
 			t.Errorf("prepare-data on a root-owned claim: %v\n%s\nwant it to say %q", err, out, want)
 		}

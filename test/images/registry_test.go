@@ -78,7 +78,7 @@ func TestRegistryRepointsEveryImageReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	moved[pipelines.File] = string(pkg)
-	for _, dir := range []string{"manifests", "manifests/contention", "manifests/trainer"} {
+	for _, dir := range []string{"manifests", "manifests/contention", "manifests/trainer", "manifests/kserve", "manifests/claim-init"} {
 		rendered := withRegistry(t, dir)
 		for _, f := range kustomizationResources(t, dir) {
 			moved[f] = rendered

@@ -70,7 +70,7 @@ func decodeStrict(doc []byte) (client.Object, error) {
 	case v1beta1.SchemeGroupVersion.WithKind("InferenceService"):
 		obj = &v1beta1.InferenceService{}
 	case batchv1.SchemeGroupVersion.WithKind("Job"):
-		obj = &batchv1.Job{} // claim-init.yaml
+		obj = &batchv1.Job{}
 	default:
 		return nil, fmt.Errorf("apiVersion %q kind %q: not a kind these manifests use", tm.APIVersion, tm.Kind)
 	}

@@ -20,8 +20,8 @@ const (
 )
 
 // InitCommand is what makes a claim writable for the steps, as a message tells it.
-const InitCommand = "kubectl apply -n <namespace> -f manifests/claim-init.yaml (a one-shot Job, as root, that creates " +
-	"datasets/, models/, checkpoints/ and serving/ on the claim owned by 65532:65532; edit its claimName first), " +
+const InitCommand = "kubectl apply -n <namespace> -k manifests/claim-init (a one-shot Job, as root, that creates " +
+	"datasets/, models/, checkpoints/ and serving/ on the claim owned by 65532:65532; its claimName is gangboost-models), " +
 	"or gangboost-components claim-init --claim <mount path> as root where the claim is mounted"
 
 // NotWritableError is a claim folder this process may not write.

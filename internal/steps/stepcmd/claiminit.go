@@ -14,7 +14,7 @@ var Tools = map[string]func(args []string) int{
 }
 
 // ClaimInit is `gangboost-components claim-init`: run once as root where the claim is mounted
-// (manifests/claim-init.yaml's Job), it makes the claim writable for the steps and pods that run
+// (manifests/claim-init's Job), it makes the claim writable for the steps and pods that run
 // as the images' user, on storage classes that hand out a root-owned volume and ignore fsGroup.
 func ClaimInit(args []string) int {
 	fs := flag.NewFlagSet("claim-init", flag.ContinueOnError)

@@ -157,7 +157,7 @@ func importImage(t *testing.T, c *cluster.Cluster, name string) {
 
 // trainerClaim is a claim on a folder of the run whose root is root:root 755, as a provisioner
 // that ignores fsGroup (an NFS export) hands one out, made writable for the steps and pods (uid
-// 65532) by the documented one-shot Job, manifests/claim-init.yaml; it returns the claim's name
+// 65532) by the documented one-shot Job, manifests/claim-init; it returns the claim's name
 // and the folder.
 func trainerClaim(t *testing.T, c *cluster.Cluster, ns, name string) (string, string) {
 	t.Helper()
@@ -173,7 +173,7 @@ func trainerClaim(t *testing.T, c *cluster.Cluster, ns, name string) (string, st
 	return claim, dir
 }
 
-// runClaimInit runs manifests/claim-init.yaml's Job on claim in ns (the gangboost image of this
+// runClaimInit runs manifests/claim-init's Job on claim in ns (the gangboost image of this
 // run, on the real node) and waits for it to complete.
 func runClaimInit(t *testing.T, c *cluster.Cluster, ns, claim string) {
 	t.Helper()
@@ -182,7 +182,7 @@ func runClaimInit(t *testing.T, c *cluster.Cluster, ns, claim string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(root, "manifests", "claim-init.yaml"))
+	b, err := os.ReadFile(filepath.Join(root, "manifests", "claim-init", "claim-init.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
