@@ -24,6 +24,9 @@ NAMESPACE ?= gangboost
 ISVC ?= iris
 JOB ?=
 VOLCANO_VERSION ?= v1.15.1
+# Where Kubeflow Trainer's controller manager runs: kubeflow-system (its own manifests) or kubeflow
+# (Kubeflow's platform install).
+TRAINER_NAMESPACE ?= kubeflow-system
 KUBECTL ?= kubectl
 
 all: build
@@ -251,9 +254,11 @@ deploy-runtime:
 	KUBECTL=$(KUBECTL) scripts/in-namespace.sh $(NAMESPACE) manifests/rbac | $(KUBECTL) apply -f -
 	$(KUBECTL) apply -k manifests/kubeflow
 
-## deploy-trainer-runtime: the Kubeflow Trainer v2 ClusterTrainingRuntime gangboost-xgboost (job_api trainjob; image in REGISTRY; needs Trainer v2.2+)
+## deploy-trainer-runtime: the Kubeflow Trainer v2 ClusterTrainingRuntime gangboost-xgboost (job_api trainjob; image in REGISTRY; needs Trainer v2.2+; TRAINER_NAMESPACE=kubeflow-system (Trainer's own install) or kubeflow (Kubeflow's platform overlay))
 deploy-trainer-runtime:
-	KUBECTL=$(KUBECTL) scripts/with-registry.sh $(REGISTRY) manifests/trainer | $(KUBECTL) apply -f -
+	@case "$(TRAINER_NAMESPACE)" in kubeflow-system) dir=manifests/trainer ;; kubeflow) dir=manifests/trainer-kubeflow ;; \
+	  *) echo "TRAINER_NAMESPACE=$(TRAINER_NAMESPACE): want kubeflow-system (Trainer's manager overlay) or kubeflow (Kubeflow's platform install)" >&2; exit 2 ;; esac; \
+	KUBECTL=$(KUBECTL) scripts/with-registry.sh $(REGISTRY) $$dir | $(KUBECTL) apply -f -
 
 # The model the example serves: a pipeline run writes it (model_name iris, model_version v1).
 EXAMPLE_MODEL_URI := $(shell sed -n 's/^ *storageUri: *//p' manifests/inferenceservice.yaml)

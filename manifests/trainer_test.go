@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -74,5 +75,44 @@ func TestClusterTrainingRuntime(t *testing.T) {
 	}
 	if !node {
 		t.Errorf("no replicated job and container %q: the TrainJob's patches and Trainer's DMLC_* would land nowhere", launchkube.TrainerNode)
+	}
+}
+
+// Trainer's namespace is a choice: manifests/trainer binds the PriorityClass reader to Trainer's
+// controller manager in kubeflow-system (Trainer's own install), manifests/trainer-kubeflow in
+// kubeflow (Kubeflow's platform install); both render the same runtime.
+func TestTrainerNamespaceOverlays(t *testing.T) {
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Skip("kubectl (its built-in kustomize renders the manifests) is not installed")
+	}
+	for dir, want := range map[string]string{"trainer": "kubeflow-system", "trainer-kubeflow": "kubeflow"} {
+		out, err := exec.Command("kubectl", "kustomize", dir).Output()
+		if err != nil {
+			t.Fatalf("kubectl kustomize %s: %v", dir, err)
+		}
+		var sawBinding, sawRuntime bool
+		for _, doc := range strings.Split(string(out), "\n---\n") {
+			var o struct {
+				Kind     string `json:"kind"`
+				Subjects []struct {
+					Name, Namespace string
+				} `json:"subjects"`
+			}
+			if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+				t.Fatal(err)
+			}
+			switch o.Kind {
+			case "ClusterRoleBinding":
+				sawBinding = true
+				if len(o.Subjects) != 1 || o.Subjects[0].Name != "kubeflow-trainer-controller-manager" || o.Subjects[0].Namespace != want {
+					t.Errorf("%s binds %+v, want kubeflow-trainer-controller-manager in %s", dir, o.Subjects, want)
+				}
+			case "ClusterTrainingRuntime":
+				sawRuntime = true
+			}
+		}
+		if !sawBinding || !sawRuntime {
+			t.Errorf("%s renders binding %v, runtime %v", dir, sawBinding, sawRuntime)
+		}
 	}
 }
