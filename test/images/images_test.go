@@ -451,7 +451,7 @@ func TestImageFileList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"libxgboost0 1.7", "libc6 ", "# gangboost-train", "github.com/gangboost/gangboost"} {
+	for _, want := range []string{"libxgboost0 3.0.0-1", "libdmlc0t64 ", "libc6 ", "# gangboost-train", "github.com/gangboost/gangboost"} {
 		if !strings.Contains(string(sbom), want) {
 			t.Errorf("sbom.txt lacks %q:\n%s", want, sbom)
 		}
