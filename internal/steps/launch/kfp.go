@@ -38,6 +38,9 @@ const DefaultFSGroup = 65532
 type Defaults struct {
 	Namespace string // the namespace the step runs in
 	Image     string // the trainer image
+	// Build is what Image's libxgboost was built with (OwnTrainerBuild), nil when unknown; it
+	// applies to a job that runs Image.
+	Build *TrainerBuild
 }
 
 // JobFromExecutor reads the component's inputs into a Job. It also returns where this process sees
@@ -178,6 +181,9 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 	}
 	if j.Port <= 0 || j.Port > 65535 {
 		return nil, "", fmt.Errorf("master_port = %d, want 1-65535", j.Port)
+	}
+	if j.Image == d.Image {
+		j.Build = d.Build
 	}
 	j.Name = JobName(j.Identity)
 	if err := j.Validate(); err != nil {

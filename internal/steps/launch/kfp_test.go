@@ -12,6 +12,7 @@ import (
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/training/trainflags"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 func executor(t *testing.T, params map[string]any, dir string) *kfp.Executor {
@@ -127,6 +128,51 @@ func TestJobFromExecutor(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// GPU requests the trainer image's libxgboost cannot serve are refused by JobFromExecutor, before
+// any job exists, naming the image and the fix: the real CPU-only build of make build's
+// gangboost-train (Debian 13's libxgboost, USE_CUDA false) for the default image, nothing known
+// for another image (a user's own build passes).
+func TestGPURequestsNeedACUDABuild(t *testing.T) {
+	bin := testbin.Built(t, "./components/xgboost-trainer")
+	build, err := TrainerBuildOf(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if build.CUDA || build.LibXGBoost != "3.0.0" {
+		t.Fatalf("gangboost-train --build-info: %+v, want libxgboost 3.0.0 without CUDA", build)
+	}
+	d := Defaults{Namespace: "ml", Image: "ghcr.io/gangboost/gangboost:0.1.0", Build: build}
+	base := func() map[string]any {
+		return map[string]any{"run_id": "r1", "task_name": "train", "model_name": "iris", "pvc_name": "models", "dataset": "iris"}
+	}
+	for _, tc := range []struct {
+		name string
+		set  map[string]any
+		want string
+	}{
+		{"gpus", map[string]any{"gpus": 1}, "gpus = 1: trainer image ghcr.io/gangboost/gangboost:0.1.0 links libxgboost 3.0.0 built without CUDA (gangboost-train --build-info: USE_CUDA false), so every replica would hold 1 GPU(s) and train on the CPU; set gpus 0, or set image to a gangboost build whose libxgboost has CUDA"},
+		{"device", map[string]any{"xgb_params": map[string]any{"device": "cuda"}}, "device=cuda: trainer image ghcr.io/gangboost/gangboost:0.1.0 links libxgboost 3.0.0 built without CUDA"},
+		{"gpu_hist", map[string]any{"tree_method": "gpu_hist"}, "tree_method=gpu_hist: trainer image ghcr.io/gangboost/gangboost:0.1.0 links libxgboost 3.0.0 built without CUDA"},
+	} {
+		p := base()
+		for k, v := range tc.set {
+			p[k] = v
+		}
+		_, _, err := JobFromExecutor(executor(t, p, t.TempDir()), d)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+		// Another image's build is not known here: the request is the user's to make.
+		p["image"] = "registry.example.com/gangboost-cuda:1"
+		if _, _, err := JobFromExecutor(executor(t, p, t.TempDir()), d); err != nil {
+			t.Errorf("%s with image %s: %v", tc.name, p["image"], err)
+		}
+	}
+	if _, _, err := JobFromExecutor(executor(t, base(), t.TempDir()), d); err != nil {
+		t.Errorf("a CPU job with the CPU-only image: %v", err)
 	}
 }
 
@@ -301,4 +347,10 @@ func TestModelVersionNeverReplaced(t *testing.T) {
 	if _, _, err := JobFromExecutor(executor(t, params(map[string]any{"overwrite": "yes"}), t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"}); err == nil || !strings.Contains(err.Error(), `overwrite "yes"`) {
 		t.Errorf("overwrite=yes: %v", err)
 	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Remove()
+	os.Exit(code)
 }

@@ -91,6 +91,9 @@ type Job struct {
 	Identity        Identity
 	// Image of the trainer (gangboost-train).
 	Image string
+	// Build is what Image's libxgboost was built with, nil when unknown (an image other than
+	// gangboost's own): a CPU-only build refuses GPU requests before the job is created.
+	Build *TrainerBuild
 	// Workers besides the Master (rank 0).
 	Workers int32
 	Data    Data
@@ -316,9 +319,11 @@ func (j *Job) Validate() error {
 		errs = append(errs, fmt.Errorf("pvc_mount_path %q: want a clean absolute folder other than /, e.g. /mnt/pvc", j.MountPath))
 	} else if args, err := j.TrainerArgs(root); err != nil {
 		errs = append(errs, err) // names breaking the claim's rules, data paths leaving it
-	} else if err := trainflags.Check(args); err != nil {
+	} else if f, err := trainflags.Parse(args); err != nil {
 		// The trainer's own flag checks, before a gang is scheduled to fail them.
 		errs = append(errs, err)
+	} else {
+		errs = append(errs, j.checkGPU(f.Params))
 	}
 	errs = append(errs, claim.CheckName(j.Claim))
 	for _, id := range []struct {
@@ -345,6 +350,31 @@ func (j *Job) Validate() error {
 		errs = append(errs, fmt.Errorf("restart_policy = %q, want Never or OnFailure", j.RestartPolicy))
 	}
 	return errors.Join(errs...)
+}
+
+// TrainerBuild is what a trainer image's libxgboost was built with: gangboost-train --build-info
+// (XGBuildInfo).
+type TrainerBuild struct {
+	LibXGBoost string // its version, e.g. 3.0.0
+	CUDA       bool   // USE_CUDA
+}
+
+// checkGPU refuses what a CPU-only libxgboost cannot do, before the job exists: GPUs per replica
+// (the gang would hold them and train on the CPU) and device=cuda or tree_method=gpu_hist
+// (libxgboost would fail inside the pods once the gang was scheduled).
+func (j *Job) checkGPU(p trainflags.Params) error {
+	if j.Build == nil || j.Build.CUDA {
+		return nil
+	}
+	cpuOnly := fmt.Sprintf("trainer image %s links libxgboost %s built without CUDA (gangboost-train --build-info: USE_CUDA false)", j.Image, j.Build.LibXGBoost)
+	fix := "set image to a gangboost build whose libxgboost has CUDA to train on GPUs"
+	if j.Resources.GPUs > 0 {
+		return fmt.Errorf("gpus = %d: %s, so every replica would hold %d GPU(s) and train on the CPU; set gpus 0, or %s", j.Resources.GPUs, cpuOnly, j.Resources.GPUs, fix)
+	}
+	if s := p.UsesGPU(); s != "" {
+		return fmt.Errorf("%s: %s; train on the CPU (device cpu, tree_method hist), or %s", s, cpuOnly, fix)
+	}
+	return nil
 }
 
 // Started tells how a job came to be: created now, or adopted from an earlier attempt of the step.

@@ -60,7 +60,8 @@ type Flags struct {
 	LocalRestarts                 int
 	GangTimeout, GangStartTimeout time.Duration
 
-	evalMetric, extra  stringList
+	evalMetric         stringList
+	extra              paramList
 	maxLine, maxMatrix byteSize
 }
 
@@ -224,15 +225,24 @@ func CheckEvalFraction(fraction float64) error {
 // Check parses a trainer command line as gangboost-train would (without its environment) and
 // checks it: what the launcher runs before it creates a job.
 func Check(args []string) error {
+	_, err := Parse(args)
+	return err
+}
+
+// Parse is Check that also returns the parsed flags.
+func Parse(args []string) (*Flags, error) {
 	f, fs := New("gangboost-train")
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("trainer flags: %w", err)
+		return nil, fmt.Errorf("trainer flags: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("trainer flags: unexpected argument %q", fs.Arg(0))
+		return nil, fmt.Errorf("trainer flags: unexpected argument %q", fs.Arg(0))
 	}
-	return f.Finish()
+	if err := f.Finish(); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // byteSize is a flag holding a number of bytes, given as e.g. 16MiB, 8GiB or 1048576.
@@ -264,6 +274,35 @@ func (s *stringList) Set(v string) error {
 			*s = append(*s, p)
 		}
 	}
+	return nil
+}
+
+// paramList is --param's list: key=value pairs separated by commas outside brackets, so that a
+// list value such as quantile_alpha=[0.1,0.9] stays one pair; a repeated flag adds to it.
+type paramList []string
+
+func (s *paramList) String() string { return strings.Join(*s, ",") }
+func (s *paramList) Set(v string) error {
+	depth, start := 0, 0
+	add := func(p string) {
+		if p = strings.TrimSpace(p); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	for i, r := range v {
+		switch r {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth <= 0 {
+				add(v[start:i])
+				start = i + 1
+			}
+		}
+	}
+	add(v[start:])
 	return nil
 }
 

@@ -44,7 +44,8 @@ func DefaultParams() Params {
 // run as soon as the evaluation stops improving.
 const MaxNumRound = 100000
 
-// TreeMethods are the tree_method values libxgboost 1.7 accepts.
+// TreeMethods are the tree_method values libxgboost 3.0 accepts (gpu_hist: XGBoost 1.x's
+// spelling of hist with device=cuda, deprecated but still read).
 var TreeMethods = []string{"auto", "exact", "approx", "hist", "gpu_hist"}
 
 // Validate rejects values XGBoost would reject later, with the parameter's name and the valid
@@ -85,7 +86,10 @@ func (p Params) Validate() error {
 			return errors.New("--param =...: an XGBoost parameter needs a name (key=value)")
 		}
 	}
-	return nil
+	if !slices.Contains(Objectives, p.Objective) {
+		return fmt.Errorf("objective %q: not an XGBoost 3.0 objective; want one of %s", p.Objective, strings.Join(Objectives, ", "))
+	}
+	return p.checkExtra()
 }
 
 // IsMultiClass reports whether the objective needs num_class.
