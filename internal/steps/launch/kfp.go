@@ -3,6 +3,7 @@ package launch
 import (
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"math"
 	"os"
 	"path"
@@ -155,6 +156,17 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 		} else {
 			j.Data.Train = uri
 		}
+	}
+	// The placement inputs are the pod spec's own types: a misspelt field is refused by name.
+	_, err := e.JSON("tolerations", &j.Placement.Tolerations)
+	errs = append(errs, err)
+	_, err = e.JSON("node_selector", &j.Placement.NodeSelector)
+	errs = append(errs, err)
+	var affinity corev1.Affinity
+	if given, err := e.JSON("affinity", &affinity); err != nil {
+		errs = append(errs, err)
+	} else if given && (affinity != corev1.Affinity{}) {
+		j.Placement.Affinity = &affinity
 	}
 	params, err := e.Struct("xgb_params")
 	errs = append(errs, err)
@@ -342,6 +354,9 @@ var Inputs = []kfp.Input{
 	{Name: "cpu", Type: kfp.String, Default: "1", Description: "CPU per replica (requests = limits)"},
 	{Name: "memory", Type: kfp.String, Default: "1Gi", Description: "memory per replica"},
 	{Name: "gpus", Type: kfp.Integer, Default: 0, Description: "nvidia.com/gpu per replica"},
+	{Name: "tolerations", Type: kfp.List, Default: []any{}, Description: "tolerations of every replica, as in a pod spec, e.g. [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]"},
+	{Name: "node_selector", Type: kfp.Struct, Default: map[string]any{}, Description: "node selector of every replica, e.g. {nvidia.com/gpu.present: \"true\"}"},
+	{Name: "affinity", Type: kfp.Struct, Default: map[string]any{}, Description: "affinity of every replica, as in a pod spec (nodeAffinity, podAntiAffinity, ...)"},
 	{Name: "master_port", Type: kfp.Integer, Default: 9999, Description: "the Master's port (MASTER_PORT)"},
 	{Name: "min_available", Type: kfp.Integer, Default: 0, Description: "replicas the gang needs placed together; 0 all"},
 	{Name: "queue", Type: kfp.String, Default: "ml-training", Description: "Volcano queue"},

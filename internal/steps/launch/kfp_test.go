@@ -119,6 +119,9 @@ func TestJobFromExecutor(t *testing.T) {
 		{"unknown job_api", map[string]any{"job_api": "pytorchjob"}, `job_api "pytorchjob": want xgboostjob (Training Operator v1 XGBoostJob) or trainjob`},
 		{"several GPUs per TrainJob node", map[string]any{"job_api": "trainjob", "gpus": 2}, "gpus 2 with job_api trainjob: Trainer v2 would expect 2 XGBoost workers per node and gangboost-train runs one"},
 		{"partial gang as a TrainJob", map[string]any{"job_api": "trainjob", "min_available": 2}, "min_available 2 with job_api trainjob: Trainer v2's Volcano PodGroup always needs all 3 pods"},
+		{"misspelt toleration field", map[string]any{"tolerations": []any{map[string]any{"keys": "nvidia.com/gpu"}}}, `input parameter "tolerations"`},
+		{"node selector not strings", map[string]any{"node_selector": map[string]any{"gpu": 1}}, `input parameter "node_selector"`},
+		{"misspelt affinity field", map[string]any{"affinity": map[string]any{"nodeAfinity": map[string]any{}}}, `unknown field "nodeAfinity"`},
 	} {
 		p := base()
 		for k, v := range tc.set {
@@ -128,6 +131,36 @@ func TestJobFromExecutor(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// The placement inputs arrive as KFP passes them (a list and structs) and become the pod spec's own
+// types.
+func TestPlacementInputs(t *testing.T) {
+	p := map[string]any{"run_id": "r1", "task_name": "train", "model_name": "iris", "pvc_name": "models", "dataset": "iris",
+		"tolerations":   []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}},
+		"node_selector": map[string]any{"nvidia.com/gpu.present": "true"},
+		"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+			"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "pool", "operator": "In", "values": []any{"gpu"}}}}}}}},
+	}
+	j, _, err := JobFromExecutor(executor(t, p, t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := j.Placement
+	if len(pl.Tolerations) != 1 || pl.Tolerations[0].Key != "nvidia.com/gpu" || pl.Tolerations[0].Operator != "Exists" || pl.Tolerations[0].Effect != "NoSchedule" ||
+		pl.NodeSelector["nvidia.com/gpu.present"] != "true" || pl.Affinity == nil ||
+		pl.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values[0] != "gpu" {
+		t.Fatalf("placement %+v", pl)
+	}
+	// The defaults (an empty list and empty structs) place nothing.
+	delete(p, "tolerations")
+	p["node_selector"], p["affinity"] = map[string]any{}, map[string]any{}
+	if j, _, err = JobFromExecutor(executor(t, p, t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"}); err != nil {
+		t.Fatal(err)
+	}
+	if j.Placement.Tolerations != nil || len(j.Placement.NodeSelector) != 0 || j.Placement.Affinity != nil {
+		t.Fatalf("defaults gave placement %+v", j.Placement)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	corev1 "k8s.io/api/core/v1"
 	"path"
 	"path/filepath"
 	"strings"
@@ -127,6 +128,17 @@ type Job struct {
 	ServiceAccount          string
 	// Security is the trainer pods' security context.
 	Security PodSecurity
+	// Placement is where every replica may run (both job APIs).
+	Placement Placement
+}
+
+// Placement is where the trainer pods may run, as a pod spec says it: tolerations for tainted
+// nodes (GPU nodes usually are: nvidia.com/gpu:NoSchedule), a node selector and an affinity. Every
+// replica of the gang gets the same, so Volcano places the whole gang on nodes that admit it.
+type Placement struct {
+	Tolerations  []corev1.Toleration
+	NodeSelector map[string]string
+	Affinity     *corev1.Affinity
 }
 
 // The job APIs a gang runs as on a cluster (the job_api input).
