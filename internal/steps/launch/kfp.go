@@ -320,6 +320,7 @@ var Inputs = []kfp.Input{
 	{Name: "object_store_secret_key_key", Type: kfp.String, Default: DefaultSecretKeyKey, Description: "the Secret's key holding the secret key"},
 	{Name: "label", Type: kfp.String, Default: "", Description: "label column"},
 	{Name: "features", Type: kfp.String, Default: "", Description: "feature columns (a,b,c); default all but the label"},
+	{Name: "categorical", Type: kfp.String, Default: "", Description: "feature columns trained as categorical (a,b): each holds category codes, integers from 0"},
 	{Name: "format", Type: kfp.String, Default: "", Description: "csv, parquet or libsvm; default from the extension"},
 	{Name: "eval_fraction", Type: kfp.String, Default: "", Description: "without eval_data, the fraction of rows held out for evaluation"},
 	{Name: "objective", Type: kfp.String, Default: "reg:squarederror"},

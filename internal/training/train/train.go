@@ -346,14 +346,18 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 
 	// Every rank builds the same matrices in the same order: libxgboost synchronises column
 	// counts and sketches across ranks while building them.
-	dtrain, err := matrix(trainM)
+	types, err := params.FeatureTypes(trainM.FeatureNames)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dtrain, err := matrix(trainM, types)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("training data: %w", err)
 	}
 	defer dtrain.Free()
 	dms, names := []*xgb.DMatrix{dtrain}, []string{"train"}
 	if evalM != nil {
-		deval, err := matrix(evalM)
+		deval, err := matrix(evalM, types)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("evaluation data: %w", err)
 		}
@@ -396,6 +400,11 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 		if err := bst.SetParam(kv[0], kv[1]); err != nil {
 			return nil, nil, nil, err
 		}
+	}
+	// The C API does not copy a matrix's feature types into the booster (the Python package
+	// does): set them, so the model file says which features are categorical.
+	if err := bst.SetFeatureTypes(types); err != nil {
+		return nil, nil, nil, err
 	}
 
 	metrics := map[string][]float64{}
@@ -555,7 +564,10 @@ func numClasses(m *dataset.Matrix) (int, error) {
 	return int(m.LabelMax) + 1, nil
 }
 
-func matrix(m *dataset.Matrix) (*xgb.DMatrix, error) {
+func matrix(m *dataset.Matrix, types []string) (*xgb.DMatrix, error) {
+	if err := checkCategories(m, types); err != nil {
+		return nil, err
+	}
 	d, err := xgb.NewDMatrixDense(m.Data, m.Rows, m.Cols, float32(math.NaN()))
 	if err != nil {
 		return nil, err
@@ -568,7 +580,35 @@ func matrix(m *dataset.Matrix) (*xgb.DMatrix, error) {
 		d.Free()
 		return nil, err
 	}
+	if err := d.SetFeatureTypes(types); err != nil {
+		d.Free()
+		return nil, err
+	}
 	return d, nil
+}
+
+// maxCategory bounds a category code: libxgboost keeps categories as float32, exact up to 2^24.
+const maxCategory = 1 << 24
+
+// checkCategories refuses a categorical column holding anything but category codes, naming the
+// column, the value and its row: libxgboost would otherwise fail with "Invalid categorical value"
+// (negative, too large) or silently truncate a fraction.
+func checkCategories(m *dataset.Matrix, types []string) error {
+	for j, t := range types {
+		if t != "c" {
+			continue
+		}
+		for i := 0; i < m.Rows; i++ {
+			v := m.Data[i*m.Cols+j]
+			if v != v { // missing
+				continue
+			}
+			if v < 0 || v >= maxCategory || v != float32(math.Trunc(float64(v))) {
+				return fmt.Errorf("categorical feature %s: row %d of this rank's data holds %v; want category codes, integers from 0 to %d (encode the categories as codes)", m.FeatureNames[j], i+1, v, maxCategory-1)
+			}
+		}
+	}
+	return nil
 }
 
 // gang is this rank's view of the others during training.

@@ -72,7 +72,7 @@ var Tunables = []string{
 	"label", "features", "format", "eval-fraction", "objective", "num-round", "max-depth", "eta", "subsample",
 	"colsample-bytree", "min-child-weight", "reg-lambda", "reg-alpha", "tree-method", "nthread", "seed", "num-class",
 	"eval-metric", "early-stopping-rounds", "model-format", "log-every",
-	"checkpoint-every-rounds", "checkpoint-every-seconds",
+	"checkpoint-every-rounds", "checkpoint-every-seconds", "categorical",
 }
 
 // DefaultCheckpointEverySeconds is how often a run with a checkpoint folder writes a checkpoint
@@ -99,6 +99,7 @@ func New(name string) (*Flags, *flag.FlagSet) {
 	fs.BoolVar(&f.ObjectStore.Insecure, "s3-insecure", false, "plain HTTP to an --s3-endpoint given without a scheme (an in-cluster MinIO)")
 	fs.StringVar(&f.Label, "label", "", "label column name (CSV; default for --dataset iris: species)")
 	fs.Var(&stringListFlag{&f.Features}, "features", "feature columns, comma-separated (default: every column but the label)")
+	fs.Var(&stringListFlag{&f.Params.Categorical}, "categorical", "feature columns trained as categorical, comma-separated: each holds category codes (integers from 0)")
 	fs.Float64Var(&f.EvalFraction, "eval-fraction", 0, "without --eval, hold out this fraction of the training rows for evaluation")
 	fs.StringVar(&f.ModelDir, "model-dir", "", "folder that receives model.json (or .ubj) and metadata.json, e.g. <pvc>/models/<model>/<version>; it must not exist yet, unless --producer wrote it or with --overwrite (a model folder is then replaced whole)")
 	fs.StringVar(&f.Producer, "producer", "", "who writes the model, recorded in metadata.json (the job's name); an existing --model-dir the same producer wrote is replaced (a retried job)")

@@ -158,6 +158,9 @@ static char* gb_booster_dump(BoosterHandle h, const char* fmap, int stats, const
 	*out = s;
 	return NULL;
 }
+static char* gb_booster_set_str(BoosterHandle h, const char* field, const char** v, bst_ulong n) {
+	return gb_error(GB_CALL(XGBoosterSetStrFeatureInfo(h, field, v, n)));
+}
 static char* gb_booster_set_attr(BoosterHandle h, const char* k, const char* v) {
 	return gb_error(GB_CALL(XGBoosterSetAttr(h, k, v)));
 }
@@ -306,22 +309,59 @@ func (d *DMatrix) SetGroup(sizes []uint32) error {
 
 // SetFeatureNames names the columns; a booster trained on the matrix keeps the names in its model.
 func (d *DMatrix) SetFeatureNames(names []string) error {
-	if len(names) == 0 {
-		return nil
-	}
-	cs := (**C.char)(C.malloc(C.size_t(len(names)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
-	defer C.free(unsafe.Pointer(cs))
-	csl := unsafe.Slice(cs, len(names))
-	for i, n := range names {
-		csl[i] = C.CString(n)
-		defer C.free(unsafe.Pointer(csl[i]))
-	}
-	cf := C.CString("feature_name")
-	defer C.free(unsafe.Pointer(cf))
-	if err := check(C.gb_dmatrix_set_str(d.h, cf, cs, C.bst_ulong(len(names)))); err != nil {
+	if err := d.setStrInfo("feature_name", names); err != nil {
 		return fmt.Errorf("set feature names: %w", err)
 	}
 	return nil
+}
+
+// SetFeatureTypes sets each feature's type: "q" (quantitative) or "c" (categorical: category
+// codes, split on sets of them).
+func (d *DMatrix) SetFeatureTypes(types []string) error {
+	if err := d.setStrInfo("feature_type", types); err != nil {
+		return fmt.Errorf("set feature types: %w", err)
+	}
+	return nil
+}
+
+// SetFeatureTypes records each feature's type ("q" or "c") in the booster, and so in the model
+// file's learner.feature_types; nil leaves them unset.
+func (b *Booster) SetFeatureTypes(types []string) error {
+	if len(types) == 0 {
+		return nil
+	}
+	err := withCStrings(types, func(cs **C.char) error {
+		cf := C.CString("feature_type")
+		defer C.free(unsafe.Pointer(cf))
+		return check(C.gb_booster_set_str(b.h, cf, cs, C.bst_ulong(len(types))))
+	})
+	if err != nil {
+		return fmt.Errorf("set the booster's feature types: %w", err)
+	}
+	return nil
+}
+
+// withCStrings calls f with values as a C array of C strings, freed afterwards.
+func withCStrings(values []string, f func(**C.char) error) error {
+	cs := (**C.char)(C.malloc(C.size_t(len(values)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+	defer C.free(unsafe.Pointer(cs))
+	csl := unsafe.Slice(cs, len(values))
+	for i, n := range values {
+		csl[i] = C.CString(n)
+		defer C.free(unsafe.Pointer(csl[i]))
+	}
+	return f(cs)
+}
+
+func (d *DMatrix) setStrInfo(field string, values []string) error {
+	if len(values) == 0 {
+		return nil
+	}
+	return withCStrings(values, func(cs **C.char) error {
+		cf := C.CString(field)
+		defer C.free(unsafe.Pointer(cf))
+		return check(C.gb_dmatrix_set_str(d.h, cf, cs, C.bst_ulong(len(values))))
+	})
 }
 
 // Shape returns the number of rows and columns.
