@@ -179,7 +179,13 @@ for arch in "${ARCHES[@]}"; do
   for c in "${COMPONENTS[@]}"; do
     ln -s gangboost-components "$tr/usr/local/bin/$c"
   done
-  commit "$tr" gangboost "$arch" \
+  # What the image's libxgboost is: the .deb's version for every architecture, and for the host's
+  # its XGBuildInfo (gangboost-train --build-info; USE_CUDA says whether it can train on GPUs).
+  xgb_labels=(--label "dev.gangboost.libxgboost.version=$(dpkg-deb -f "$work/debs-$arch"/libxgboost0_*.deb Version)")
+  if [[ $arch == "$HOST_ARCH" ]]; then
+    xgb_labels+=(--label "dev.gangboost.libxgboost.build-info=$("$BIN/gangboost-train" --build-info)")
+  fi
+  commit "$tr" gangboost "$arch" "${xgb_labels[@]}" \
     --cmd '["/usr/local/bin/gangboost-train", "--help"]' \
     --label org.opencontainers.image.description="gangboost trainer (gangboost-train, Go + libxgboost) and Kubeflow Pipelines components (gangboost-components)"
 
