@@ -51,11 +51,11 @@ help:
 
 # Each target installs only what it needs: the build (and make demo) libxgboost alone, the tests
 # everything else too (scripts/deps.sh lists both sets).
-## deps-build: install the Debian packages the build and make demo need (gcc for cgo), then the libxgboost sysroot
+## deps-build: install the Debian packages the build and make demo need (gcc for cgo), and the libxgboost sysroot
 deps-build: xgboost-sysroot
 	@scripts/deps.sh build
 
-## deps: install every Debian package the tests, images and benchmarks need (as root)
+## deps: install every Debian package the tests, images and benchmarks need (as root), and the libxgboost sysroot
 deps: xgboost-sysroot
 	@scripts/deps.sh test
 
