@@ -2,20 +2,20 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
-# pipelinespec is not in the checksum database.
-export GONOSUMDB := github.com/kubeflow/pipelines
+# pipelinespec and the model registry v0.3.0 are not in the checksum database.
+export GONOSUMDB := github.com/kubeflow/pipelines,github.com/kubeflow/model-registry
 export GANGBOOST_BIN_DIR := $(BIN)
 
 # The pipeline components: each bin/<name> is a link to gangboost-components, which runs the
 # component its name says (one binary, not four copies of the Kubernetes client libraries).
 COMPONENTS := launch-xgboostjob deploy-inferenceservice evaluate prepare-data promote-model
-BINARIES := gangboost-train gangboost-runtime gangboost-components $(COMPONENTS) gangboost
+BINARIES := gangboost-train gangboost-runtime gangboost-storage-initializer gangboost-components $(COMPONENTS) gangboost
 # The one version every image tag, manifest and component spec carries (a test checks).
 VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
 export VERSION REGISTRY
 
-.PHONY: all help deps deps-build build images push cluster-tools s3-server cluster-up test test-e2e bench bench-load fuzz load-test proto clean \
+.PHONY: all help deps deps-build build images push cluster-tools s3-server cluster-up test test-e2e bench bench-load fuzz load-test load-profile proto clean \
 	install-volcano verify-volcano configure-training-operator deploy-runtime deploy-example \
 	status logs describe-job port-forward clean-app clean-all
 
@@ -71,6 +71,7 @@ build: deps-build
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-train ./components/xgboost-trainer
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-runtime ./runtime/cmd/gangboost-runtime
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/gangboost-storage-initializer ./runtime/cmd/gangboost-storage-initializer
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost ./cmd/gangboost
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost-components ./cmd/gangboost-components
 	for c in $(COMPONENTS); do ln -sfn gangboost-components $(BIN)/$$c; done
@@ -87,9 +88,10 @@ compile-pipeline:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(REGISTRY_LDFLAGS)' -o $(BIN)/gangboost ./cmd/gangboost
 	$(BIN)/gangboost pipeline compile --registry $(REGISTRY) -o pipelines/xgboost-volcano.yaml --components-dir components
 
-## upload-pipeline: KFP_HOST=<url> [KFP_TOKEN=...]: upload the package to Kubeflow Pipelines (a new version when it exists)
-upload-pipeline: compile-pipeline
-	$(BIN)/gangboost pipeline upload $(if $(KFP_HOST),--host $(KFP_HOST)) pipelines/xgboost-volcano.yaml
+## upload-pipeline: KFP_HOST=<url> [KFP_TOKEN=...] [KFP_NAMESPACE=<profile>] [REGISTRY=r]: upload the package to Kubeflow Pipelines (a new version when it exists; into a profile with KFP_NAMESPACE); the tracked package is never rewritten: the upload is compiled into bin/ for REGISTRY's images
+upload-pipeline: build
+	$(BIN)/gangboost pipeline compile --registry $(REGISTRY) -o $(BIN)/xgboost-volcano.yaml --components-dir components
+	$(BIN)/gangboost pipeline upload $(if $(KFP_HOST),--host $(KFP_HOST)) $(if $(KFP_NAMESPACE),--namespace $(KFP_NAMESPACE)) $(if $(KFP_TOKEN),--token $(KFP_TOKEN)) $(BIN)/xgboost-volcano.yaml
 
 # Container images without a Docker daemon or a base image pull: gangboost-runtime (FROM scratch)
 # and gangboost (trainer + components on a root of Debian packages), one OCI archive per
@@ -165,9 +167,13 @@ fuzz: deps
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \
 	done
 
-## load-test: the runtime against an HTTP floor and a Python V2 server
+## load-test: the runtime (REST JSON, REST binary, gRPC) against an HTTP floor, a gRPC floor and a Python V2 server, server and load generator on disjoint cores
 load-test: deps build
 	scripts/load-test.sh
+
+## load-profile: CPU and allocation profiles of the runtime under the load test's load, one per protocol, into profiles/
+load-profile: deps build
+	scripts/load-profile.sh
 
 ## proto: regenerate the V2 gRPC code
 proto:

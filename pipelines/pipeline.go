@@ -125,6 +125,18 @@ var Parameters = []Parameter{
 		Description: "the model goes to models/<model_name>/<model_version> on the claim and is served by the InferenceService <model_name>"},
 	{Name: "model_version", Feeds: feeds(Launch, "model_version"), Description: "the model's version folder under models/<model_name>/; empty: run-<run id>, new for every run (an existing version is never replaced)"},
 	{Name: "overwrite", Feeds: feeds(Launch, "overwrite")},
+	// Models in an object store instead of the claim.
+	{Name: "model_store", Feeds: feeds(Launch, "model_store")},
+	{Name: "object_store_endpoint", Feeds: append(append(feeds(Launch, "object_store_endpoint"), feeds(Deploy, "object_store_endpoint")...), feeds(Evaluate, "object_store_endpoint")...),
+		Description: "endpoint of s3:// data and of model_store: host:port, http://host:port or https://host:port; default AWS S3"},
+	{Name: "object_store_path_style", Feeds: append(append(feeds(Launch, "object_store_path_style"), feeds(Deploy, "object_store_path_style")...), feeds(Evaluate, "object_store_path_style")...)},
+	{Name: "object_store_secret", Feeds: feeds(Launch, "object_store_secret")},
+	{Name: "serving_service_account", Feeds: feeds(Deploy, "service_account")},
+	{Name: "serving_priority_class", Feeds: feeds(Deploy, "priority_class")},
+	// The Kubeflow Model Registry: evaluate registers the version with its metrics, promote-model
+	// records which version serves.
+	{Name: "registry_url", Feeds: append(feeds(Evaluate, "registry_url"), feeds(Promote, "registry_url")...)},
+	{Name: "registry_token_path", Feeds: append(feeds(Evaluate, "registry_token_path"), feeds(Promote, "registry_token_path")...)},
 	{Name: "namespace", Feeds: append(append(feeds(Launch, "namespace"), feeds(Deploy, "namespace")...), feeds(Promote, "namespace")...),
 		Description: "where the XGBoostJob and the InferenceService go; default the steps' namespace"},
 	{Name: "serving_cpu", Feeds: feeds(Deploy, "cpu"), Description: "CPU of each serving replica"},
@@ -217,6 +229,8 @@ func constants(o Options) map[Target]any {
 		// The InferenceService records the run that deployed its model.
 		{Deploy, "run_id"}:  "{{$.pipeline_job_uuid}}",
 		{Promote, "run_id"}: "{{$.pipeline_job_uuid}}",
+		// The model registry records the run with the version.
+		{Evaluate, "run_id"}: "{{$.pipeline_job_uuid}}",
 		// Where this step sees the claim, and where the trainer pods mount it.
 		{Launch, "pvc_local_path"}: o.MountPath,
 	}

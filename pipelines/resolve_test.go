@@ -48,7 +48,7 @@ func TestLaunchGetsAValidJob(t *testing.T) {
 		j.Identity.RunID != "0b7c3f8e-6b1e-4a51-a1e4-6d2f0f1c9a10" || j.Identity.TaskName != Launch {
 		t.Errorf("job = %+v (local %s)", j, local)
 	}
-	if u, err := j.ModelURI(); err != nil || u.String() != "pvc://gangboost-models/models/iris/run-0b7c3f8e" {
+	if u, err := j.ModelURI(); err != nil || u != "pvc://gangboost-models/models/iris/run-0b7c3f8e" {
 		t.Errorf("model URI = %s, %v", u, err)
 	}
 	flags := map[string]string{}

@@ -3,6 +3,8 @@
 # registry is needed; Debian's apt mirror is), for each architecture of ARCHES:
 #   gangboost-runtime  FROM scratch: the static runtime, /etc/passwd and /etc/group with the
 #                      nonroot user 65532; nothing else, so a read-only root file system suits it
+#   gangboost-storage-initializer  the same, with the static storage initializer KServe runs
+#                      for s3:// model URIs (manifests/kserve/clusterstoragecontainer.yaml)
 #   gangboost          a root made of Debian packages (libxgboost and the libraries it links,
 #                      no shell, no package manager) with gangboost-train and gangboost-components,
 #                      linked as each pipeline component's command
@@ -120,11 +122,12 @@ binaries() {
   mkdir -p "$out"
   local start=$SECONDS
   if [[ $arch == "$HOST_ARCH" ]]; then
-    cp -a "$BIN/gangboost-runtime" "$BIN/gangboost-components" "$out/"
+    cp -a "$BIN/gangboost-runtime" "$BIN/gangboost-storage-initializer" "$BIN/gangboost-components" "$out/"
   else
     cc=$t-gcc
     CGO_ENABLED=0 GOARCH=$arch go build -trimpath -ldflags="$LDFLAGS" -o "$out/gangboost-runtime" ./runtime/cmd/gangboost-runtime
     CGO_ENABLED=0 GOARCH=$arch go build -trimpath -ldflags="-s -w $LDFLAGS" -o "$out/gangboost-components" ./cmd/gangboost-components
+    CGO_ENABLED=0 GOARCH=$arch go build -trimpath -ldflags="-s -w" -o "$out/gangboost-storage-initializer" ./runtime/cmd/gangboost-storage-initializer
   fi
   # GOFLAGS= drops make's -r (the tool cache's library folder) that scripts/xgboost-flags.sh adds
   # for binaries run on this machine.
@@ -135,7 +138,8 @@ binaries() {
   echo "binaries for linux/$arch built in $((SECONDS - start))s"
 }
 
-for name in gangboost-runtime gangboost; do
+IMAGES=(gangboost-runtime gangboost-storage-initializer gangboost)
+for name in "${IMAGES[@]}"; do
   buildah "${S[@]}" manifest rm "$REGISTRY/$name:$VERSION-multiarch" >/dev/null 2>&1 || true
   buildah "${S[@]}" manifest create "$REGISTRY/$name:$VERSION-multiarch" >/dev/null
 done
@@ -156,6 +160,16 @@ for arch in "${ARCHES[@]}"; do
   commit "$rt" gangboost-runtime "$arch" \
     --entrypoint '["/usr/local/bin/gangboost-runtime"]' --port 8080 --port 8081 \
     --label org.opencontainers.image.description="gangboost KServe runtime for XGBoost models (V2 / Open Inference Protocol, REST and gRPC)"
+
+  # gangboost-storage-initializer: the same, with the storage initializer.
+  si="$work/storage-initializer-$arch"
+  users "$si"
+  install -D -m 0755 "$bins/gangboost-storage-initializer" "$si/usr/local/bin/gangboost-storage-initializer"
+  mkdir -p "$si/usr/share/gangboost"
+  gomods "$bins/gangboost-storage-initializer" "$si/usr/share/gangboost/sbom.txt"
+  commit "$si" gangboost-storage-initializer "$arch" \
+    --entrypoint '["/usr/local/bin/gangboost-storage-initializer"]' \
+    --label org.opencontainers.image.description="gangboost KServe storage initializer for s3:// model URIs (downloads with KServe's storage package, checks the model's sha256)"
 
   # gangboost: Debian packages unpacked (not installed: no dpkg, no shell), then the binaries.
   tr="$work/trainer-$arch"
@@ -189,9 +203,9 @@ for arch in "${ARCHES[@]}"; do
     --cmd '["/usr/local/bin/gangboost-train", "--help"]' \
     --label org.opencontainers.image.description="gangboost trainer (gangboost-train, Go + libxgboost) and Kubeflow Pipelines components (gangboost-components)"
 
-  for name in gangboost-runtime gangboost; do
+  for name in "${IMAGES[@]}"; do
     buildah "${S[@]}" manifest add --os linux --arch "$arch" "$REGISTRY/$name:$VERSION-multiarch" \
       "containers-storage:$REGISTRY/$name:$VERSION-$arch" >/dev/null
   done
 done
-echo "manifest lists $REGISTRY/{gangboost-runtime,gangboost}:$VERSION-multiarch: linux/${ARCHES[*]}"
+echo "manifest lists $REGISTRY/{gangboost-runtime,gangboost-storage-initializer,gangboost}:$VERSION-multiarch: linux/${ARCHES[*]}"

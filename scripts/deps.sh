@@ -36,6 +36,7 @@ test_packages=(
   containerd            # the test control plane's real node: containerd (CRI), the CNI bridge,
   containernetworking-plugins # and nftables to remove iptables-nft's tables after it
   nftables
+  mariadb-server        # the Kubeflow Model Registry's database in the registry tests
 )
 
 set_name=${1:-test}

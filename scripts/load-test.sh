@@ -1,17 +1,32 @@
 #!/usr/bin/env bash
-# Load test of gangboost-runtime (`make load-test`): single-row V2 REST inference on the Iris
-# model, measured in one run and under the same wrk settings against
-#   gangboost  gangboost-runtime (REST V2 JSON, one row of 4 features)
-#   floor      a bare Go net/http handler returning a fixed V2 body (runtime/loadtest/floor)
-#   python     a Python V2 server as users run KServe's xgbserver today: FastAPI + uvicorn +
-#              xgboost from Debian (runtime/loadtest/pyserver.py)
-# plus gangboost's resident memory with the model loaded and its start-to-ready time (exec to
-# the first 200 on /v2/health/ready, polled every 1 ms, best of STARTS starts).
+# Load test of gangboost-runtime (`make load-test`): single-row V2 inference on the Iris model,
+# with the server and the load generator pinned to disjoint cores (taskset), measured in one run
+# against the peers:
+#   gangboost        gangboost-runtime: REST V2 JSON, REST with the binary tensor extension, gRPC
+#   floor            a bare Go net/http handler returning a fixed V2 body (runtime/loadtest/floor)
+#   floor-timeouts   the same with the read, write and idle deadlines gangboost's http.Server has
+#   grpc-floor       a bare grpc-go server returning a fixed ModelInfer answer (runtime/loadtest/grpcfloor)
+#   python           a Python V2 server as users run KServe's xgbserver today: FastAPI + uvicorn +
+#                    xgboost from Debian (runtime/loadtest/pyserver.py)
+# Beside req/s and p50/p99 it reports each server's CPU time per request (utime + stime from
+# /proc/PID/stat over the measured run, divided by the requests answered): the figure that does
+# not depend on how busy the machine is, or on the load generator's share of it. For gangboost
+# also the heap allocations per request (go_memstats_mallocs_total from /metrics over the run).
+# Then gangboost's resident memory and its start-to-ready time (exec to the first 200 on
+# /v2/health/ready, polled every 1 ms, best of STARTS starts).
 #
-# Everything runs on 127.0.0.1; wrk shares the CPUs with the server under test, the same way for
-# all three. Settings (environment):
-#   DURATION=10s WARMUP=2s THREADS=2 CONNECTIONS=32 STARTS=5
-#   ROUNDS=1             measure the three servers in turn ROUNDS times; each reports its median
+# Core split, for each P in SERVER_CORES: the servers run on cores 0..P-1 with GOMAXPROCS=P, the
+# load generator (wrk, or runtime/loadtest/grpcload for gRPC) on the cores after them; when no
+# core is left (P = all cores) it runs on the last core, shared with the server, and the table
+# says so. On a 2-core machine: P=1 is server on core 0, load on core 1.
+#
+# Settings (environment):
+#   DURATION=5s WARMUP=1s CONNECTIONS=32 STARTS=5
+#   BATCH_CONNECTIONS=256 the connections of the batching comparison: gangboost REST JSON with and
+#                        without --enable_batching under that many concurrent one-row requests
+#   SERVER_CORES="1 2"   server core counts measured (each at most the machine's)
+#   ROUNDS=1             measure every server in turn ROUNDS times; each reports its median
+#   RUNTIME_FLAGS=       extra gangboost-runtime flags (e.g. --enable_batching)
 #   GANGBOOST_RUNTIME=bin/gangboost-runtime (built into a temporary folder when missing)
 #   LOAD_TEST_OUT=path   also write the figures as JSON there
 set -euo pipefail
@@ -19,26 +34,37 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-DURATION=${DURATION:-10s}
-WARMUP=${WARMUP:-2s}
-THREADS=${THREADS:-2}
+DURATION=${DURATION:-5s}
+WARMUP=${WARMUP:-1s}
 CONNECTIONS=${CONNECTIONS:-32}
+BATCH_CONNECTIONS=${BATCH_CONNECTIONS:-256}
 STARTS=${STARTS:-5}
 ROUNDS=${ROUNDS:-1}
+SERVER_CORES=${SERVER_CORES:-1 2}
+RUNTIME_FLAGS=${RUNTIME_FLAGS:-}
 # Debian's interpreter holds python3-fastapi, -uvicorn and -xgboost; a python3 earlier on PATH
 # (pyenv, venv) usually does not.
 python=/usr/bin/python3
 model=iris
 model_dir=$root/runtime/testdata/models/iris
 body='{"inputs":[{"name":"input-0","shape":[1,4],"datatype":"FP32","data":[5.1,3.5,1.4,0.2]}]}'
+# The binary form of the same row: a JSON header, then the four FP32 values little-endian; the
+# answer comes back binary too (binary_data_output).
+bin_header='{"inputs":[{"name":"input-0","shape":[1,4],"datatype":"FP32","parameters":{"binary_data_size":16}}],"parameters":{"binary_data_output":true}}'
+bin_hex=$("$python" -c 'import struct, sys; print((sys.argv[1].encode() + struct.pack("<4f", 5.1, 3.5, 1.4, 0.2)).hex())' "$bin_header")
+ncpu=$(nproc)
+clk_tck=$(getconf CLK_TCK)
 
 die() { echo "load-test: $*" >&2; exit 1; }
 
-for tool in wrk curl jq go; do
+for tool in wrk curl jq go taskset; do
   command -v "$tool" >/dev/null || die "$tool not found (scripts/deps.sh installs the Debian packages)"
 done
 "$python" -c 'import fastapi, uvicorn, xgboost, numpy' 2>/dev/null ||
   die "$python lacks fastapi/uvicorn/xgboost/numpy: apt-get install python3-fastapi python3-uvicorn python3-xgboost python3-numpy"
+for p in $SERVER_CORES; do
+  [ "$p" -ge 1 ] && [ "$p" -le "$ncpu" ] || die "SERVER_CORES: $p is not between 1 and the $ncpu cores of this machine"
+done
 
 work=$(mktemp -d)
 pids=()
@@ -57,56 +83,114 @@ if [ ! -x "$gbr" ]; then
   gbr=$work/gangboost-runtime
   CGO_ENABLED=0 go build -trimpath -o "$gbr" ./runtime/cmd/gangboost-runtime
 fi
-go build -o "$work/floor" ./runtime/loadtest/floor
-go build -o "$work/readytime" ./runtime/loadtest/readytime
+for tool in floor grpcfloor grpcload readytime; do
+  go build -o "$work/$tool" "./runtime/loadtest/$tool"
+done
 
 free_port() {
   "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 rss_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+# cpu_ticks PID: the process's user + system CPU time so far, in clock ticks (fields 14 and 15 of
+# /proc/PID/stat, counted after the command name, which may hold spaces).
+cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+# mallocs PORT: gangboost's heap allocations so far.
+mallocs() { curl -sf "http://127.0.0.1:$1/metrics" | awk '$1 == "go_memstats_mallocs_total" { printf "%.0f\n", $2 }'; }
+# cpu_list FIRST LAST: "0" or "0-1".
+cpu_list() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
 
-declare -A pid port
+declare -A pid port gport
 
-# start NAME COMMAND...: starts a server in the background (its port in ${port[NAME]}) and waits
-# until it answers 200 on /v2/health/ready.
+# start NAME CPUS READY-COMMAND COMMAND...: starts a server pinned to CPUS in the background and
+# waits until READY-COMMAND (a shell string) succeeds.
 start() {
-  local name=$1
-  shift
-  "$@" >"$work/$name.log" 2>&1 &
+  local name=$1 cpus=$2 ready=$3
+  shift 3
+  GOMAXPROCS=$server_cores taskset -c "$cpus" "$@" >"$work/$name.log" 2>&1 &
   pid[$name]=$!
   pids+=("${pid[$name]}")
   local i
   for i in $(seq 600); do
-    curl -sf -o /dev/null "http://127.0.0.1:${port[$name]}/v2/health/ready" && return 0
+    eval "$ready" >/dev/null 2>&1 && return 0
     kill -0 "${pid[$name]}" 2>/dev/null || { cat "$work/$name.log" >&2; die "$name exited before it was ready"; }
     sleep 0.05
   done
-  die "$name not ready on port ${port[$name]} within 30 s"
+  die "$name not ready within 30 s"
 }
 
-# bench NAME ROUND: checks one answer, warms up, then measures; writes $work/NAME.ROUND.json.
+stop() {
+  kill "${pid[$1]}" 2>/dev/null || true
+  wait "${pid[$1]}" 2>/dev/null || true
+}
+
+# load_rest OUT URL [binary]: wrk on the load cores, its JSON figures in OUT.
+load_rest() {
+  local out=$1 url=$2 binary=${3:-} env=(LOADTEST_BODY="$body")
+  if [ -n "$binary" ]; then
+    env=(LOADTEST_BODY_HEX="$bin_hex" LOADTEST_HEADER_LENGTH="${#bin_header}")
+  fi
+  env "${env[@]}" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$conns" -d"$WARMUP" -s runtime/loadtest/post.lua "$url" >/dev/null
+  env "${env[@]}" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$conns" -d"$DURATION" -s runtime/loadtest/post.lua --latency "$url" \
+    >"$out.wrk"
+  sed -n 's/^WRK_JSON //p' "$out.wrk" >"$out"
+  [ -s "$out" ] || { cat "$out.wrk" >&2; die "no figures from wrk for $url"; }
+}
+
+# load_grpc OUT ADDR: grpcload on the load cores.
+load_grpc() {
+  GOMAXPROCS=$load_threads taskset -c "$load_cpus" "$work/grpcload" -addr "$2" -model "$model" -c "$conns" \
+    -d "$DURATION" -warmup "$WARMUP" >"$1.wrk"
+  sed -n 's/^WRK_JSON //p' "$1.wrk" >"$1"
+  [ -s "$1" ] || { cat "$1.wrk" >&2; die "no figures from grpcload for $2"; }
+}
+
+# bench NAME PROTOCOL SERVER ROUND [CONNECTIONS]: measures one protocol of one server under
+# load and writes $work/P.NAME.ROUND.json with the load generator's figures, the server's CPU
+# per request and, for gangboost, its allocations per request.
 bench() {
-  local name=$1 round=$2 url="http://127.0.0.1:${port[$1]}/v2/models/$model/infer" resp out
-  resp=$(curl -sf -X POST -H 'Content-Type: application/json' -d "$body" "$url") ||
-    die "$name: POST $url failed"
-  jq -e '.outputs[0].name == "output-0" and .outputs[0].shape == [1, 3]' <<<"$resp" >/dev/null ||
-    die "$name: unexpected answer $resp"
-  LOADTEST_BODY=$body wrk -t"$THREADS" -c"$CONNECTIONS" -d"$WARMUP" -s runtime/loadtest/post.lua "$url" >/dev/null
-  local before after
+  local name=$1 protocol=$2 server=$3 round=$4 conns=${5:-$CONNECTIONS} out=$work/$server_cores.$1.$4.json
+  local t0 t1 m0="" m1=""
+  [[ "$server" = gangboost* ]] && m0=$(mallocs "${port[$server]}")
+  t0=$(cpu_ticks "${pid[$server]}")
+  local before
   before=$(loadavg)
-  LOADTEST_BODY=$body wrk -t"$THREADS" -c"$CONNECTIONS" -d"$DURATION" -s runtime/loadtest/post.lua --latency "$url" \
-    >"$work/$name.wrk"
-  after=$(loadavg)
-  out=$work/$name.$round.json
-  sed -n 's/^WRK_JSON //p' "$work/$name.wrk" |
-    jq --arg before "$before" --arg after "$after" '. + {loadavg_before: $before, loadavg_after: $after}' >"$out"
-  [ -s "$out" ] || { cat "$work/$name.wrk" >&2; die "$name: no figures from wrk"; }
-  printf '  round %d  %-9s %9.0f req/s  p50 %6.2f ms  p99 %6.2f ms  (load average %s)\n' "$round" "$name" \
-    "$(jq .rps "$out")" "$(jq '.p50_us / 1000' "$out")" "$(jq '.p99_us / 1000' "$out")" "$before"
+  case $protocol in
+    rest-json) load_rest "$out.raw" "http://127.0.0.1:${port[$server]}/v2/models/$model/infer" ;;
+    rest-binary) load_rest "$out.raw" "http://127.0.0.1:${port[$server]}/v2/models/$model/infer" binary ;;
+    grpc) load_grpc "$out.raw" "127.0.0.1:${gport[$server]}" ;;
+  esac
+  t1=$(cpu_ticks "${pid[$server]}")
+  [[ "$server" = gangboost* ]] && m1=$(mallocs "${port[$server]}")
+  jq --arg name "$name" --arg protocol "$protocol" --arg before "$before" --argjson conns "$conns" \
+    --argjson ticks "$((t1 - t0))" --argjson hz "$clk_tck" --arg m0 "$m0" --arg m1 "$m1" '
+    . + {name: $name, protocol: $protocol, connections: $conns, loadavg_before: $before,
+         cpu_s: ($ticks / $hz), cpu_us_per_req: ($ticks / $hz * 1e6 / .requests),
+         allocs_per_req: (if $m0 == "" then null else (($m1 | tonumber) - ($m0 | tonumber)) / .requests end)}
+  ' "$out.raw" >"$out"
+  printf '  %d core(s) round %d  %-18s %9.0f req/s  p50 %6.2f ms  p99 %6.2f ms  %6.1f µs CPU/req  (load average %s)\n' \
+    "$server_cores" "$round" "$name" "$(jq .rps "$out")" "$(jq '.p50_us / 1000' "$out")" "$(jq '.p99_us / 1000' "$out")" \
+    "$(jq .cpu_us_per_req "$out")" "$before"
 }
 
-echo "load test: single-row V2 infer on $model, wrk -t$THREADS -c$CONNECTIONS -d$DURATION (warm-up $WARMUP) x $ROUNDS round(s), $(nproc) CPUs, load average $(loadavg)"
+# check_answers: one request of each form gets the answer the load test expects.
+check_answers() {
+  local url="http://127.0.0.1:${port[gangboost]}/v2/models/$model/infer" resp
+  resp=$(curl -sf -X POST -H 'Content-Type: application/json' -d "$body" "$url") || die "POST $url failed"
+  jq -e '.outputs[0].name == "output-0" and .outputs[0].shape == [1, 3]' <<<"$resp" >/dev/null ||
+    die "unexpected answer $resp"
+  "$python" -c 'import sys; sys.stdout.buffer.write(bytes.fromhex(sys.argv[1]))' "$bin_hex" >"$work/binary.body"
+  curl -sf -X POST -H "Inference-Header-Content-Length: ${#bin_header}" --data-binary @"$work/binary.body" \
+    -D "$work/binary.headers" -o /dev/null "$url" || die "binary POST $url failed"
+  grep -qi '^Inference-Header-Content-Length:' "$work/binary.headers" || die "binary answer without a binary part"
+  resp=$(curl -sf -X POST -H 'Content-Type: application/json' -d "$body" "http://127.0.0.1:${port[floor]}/v2/models/$model/infer") ||
+    die "floor: POST failed"
+  resp=$(curl -sf -X POST -H 'Content-Type: application/json' -d "$body" "http://127.0.0.1:${port[python]}/v2/models/$model/infer") ||
+    die "python: POST failed"
+  jq -e '.outputs[0].shape == [1, 3]' <<<"$resp" >/dev/null || die "python: unexpected answer $resp"
+}
+
+echo "load test: single-row V2 infer on $model, $CONNECTIONS connections, $DURATION (warm-up $WARMUP) x $ROUNDS round(s), server cores: $SERVER_CORES, $ncpu CPUs, load average $(loadavg)"
 loadavg_start=$(loadavg)
 
 # Start-to-ready and RSS right after the model load, over STARTS fresh processes each.
@@ -119,76 +203,140 @@ p=$(free_port)
   "$python" runtime/loadtest/pyserver.py --model_dir "$model_dir" --model_name "$model" --port "$p" \
   >"$work/python-ready.json"
 
-# The three servers stay up (idle ones cost nothing) and are measured one at a time, in turn,
-# so a change in the machine's background load falls on all of them alike.
-for name in gangboost floor python; do port[$name]=$(free_port); done
-start gangboost "$gbr" --model_name "$model" --model_dir "$model_dir" --http_port "${port[gangboost]}" --grpc_port "$(free_port)"
-start floor "$work/floor" --port "${port[floor]}"
-start python "$python" runtime/loadtest/pyserver.py --model_dir "$model_dir" --model_name "$model" --port "${port[python]}"
-rss_idle=$(rss_kib "${pid[gangboost]}" VmRSS)
-py_rss=$(rss_kib "${pid[python]}" VmRSS)
-py_impl=$(sed -n 's/^pyserver: //p' "$work/python.log")
-for round in $(seq "$ROUNDS"); do
-  for name in gangboost floor python; do bench "$name" "$round"; done
-done
-rss_after=$(rss_kib "${pid[gangboost]}" VmRSS)
-hwm_after=$(rss_kib "${pid[gangboost]}" VmHWM)
+splits=()
+for server_cores in $SERVER_CORES; do
+  server_cpus=$(cpu_list 0 $((server_cores - 1)))
+  if [ "$server_cores" -lt "$ncpu" ]; then
+    load_cpus=$(cpu_list "$server_cores" $((ncpu - 1)))
+    load_threads=$((ncpu - server_cores))
+    split="server on cores $server_cpus, load generator on cores $load_cpus"
+  else
+    load_cpus=$((ncpu - 1))
+    load_threads=1
+    split="server on cores $server_cpus, load generator on core $load_cpus (shared: no core is left)"
+  fi
+  splits+=("$(jq -n --argjson p "$server_cores" --arg s "$split" '{server_cores: $p, split: $s}')")
+  echo "$server_cores server core(s): $split"
 
-# Each server's figures are those of its median round by req/s.
-for name in gangboost floor python; do
-  jq -s 'sort_by(.rps) as $r | $r[(length - 1) / 2 | floor] + {rounds_rps: map(.rps)}' "$work/$name".*.json >"$work/$name.json"
+  # The servers stay up (idle ones cost nothing) and are measured one at a time, in turn, so a
+  # change in the machine's background load falls on all of them alike.
+  for name in gangboost gangboost-batching floor floor-timeouts grpc-floor python; do port[$name]=$(free_port); done
+  gport[gangboost]=$(free_port)
+  gport[grpc-floor]=${port[grpc-floor]}
+  # shellcheck disable=SC2086 # RUNTIME_FLAGS is a list of flags
+  start gangboost "$server_cpus" "curl -sf http://127.0.0.1:${port[gangboost]}/v2/health/ready" \
+    "$gbr" --model_name "$model" --model_dir "$model_dir" --http_port "${port[gangboost]}" --grpc_port "${gport[gangboost]}" $RUNTIME_FLAGS
+  # shellcheck disable=SC2086
+  start gangboost-batching "$server_cpus" "curl -sf http://127.0.0.1:${port[gangboost-batching]}/v2/health/ready" \
+    "$gbr" --model_name "$model" --model_dir "$model_dir" --http_port "${port[gangboost-batching]}" --grpc_port 0 --enable_batching $RUNTIME_FLAGS
+  start floor "$server_cpus" "curl -sf http://127.0.0.1:${port[floor]}/v2/health/ready" \
+    "$work/floor" --port "${port[floor]}"
+  start floor-timeouts "$server_cpus" "curl -sf http://127.0.0.1:${port[floor-timeouts]}/v2/health/ready" \
+    "$work/floor" --port "${port[floor-timeouts]}" --server_timeouts
+  start grpc-floor "$server_cpus" "$work/grpcload -ready -d 100ms -addr 127.0.0.1:${gport[grpc-floor]}" \
+    "$work/grpcfloor" --port "${gport[grpc-floor]}"
+  start python "$server_cpus" "curl -sf http://127.0.0.1:${port[python]}/v2/health/ready" \
+    "$python" runtime/loadtest/pyserver.py --model_dir "$model_dir" --model_name "$model" --port "${port[python]}"
+  check_answers
+  [ "$server_cores" = "${SERVER_CORES%% *}" ] && rss_idle=$(rss_kib "${pid[gangboost]}" VmRSS) &&
+    py_rss=$(rss_kib "${pid[python]}" VmRSS) && py_impl=$(sed -n 's/^pyserver: //p' "$work/python.log")
+  for round in $(seq "$ROUNDS"); do
+    bench gangboost-json rest-json gangboost "$round"
+    bench floor rest-json floor "$round"
+    bench floor-timeouts rest-json floor-timeouts "$round"
+    bench gangboost-binary rest-binary gangboost "$round"
+    bench gangboost-grpc grpc gangboost "$round"
+    bench grpc-floor grpc grpc-floor "$round"
+    bench python rest-json python "$round"
+  done
+  rss_after=$(rss_kib "${pid[gangboost]}" VmRSS)
+  hwm_after=$(rss_kib "${pid[gangboost]}" VmHWM)
+  # The batching comparison last: its connections' buffers are not the memory figure's.
+  for round in $(seq "$ROUNDS"); do
+    bench "gangboost-json-c$BATCH_CONNECTIONS" rest-json gangboost "$round" "$BATCH_CONNECTIONS"
+    bench "gangboost-batching-c$BATCH_CONNECTIONS" rest-json gangboost-batching "$round" "$BATCH_CONNECTIONS"
+  done
+  for name in gangboost gangboost-batching floor floor-timeouts grpc-floor python; do stop "$name"; done
+  # Each server's figures are those of its median round by req/s.
+  for name in gangboost-json floor floor-timeouts gangboost-binary gangboost-grpc grpc-floor python \
+    "gangboost-json-c$BATCH_CONNECTIONS" "gangboost-batching-c$BATCH_CONNECTIONS"; do
+    jq -s --argjson p "$server_cores" 'sort_by(.rps) as $r | $r[(length - 1) / 2 | floor] + {server_cores: $p, rounds_rps: map(.rps)}' \
+      "$work/$server_cores.$name".*.json >"$work/result.$server_cores.$name.json"
+  done
+  jq -n --argjson p "$server_cores" --argjson rss "$rss_after" --argjson hwm "$hwm_after" \
+    '{server_cores: $p, rss_after_load_mib: ($rss / 1024), rss_peak_mib: ($hwm / 1024)}' >"$work/rss.$server_cores.json"
 done
 
 report=$(jq -n \
-  --slurpfile g "$work/gangboost.json" --slurpfile f "$work/floor.json" --slurpfile p "$work/python.json" \
+  --slurpfile runs <(cat "$work"/result.*.json) --slurpfile rss <(cat "$work"/rss.*.json) \
+  --slurpfile splits <(printf '%s\n' "${splits[@]}") \
   --slurpfile gr "$work/gangboost-ready.json" --slurpfile pr "$work/python-ready.json" \
-  --arg duration "$DURATION" --arg warmup "$WARMUP" --argjson threads "$THREADS" \
-  --argjson connections "$CONNECTIONS" --argjson cpus "$(nproc)" \
+  --arg duration "$DURATION" --arg warmup "$WARMUP" --argjson connections "$CONNECTIONS" \
+  --argjson cpus "$ncpu" --arg flags "$RUNTIME_FLAGS" \
+  --arg batched "gangboost-batching-c$BATCH_CONNECTIONS" --arg unbatched "gangboost-json-c$BATCH_CONNECTIONS" \
   --arg loadavg_start "$loadavg_start" --arg loadavg_end "$(loadavg)" --arg py_impl "$py_impl" \
-  --argjson rss_idle "$rss_idle" --argjson rss_after "$rss_after" --argjson hwm_after "$hwm_after" \
-  --argjson py_rss "$py_rss" --argjson rounds "$ROUNDS" '
+  --argjson rss_idle "$rss_idle" --argjson py_rss "$py_rss" --argjson rounds "$ROUNDS" '
+  def run(p; n): $runs | map(select(.server_cores == p and .name == n)) | .[0];
   {
-    model: "iris", rows_per_request: 1, protocol: "V2 REST JSON",
-    wrk: {threads: $threads, connections: $connections, duration: $duration, warmup: $warmup, rounds: $rounds},
+    model: "iris", rows_per_request: 1, runtime_flags: $flags,
+    load: {connections: $connections, duration: $duration, warmup: $warmup, rounds: $rounds},
     machine: {cpus: $cpus, loadavg_start: $loadavg_start, loadavg_end: $loadavg_end},
-    servers: {gangboost: $g[0], floor: $f[0], python: ($p[0] + {server: $py_impl})},
-    ratios: {
-      gangboost_to_floor_rps: ($g[0].rps / $f[0].rps),
-      gangboost_to_python_rps: ($g[0].rps / $p[0].rps)
-    },
+    core_splits: $splits,
+    runs: $runs,
+    ratios: [$splits[] | .server_cores as $p | {
+      server_cores: $p,
+      json_to_floor_rps: (run($p; "gangboost-json").rps / run($p; "floor").rps),
+      json_to_floor_cpu: (run($p; "gangboost-json").cpu_us_per_req / run($p; "floor").cpu_us_per_req),
+      json_to_floor_timeouts_cpu: (run($p; "gangboost-json").cpu_us_per_req / run($p; "floor-timeouts").cpu_us_per_req),
+      binary_to_floor_rps: (run($p; "gangboost-binary").rps / run($p; "floor").rps),
+      binary_to_floor_cpu: (run($p; "gangboost-binary").cpu_us_per_req / run($p; "floor").cpu_us_per_req),
+      grpc_to_floor_rps: (run($p; "gangboost-grpc").rps / run($p; "grpc-floor").rps),
+      grpc_to_floor_cpu: (run($p; "gangboost-grpc").cpu_us_per_req / run($p; "grpc-floor").cpu_us_per_req),
+      json_to_python_rps: (run($p; "gangboost-json").rps / run($p; "python").rps),
+      batching_rps: (run($p; $batched).rps / run($p; $unbatched).rps),
+      batching_cpu: (run($p; $batched).cpu_us_per_req / run($p; $unbatched).cpu_us_per_req)
+    }],
     gangboost: {
-      rss_loaded_idle_mib: ($rss_idle / 1024), rss_after_load_mib: ($rss_after / 1024),
-      rss_peak_mib: ($hwm_after / 1024),
+      rss_loaded_idle_mib: ($rss_idle / 1024), after_load: $rss,
       ready_ms_best: $gr[0].best_ms, ready_ms_median: $gr[0].median_ms, ready_ms_all: $gr[0].ready_ms,
       rss_at_ready_mib: ($gr[0].rss_kib | min / 1024)
     },
     python: {
-      rss_loaded_idle_mib: ($py_rss / 1024),
+      server: $py_impl, rss_loaded_idle_mib: ($py_rss / 1024),
       ready_ms_best: $pr[0].best_ms, ready_ms_median: $pr[0].median_ms
     },
     goals: {
-      floor_ratio_min: 0.8, python_ratio_min: 10, rss_mib_max: 30, ready_ms_max: 100
+      json_floor_rps_min: 0.9, json_floor_cpu_max: 1.15, grpc_floor_rps_min: 0.9,
+      python_ratio_min: 10, rss_mib_max: 30, ready_ms_max: 100
     }
   }')
 
+echo
+# The table README's performance section is made of (markdown).
 jq -r '
-  def f(x; n): (x * pow(10; n) | round) / pow(10; n) | tostring;
-  def row(n; s): [n, f(s.rps; 0), f(s.p50_us / 1000; 3), f(s.p99_us / 1000; 3),
-    (s.errors | .connect + .read + .write + .status + .timeout | tostring), s.loadavg_before] | @tsv;
-  (["server", "req/s", "p50 ms", "p99 ms", "errors", "load average"] | @tsv),
-  row("gangboost"; .servers.gangboost),
-  row("floor"; .servers.floor),
-  row("python"; .servers.python)
-' <<<"$report" | column -t -s $'\t' -o '  '
-jq -r '
+  def f(x; n): if x == null then "" else (x * pow(10; n) | round) / pow(10; n) | tostring end;
+  "| server cores | server | protocol | connections | req/s | p50 ms | p99 ms | CPU µs/req | allocs/req | errors |",
+  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+  (.runs | sort_by(.server_cores)[] |
+    "| \(.server_cores) | \(.name) | \(.protocol) | \(.connections) | \(f(.rps; 0)) | \(f(.p50_us / 1000; 3)) | \(f(.p99_us / 1000; 3)) | \(f(.cpu_us_per_req; 1)) | \(f(.allocs_per_req; 1)) | \(.errors | .connect + .read + .write + .status + .timeout) |"),
+  "",
+  (.core_splits[] | "\(.server_cores) server core(s): \(.split)")
+' <<<"$report"
+jq -r --arg bc "$BATCH_CONNECTIONS" '
   def f(x; n): (x * pow(10; n) | round) / pow(10; n) | tostring;
   def met(c): if c then "met" else "NOT met" end;
   "",
-  "gangboost / floor   \(f(.ratios.gangboost_to_floor_rps; 3))x req/s (goal >= \(.goals.floor_ratio_min): \(met(.ratios.gangboost_to_floor_rps >= .goals.floor_ratio_min)))",
-  "gangboost / python  \(f(.ratios.gangboost_to_python_rps; 1))x req/s (goal >= \(.goals.python_ratio_min): \(met(.ratios.gangboost_to_python_rps >= .goals.python_ratio_min)))",
-  "gangboost RSS       \(f(.gangboost.rss_loaded_idle_mib; 1)) MiB loaded, \(f(.gangboost.rss_after_load_mib; 1)) MiB after the load test, peak \(f(.gangboost.rss_peak_mib; 1)) MiB (goal <= \(.goals.rss_mib_max): \(met(.gangboost.rss_peak_mib <= .goals.rss_mib_max)))",
+  (.goals as $g | .ratios[] |
+    "\(.server_cores) core(s): REST JSON / floor \(f(.json_to_floor_rps; 2))x req/s (goal >= \($g.json_floor_rps_min): \(met(.json_to_floor_rps >= $g.json_floor_rps_min))), \(f(.json_to_floor_cpu; 2))x CPU/req (goal <= \($g.json_floor_cpu_max): \(met(.json_to_floor_cpu <= $g.json_floor_cpu_max)))",
+    "           REST JSON / floor with the runtime'"'"'s timeouts \(f(.json_to_floor_timeouts_cpu; 2))x CPU/req",
+    "           REST binary / floor \(f(.binary_to_floor_rps; 2))x req/s, \(f(.binary_to_floor_cpu; 2))x CPU/req",
+    "           gRPC / gRPC floor \(f(.grpc_to_floor_rps; 2))x req/s (goal >= \($g.grpc_floor_rps_min): \(met(.grpc_to_floor_rps >= $g.grpc_floor_rps_min))), \(f(.grpc_to_floor_cpu; 2))x CPU/req",
+    "           REST JSON / python \(f(.json_to_python_rps; 1))x req/s (goal >= \($g.python_ratio_min): \(met(.json_to_python_rps >= $g.python_ratio_min)))",
+    "           --enable_batching under \($bc) connections: \(f(.batching_rps; 2))x req/s, \(f(.batching_cpu; 2))x CPU/req of the same server without it"),
+  (.gangboost.after_load[] | "gangboost RSS       \(.server_cores) core(s): \(f(.rss_after_load_mib; 1)) MiB after the load, peak \(f(.rss_peak_mib; 1)) MiB"),
+  "gangboost RSS       \(f(.gangboost.rss_loaded_idle_mib; 1)) MiB loaded and idle (goal for the peak <= \(.goals.rss_mib_max))",
   "gangboost ready     \(f(.gangboost.ready_ms_best; 1)) ms best, \(f(.gangboost.ready_ms_median; 1)) ms median of \(.gangboost.ready_ms_all | length) starts (goal <= \(.goals.ready_ms_max): \(met(.gangboost.ready_ms_best <= .goals.ready_ms_max)))",
-  "python              \(f(.python.rss_loaded_idle_mib; 1)) MiB loaded, ready \(f(.python.ready_ms_best; 0)) ms best; \(.servers.python.server)",
+  "python              \(f(.python.rss_loaded_idle_mib; 1)) MiB loaded, ready \(f(.python.ready_ms_best; 0)) ms best; \(.python.server)",
   "load average        \(.machine.loadavg_start) at start, \(.machine.loadavg_end) at end, \(.machine.cpus) CPUs"
 ' <<<"$report"
 

@@ -13,7 +13,7 @@ VERSION=${VERSION:-$(cat VERSION)}
 REGISTRY=${REGISTRY:-ghcr.io/gangboost}
 read -r -a S <<< "${BUILDAH_STORAGE:-}"
 PUSH_TO=${PUSH_TO:-docker://$REGISTRY}
-for name in gangboost-runtime gangboost; do
+for name in gangboost-runtime gangboost-storage-initializer gangboost; do
   list="$REGISTRY/$name:$VERSION-multiarch"
   if ! platforms=$(buildah "${S[@]}" manifest inspect "$list" 2>/dev/null | jq -r '[.manifests[].platform | .os + "/" + .architecture] | join(", ")'); then
     echo "push-images: no manifest list $list in the buildah store: make images REGISTRY=$REGISTRY first" >&2

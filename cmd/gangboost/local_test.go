@@ -2,8 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -14,8 +20,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
+
+	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
 	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
+	"github.com/gangboost/gangboost/test/modelregistry"
+	"github.com/gangboost/gangboost/test/s3server"
 
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
 	"github.com/gangboost/gangboost/test/leaktest"
@@ -378,4 +389,120 @@ func TestLocalArguments(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want %d and %q", tt.args, code, stderr.String(), tt.wantCode, tt.wantErr)
 		}
 	}
+}
+
+// TestLocalDemoModelsInObjectStore runs the pipeline with model_store in MinIO and the Kubeflow
+// Model Registry: the version is published there whole (model object, then metadata.json with its
+// sha256), served from a checked copy, evaluated against its metadata and registered with both
+// runs' metrics; after a better second run is promoted the registry names it as what serves; a run
+// into an existing version is refused before any job starts and changes nothing.
+func TestLocalDemoModelsInObjectStore(t *testing.T) {
+	bin := requireDemoBinaries(t)
+	srv := s3server.Start(t)
+	srv.MakeBucket(t, "models")
+	reg := modelregistry.Start(t)
+	work := t.TempDir()
+	mark := leaktest.New()
+	run := func(version string, rounds int) (string, error) {
+		var out lockedBuffer
+		cmd := demoCommand(bin, work, mark, rounds, "--param", "model_store=s3://models/team-a", "--param", "model_version="+version,
+			"--param", "object_store_endpoint="+srv.Endpoint, "--param", "object_store_path_style=true", "--param", "registry_url="+reg.URL)
+		cmd.Env = append(cmd.Env, srv.Env()...)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+	out, err := run("v1", 3)
+	if err != nil {
+		t.Fatalf("run with model_store: %v\n%s", err, out)
+	}
+	model := getObject(t, srv, "models", "team-a/iris/v1/model.json")
+	var md modeldir.Metadata
+	if err := json.Unmarshal(getObject(t, srv, "models", "team-a/iris/v1/metadata.json"), &md); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(model)
+	if md.ModelSHA256 != hex.EncodeToString(sum[:]) || md.WorldSize != 3 {
+		t.Fatalf("metadata in the store: %+v; want the model object's sha256 %x and 3 ranks", md, sum)
+	}
+	if !strings.Contains(out, "compare with the trainer") {
+		t.Errorf("evaluate did not compare with the trainer's metadata in the store:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "pvc", "gangboost-models", "models", "iris")); !os.IsNotExist(err) {
+		t.Errorf("the model also went to the claim: %v", err)
+	}
+	// The registry, read through its REST API: the version, its artifact and metrics, and where it serves.
+	v1 := registryGet(t, reg, "/model_version", url.Values{"name": {"v1"}, "parentResourceId": {registryGet(t, reg, "/registered_model", url.Values{"name": {"iris"}})["id"].(string)}})
+	props := v1["customProperties"].(map[string]any)
+	for _, p := range []string{"trainer.eval-mlogloss", "evaluate.accuracy", "evaluate.logloss", "gangboost.model_sha256", "gangboost.run_id"} {
+		if props[p] == nil {
+			t.Errorf("version v1 lacks the custom property %s: %v", p, props)
+		}
+	}
+	arts := registryGet(t, reg, "/model_versions/"+v1["id"].(string)+"/artifacts", nil)["items"].([]any)
+	if len(arts) != 1 || arts[0].(map[string]any)["uri"] != "s3://models/team-a/iris/v1/" {
+		t.Errorf("v1's artifacts %v: want one at s3://models/team-a/iris/v1/", arts)
+	}
+	serving := func() string {
+		t.Helper()
+		list := registryGet(t, reg, "/inference_services", nil)["items"].([]any)
+		if len(list) != 1 {
+			t.Fatalf("inference services in the registry: %v, want one", list)
+		}
+		return list[0].(map[string]any)["modelVersionId"].(string)
+	}
+	if got := serving(); got != v1["id"] {
+		t.Errorf("after the first run the registry says version %s serves, want v1 (%s)", got, v1["id"])
+	}
+
+	out, err = run("v2", 30)
+	if err != nil || !strings.Contains(out, "v2 promoted over v1") {
+		t.Fatalf("a better second run: %v\n%s\nwant v2 promoted", err, out)
+	}
+	rm := registryGet(t, reg, "/registered_model", url.Values{"name": {"iris"}})["id"].(string)
+	v2 := registryGet(t, reg, "/model_version", url.Values{"name": {"v2"}, "parentResourceId": {rm}})
+	if got := serving(); got != v2["id"] {
+		t.Errorf("after the promotion the registry says version %s serves, want v2 (%s)", got, v2["id"])
+	}
+
+	srv.ResetRequests()
+	out, err = run("v1", 3)
+	if err == nil || !strings.Contains(out, "iris/v1 exists in s3://models/team-a") || !strings.Contains(out, "no job was created") {
+		t.Fatalf("a run into v1 again: %v\n%s\nwant a refusal before any job", err, out)
+	}
+	for _, r := range srv.Requests() {
+		if r.Method != "GET" && r.Method != "HEAD" {
+			t.Errorf("the refused run wrote: %s %s/%s", r.Method, r.Bucket, r.Key)
+		}
+	}
+	assertNothingLeft(t, work, mark, nil)
+}
+
+// registryGet reads one REST resource of the model registry as JSON.
+func registryGet(t *testing.T, reg *modelregistry.Server, path string, query url.Values) map[string]any {
+	t.Helper()
+	resp, err := http.Get(reg.URL + modelregistry.APIPath + path + "?" + query.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s %v: %s %v %v", path, query, resp.Status, err, v)
+	}
+	return v
+}
+
+func getObject(t *testing.T, srv *s3server.Server, bucket, key string) []byte {
+	t.Helper()
+	obj, err := srv.Client.GetObject(context.Background(), bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	b, err := io.ReadAll(obj)
+	if err != nil {
+		t.Fatalf("read %s/%s: %v", bucket, key, err)
+	}
+	return b
 }

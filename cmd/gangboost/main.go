@@ -3,7 +3,7 @@
 //
 //	gangboost pipeline compile [-o FILE] [--mount-path PATH] [--registry R] [--components-dir DIR]
 //	gangboost pipeline upload --host URL [--name N] [--description D] [--namespace NS] [--version V] [--token T] FILE
-//	gangboost pipeline run --host URL [--pipeline NAME | --pipeline-id ID] [--version-id V] [--experiment-id E] [--param k=v ...]
+//	gangboost pipeline run --host URL [--namespace NS --experiment NAME | --experiment-id E] [--pipeline NAME | --pipeline-id ID] [--version-id V] [--param k=v ...]
 //	gangboost pipeline run --local FILE ...
 //	gangboost rollback [--namespace NS] NAME
 //	gangboost version
@@ -206,11 +206,12 @@ func runRemote(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("gangboost pipeline run", flag.ContinueOnError)
 	var s server
 	s.flags(fs)
-	o := kfpapi.RunOptions{Warn: func(msg string) { fmt.Fprintln(stderr, "gangboost:", msg) }}
+	o := kfpapi.RunOptions{Warn: func(msg string) { fmt.Fprintln(stderr, "gangboost:", msg) }, Info: func(msg string) { fmt.Fprintln(stdout, msg) }}
 	fs.StringVar(&o.Pipeline, "pipeline", pipelines.Name, "pipeline name")
 	fs.StringVar(&o.PipelineID, "pipeline-id", "", "pipeline ID (instead of --pipeline)")
 	fs.StringVar(&o.VersionID, "version-id", "", "pipeline version ID (default the newest version)")
-	fs.StringVar(&o.ExperimentID, "experiment-id", "", "experiment ID (default KFP's default experiment)")
+	fs.StringVar(&o.Experiment, "experiment", "", "experiment name, found or created in --namespace (required by multi-user KFP: a run's namespace is its experiment's)")
+	fs.StringVar(&o.ExperimentID, "experiment-id", "", "experiment ID (instead of --experiment; neither: KFP's default experiment, single-user KFP only)")
 	fs.StringVar(&o.Name, "name", "", "run display name (default <pipeline> <UTC time>)")
 	fs.StringVar(&o.ServiceAccount, "service-account", "", "service account of the run's pods (default KFP's)")
 	var ps localrun.ParamFlags

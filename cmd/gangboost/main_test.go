@@ -186,7 +186,7 @@ func TestRun(t *testing.T) {
 	if code, _, errs := gangboost(t, "pipeline", "upload", "--host", srv.URL, pkgFile); code != 0 {
 		t.Fatal(errs)
 	}
-	code, out, errs := gangboost(t, "pipeline", "run", "--host", srv.URL, "--experiment-id", "exp-1", "--name", "iris 1",
+	code, out, errs := gangboost(t, "pipeline", "run", "--host", srv.URL, "--experiment", "iris", "--name", "iris 1",
 		"--param", "workers=3", "--param", "max_depth=4", "--param", "eta=0.3", "--param", "tolerance=0.05", "--param", "objective=multi:softprob")
 	if code != 0 {
 		t.Fatalf("run: exit %d: %s", code, errs)
@@ -195,14 +195,17 @@ func TestRun(t *testing.T) {
 	if len(runs) != 1 {
 		t.Fatalf("%d runs", len(runs))
 	}
-	p := srv.Pipelines()[0]
+	p, exp := srv.Pipelines()[0], srv.Experiments()
+	if len(exp) != 1 || exp[0].Name != "iris" || exp[0].Namespace != "" {
+		t.Fatalf("experiments %+v: want iris created", exp)
+	}
 	got, _ := json.Marshal(runs[0])
-	want := `{"display_name":"iris 1","experiment_id":"exp-1","pipeline_version_reference":{"pipeline_id":"` + p.ID + `","pipeline_version_id":"` + p.Versions[0].ID +
+	want := `{"display_name":"iris 1","experiment_id":"` + exp[0].ID + `","pipeline_version_reference":{"pipeline_id":"` + p.ID + `","pipeline_version_id":"` + p.Versions[0].ID +
 		`"},"run_id":"` + runs[0]["run_id"].(string) + `","runtime_config":{"parameters":{"eta":"0.3","max_depth":"4","objective":"multi:softprob","tolerance":0.05,"workers":3}}}`
 	if string(got) != want {
 		t.Errorf("run body\n got %s\nwant %s", got, want)
 	}
-	if want := "run " + runs[0]["run_id"].(string) + "\n" + srv.URL + "/#/runs/details/" + runs[0]["run_id"].(string) + "\n"; out != want {
+	if want := "created experiment iris in namespace \"\" (" + exp[0].ID + ")\nrun " + runs[0]["run_id"].(string) + "\n" + srv.URL + "/#/runs/details/" + runs[0]["run_id"].(string) + "\n"; out != want {
 		t.Errorf("stdout %q, want %q", out, want)
 	}
 
@@ -232,6 +235,61 @@ func TestRun(t *testing.T) {
 	runs = srv.Runs()
 	if got, _ := json.Marshal(runs[len(runs)-1]["runtime_config"]); string(got) != `{"parameters":{"max_depth":"5"}}` {
 		t.Errorf("runtime_config %s", got)
+	}
+}
+
+// TestRunMultiUser: against KFP in multi-user mode (Kubeflow's profiles), a run needs an
+// experiment in the caller's namespace: --experiment finds or creates it there and the run lands
+// in that namespace; without it, or without --namespace, or in a namespace the caller's token may
+// not use, the CLI says what to change.
+func TestRunMultiUser(t *testing.T) {
+	noTokenFile(t)
+	srv := kfpfake.New(t)
+	srv.MultiUser, srv.Access = true, map[string][]string{"team-a-token": {"team-a"}}
+	gb := func(args ...string) (int, string, string) { // "pipeline", "upload|run", flags...
+		return gangboost(t, append([]string{args[0], args[1], "--host", srv.URL, "--token", "team-a-token"}, args[2:]...)...)
+	}
+	if code, _, errs := gb("pipeline", "upload", "--namespace", "team-b", pkgFile); code != 1 || !strings.Contains(errs, "403") || !strings.Contains(errs, "team-b") {
+		t.Errorf("upload into another profile: exit %d: %s", code, errs)
+	}
+	if code, _, errs := gb("pipeline", "upload", "--namespace", "team-a", pkgFile); code != 0 {
+		t.Fatalf("upload into the caller's profile: exit %d: %s", code, errs)
+	}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--namespace", "team-a"}, []string{"Experiment id can not be empty in multi-user mode", "give --experiment NAME"}},
+		{[]string{"--experiment", "iris"}, []string{"no pipeline named xgboost-volcano", "--namespace"}},
+		{[]string{"--experiment", "iris", "--pipeline-id", srv.Pipelines()[0].ID}, []string{"empty namespace in multi-user mode", "give --namespace"}},
+		{[]string{"--experiment", "iris", "--namespace", "team-b", "--pipeline-id", srv.Pipelines()[0].ID}, []string{"403", "team-b", "your own profile's namespace"}},
+	} {
+		code, _, errs := gb(append([]string{"pipeline", "run"}, c.args...)...)
+		for _, w := range c.want {
+			if code != 1 || !strings.Contains(errs, w) {
+				t.Errorf("%v: exit %d: %s; want it to say %q", c.args, code, errs, w)
+			}
+		}
+	}
+	if n := len(srv.Runs()); n != 0 {
+		t.Fatalf("%d runs were created by refused requests", n)
+	}
+	code, out, errs := gb("pipeline", "run", "--namespace", "team-a", "--experiment", "iris", "--param", "workers=2")
+	if code != 0 || !strings.Contains(out, `created experiment iris in namespace "team-a"`) {
+		t.Fatalf("run with --experiment: exit %d: %s%s", code, out, errs)
+	}
+	code, out, errs = gb("pipeline", "run", "--namespace", "team-a", "--experiment", "iris")
+	if code != 0 || strings.Contains(out, "created experiment") {
+		t.Fatalf("second run: exit %d: %s%s; want the experiment reused", code, out, errs)
+	}
+	exps, runs := srv.Experiments(), srv.Runs()
+	if len(exps) != 1 || exps[0].Namespace != "team-a" || len(runs) != 2 {
+		t.Fatalf("experiments %+v, %d runs: want one experiment in team-a and two runs", exps, len(runs))
+	}
+	for _, r := range runs {
+		if r["experiment_id"] != exps[0].ID || r["namespace"] != "team-a" {
+			t.Errorf("run %v: want experiment %s in namespace team-a", r, exps[0].ID)
+		}
 	}
 }
 

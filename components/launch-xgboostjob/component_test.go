@@ -55,7 +55,7 @@ func TestDefaultsMakeAJob(t *testing.T) {
 	if local != "/mnt/pvc" || j.Workers != 1 || j.Gang.Queue != "ml-training" || j.Image != image {
 		t.Errorf("job from defaults = %+v (local %s)", j, local)
 	}
-	if u, err := j.ModelURI(); err != nil || u.String() != "pvc://gangboost-models/models/iris/run-0b7c3f8e" {
+	if u, err := j.ModelURI(); err != nil || u != "pvc://gangboost-models/models/iris/run-0b7c3f8e" {
 		t.Errorf("model URI = %s, %v", u, err)
 	}
 }

@@ -36,7 +36,7 @@ func TestInputsAreChecked(t *testing.T) {
 		{map[string]any{"promote": "yes"}, `promote "yes": want true or false`},
 		{map[string]any{"name": ""}, "name is empty"},
 		{map[string]any{"model_uri": "pvc://other/models/iris/run-2"}, `is on claim "other" but pvc_name is "gangboost-models"`},
-		{map[string]any{"champion_model_uri": "s3://bucket/iris"}, "champion_model_uri"},
+		{map[string]any{"champion_model_uri": "gs://bucket/iris"}, "champion_model_uri"},
 	}
 	for _, c := range cases {
 		p := map[string]any{}

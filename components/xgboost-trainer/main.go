@@ -80,6 +80,7 @@ func run(args []string) int {
 			ObjectStore: f.ObjectStore, Log: log},
 		EvalFraction: f.EvalFraction,
 		ModelDir:     f.ModelDir,
+		ModelStore:   f.ObjectStore,
 		ModelFormat:  f.ModelFormat,
 		Producer:     f.Producer,
 		Overwrite:    f.Overwrite,

@@ -2,7 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -11,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/minio/minio-go/v7"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
@@ -115,4 +121,57 @@ func TestObjectStoreCredentialErrorStopsTheTrainer(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "refused the credentials") || !strings.Contains(string(out), "AWS_SECRET_ACCESS_KEY") {
 		t.Fatalf("wrong secret: %v\n%s\nwant a failure that names the credentials", err, out)
 	}
+}
+
+// A gang publishes its model to an object store prefix: the model object, then metadata.json with
+// the model's sha256; the same version is refused to another job before any data is read.
+func TestLocalGangPublishesTheModelToObjectStore(t *testing.T) {
+	srv := s3server.Start(t)
+	srv.MakeBucket(t, "models")
+	const version = "s3://models/team-a/iris/run-1/"
+	train := func(producer string) ([]byte, error) {
+		cmd := exec.Command(trainerBin, "--local", "1", "--dataset", "iris", "--objective", "multi:softprob", "--num-round", "3",
+			"--nthread", "1", "--s3-endpoint", srv.Endpoint, "--s3-path-style", "--model-dir", version, "--producer", producer)
+		cmd.Env = append(os.Environ(), srv.Env()...)
+		return cmd.CombinedOutput()
+	}
+	if out, err := train("job-1"); err != nil {
+		t.Fatalf("train into %s: %v\n%s", version, err, out)
+	}
+	model := getObject(t, srv, "models", "team-a/iris/run-1/model.json")
+	var md modeldir.Metadata
+	if err := json.Unmarshal(getObject(t, srv, "models", "team-a/iris/run-1/metadata.json"), &md); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(model)
+	if md.ModelSHA256 != hex.EncodeToString(sum[:]) || md.WorldSize != 2 || md.Producer != "job-1" {
+		t.Fatalf("metadata %+v: want the model object's sha256 %x, world 2, producer job-1", md, sum)
+	}
+	srv.ResetRequests()
+	out, err := train("job-2")
+	if err == nil || !strings.Contains(string(out), version+" exists (written by job-1)") {
+		t.Fatalf("a second job into the same version: %v\n%s\nwant a refusal naming the version and job-1", err, out)
+	}
+	for _, r := range srv.Requests() {
+		if r.Method == "PUT" || r.Method == "DELETE" || r.Method == "POST" {
+			t.Errorf("the refused job wrote: %s %s/%s", r.Method, r.Bucket, r.Key)
+		}
+	}
+	if again := getObject(t, srv, "models", "team-a/iris/run-1/model.json"); !bytes.Equal(again, model) {
+		t.Fatal("the refused job changed the model")
+	}
+}
+
+func getObject(t *testing.T, srv *s3server.Server, bucket, key string) []byte {
+	t.Helper()
+	obj, err := srv.Client.GetObject(context.Background(), bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	b, err := io.ReadAll(obj)
+	if err != nil {
+		t.Fatalf("read %s/%s: %v", bucket, key, err)
+	}
+	return b
 }

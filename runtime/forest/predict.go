@@ -65,6 +65,14 @@ func (m *Model) minRowsPerWorker(kind OutputKind) int {
 	return 128
 }
 
+// Interruptible reports whether PredictContext of nrows rows of kind looks at its context
+// again after it has started (between chunks, or on other cores): only such an evaluation can
+// be stopped by a deadline, so a caller need not arm one for the others (a timer costs more
+// than evaluating a few rows).
+func (m *Model) Interruptible(nrows int, kind OutputKind) bool {
+	return nrows > m.chunkRows(kind) || nrows >= 2*m.minRowsPerWorker(kind)
+}
+
 // PredictContext is Predict that stops between blocks of rows once ctx is done and
 // returns ctx's error with dst unchanged: evaluation a client no longer waits for (it
 // hung up, its deadline passed) stops costing CPU. Batches large enough to pay for it

@@ -2,6 +2,7 @@ package infer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gangboost/gangboost/runtime/forest"
@@ -53,12 +54,22 @@ const ContentTypeColumns = "pd"
 // are the model's column names (nil: unknown), used to match columns by name. It is the one
 // decoding path of every protocol, so a limit or a check lands once.
 func Decode(f *forest.Model, featureNames []string, c *Call, lim Limits) (*Request, error) {
-	outs, err := resolveOutputs(f, c.Outputs)
-	if err != nil {
+	req := new(Request)
+	if err := DecodeInto(req, f, featureNames, c, lim); err != nil {
 		return nil, err
 	}
+	return req, nil
+}
+
+// DecodeInto is Decode into req, reusing its rows and outputs' memory (Work does).
+func DecodeInto(req *Request, f *forest.Model, featureNames []string, c *Call, lim Limits) error {
+	outs, err := resolveOutputs(req.Outputs[:0], f, c.Outputs)
+	req.ID, req.NRows, req.Outputs = c.ID, 0, outs
+	if err != nil {
+		return err
+	}
 	if len(c.Inputs) == 0 {
-		return nil, v2.Errorf(v2.KindInvalidInput, "request has no inputs; want one input of shape [N, %d]", f.NumFeatures())
+		return v2.Errorf(v2.KindInvalidInput, "request has no inputs; want one input of shape [N, %d]", f.NumFeatures())
 	}
 	for i := range c.Inputs {
 		in := &c.Inputs[i]
@@ -66,66 +77,66 @@ func Decode(f *forest.Model, featureNames []string, c *Call, lim Limits) (*Reque
 			in.Name = fmt.Sprintf("(input %d)", i)
 		}
 		if in.Datatype == "" {
-			return nil, v2.Errorf(v2.KindInvalidInput, "input %s: no datatype", in.Name)
+			return v2.Errorf(v2.KindInvalidInput, "input %s: no datatype", in.Name)
 		}
 		if in.Shape == nil {
-			return nil, v2.Errorf(v2.KindInvalidInput, "input %s: no shape", in.Name)
+			return v2.Errorf(v2.KindInvalidInput, "input %s: no shape", in.Name)
 		}
 		if in.Data == nil {
-			return nil, v2.Errorf(v2.KindInvalidInput, "input %s: no data (give \"data\", or binary data with the %s parameter)", in.Name, v2.ParamBinaryDataSize)
+			return v2.Errorf(v2.KindInvalidInput, "input %s: no data (give \"data\", or binary data with the %s parameter)", in.Name, v2.ParamBinaryDataSize)
 		}
 		if _, err := v2.ElementCount(in.Name, in.Shape); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	var nrows int
 	var columns []int // columns[i]: the feature input i fills; nil: one input holds whole rows
 	if len(c.Inputs) == 1 && !c.Columns {
 		if nrows, err = FeatureShape(f, c.Inputs[0].Name, c.Inputs[0].Shape); err != nil {
-			return nil, err
+			return err
 		}
 	} else {
 		if nrows, columns, err = matchColumns(f, featureNames, c.Inputs); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := checkLimits(f, nrows, outs, lim); err != nil {
-		return nil, err
+		return err
 	}
 	// Each input must be able to hold what its shape declares before rows are allocated.
 	for _, in := range c.Inputs {
 		want, _ := v2.ElementCount(in.Name, in.Shape)
 		if err := in.Data.Check(in.Name, in.Datatype, want); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	req := &Request{ID: c.ID, NRows: nrows, Outputs: outs}
+	req.NRows = nrows
 	nf := f.NumFeatures()
 	if columns == nil {
 		in := &c.Inputs[0]
-		req.Rows, err = in.Data.Append(make([]float32, 0, nrows*nf), in.Name, in.Datatype, in.Shape, nrows*nf)
-		return req, err
+		req.Rows, err = in.Data.Append(slices.Grow(req.Rows[:0], nrows*nf), in.Name, in.Datatype, in.Shape, nrows*nf)
+		return err
 	}
-	req.Rows = make([]float32, nrows*nf)
+	req.Rows = slices.Grow(req.Rows[:0], nrows*nf)[:nrows*nf]
 	col := make([]float32, 0, nrows)
 	for i, in := range c.Inputs {
 		if col, err = in.Data.Append(col[:0], in.Name, in.Datatype, in.Shape, nrows); err != nil {
-			return nil, err
+			return err
 		}
 		j := columns[i]
 		for r, v := range col {
 			req.Rows[r*nf+j] = v
 		}
 	}
-	return req, nil
+	return nil
 }
 
 // resolveOutputs names the outputs to compute: each known to the model, none twice.
-func resolveOutputs(f *forest.Model, asked []OutputRequest) ([]Output, error) {
+// They are appended to outs, whose memory they reuse.
+func resolveOutputs(outs []Output, f *forest.Model, asked []OutputRequest) ([]Output, error) {
 	if len(asked) == 0 {
-		asked = []OutputRequest{{Name: OutputDefault}}
+		asked = defaultOutput[:]
 	}
-	outs := make([]Output, 0, len(asked))
 	for i, o := range asked {
 		kind, ok := outputKinds[o.Name]
 		if !ok {
@@ -144,6 +155,9 @@ func resolveOutputs(f *forest.Model, asked []OutputRequest) ([]Output, error) {
 	}
 	return outs, nil
 }
+
+// defaultOutput is what a request that names no output gets.
+var defaultOutput = [1]OutputRequest{{Name: OutputDefault}}
 
 // checkLimits bounds the request's rows and the size of its answer.
 func checkLimits(f *forest.Model, nrows int, outs []Output, lim Limits) error {

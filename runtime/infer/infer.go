@@ -5,6 +5,7 @@ package infer
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	"github.com/gangboost/gangboost/runtime/forest"
@@ -76,15 +77,19 @@ type Predictor interface {
 	PredictContext(ctx context.Context, dst []float32, rows []float32, nrows int, kind forest.OutputKind) ([]float32, error)
 }
 
-// Run evaluates req on model m through p (which may batch). Evaluation observes ctx: a client
-// that went away or a deadline that passed stops it between blocks of rows.
-func Run(ctx context.Context, m *forest.Model, p Predictor, req *Request) ([]Output, error) {
-	result := make([]Output, len(req.Outputs))
-	for i, o := range req.Outputs {
+// RunInto evaluates req on model m through p (which may batch) into dst[:0], whose outputs'
+// shape and value memory it reuses. Evaluation observes ctx: a client that went away or a
+// deadline that passed stops it between blocks of rows.
+func RunInto(ctx context.Context, m *forest.Model, p Predictor, req *Request, dst []Output) ([]Output, error) {
+	result := dst[:0]
+	for _, o := range req.Outputs {
+		var prev Output
+		result, prev = growOutputs(result)
 		o.Datatype = datatype(m, o.kind)
-		o.Shape = shape(m, o.kind, req.NRows, o.width)
+		o.Shape = appendShape(prev.Shape[:0], m, o.kind, req.NRows, o.width)
+		o.Values = prev.Values[:0]
 		if req.NRows > 0 {
-			vals, err := p.PredictContext(ctx, make([]float32, 0, req.NRows*o.width), req.Rows, req.NRows, o.kind)
+			vals, err := p.PredictContext(ctx, slices.Grow(o.Values, req.NRows*o.width), req.Rows, req.NRows, o.kind)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, v2.Errorf(v2.KindTimeout, "output %q: evaluation stopped: %v", o.Name, context.Cause(ctx))
@@ -93,9 +98,74 @@ func Run(ctx context.Context, m *forest.Model, p Predictor, req *Request) ([]Out
 			}
 			o.Values = vals
 		}
-		result[i] = o
+		result[len(result)-1] = o
 	}
 	return result, nil
+}
+
+// Interruptible reports whether evaluating r on m looks at the context after it has started
+// (forest.Model.Interruptible), for one of its outputs or between them.
+func (r *Request) Interruptible(m *forest.Model) bool {
+	if len(r.Outputs) > 1 && r.NRows > 0 {
+		return true
+	}
+	for _, o := range r.Outputs {
+		if m.Interruptible(r.NRows, o.kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// growOutputs extends outs by one and returns what the new slot held before.
+func growOutputs(outs []Output) ([]Output, Output) {
+	n := len(outs)
+	if n < cap(outs) {
+		outs = outs[:n+1]
+		return outs, outs[n]
+	}
+	return append(outs, Output{}), Output{}
+}
+
+// Work is the memory one request's decode and evaluation reuse: its rows and its outputs. A
+// handler that keeps one per request in flight (a sync.Pool) decodes and evaluates a stream of
+// same-shaped requests without allocating. The request Decode returns and the outputs Run
+// returns live in it until its next use.
+type Work struct {
+	req  Request
+	outs []Output
+}
+
+// Decode decodes c into w (see DecodeInto); the request lives in w until its next use.
+func (w *Work) Decode(f *forest.Model, featureNames []string, c *Call, lim Limits) (*Request, error) {
+	if err := DecodeInto(&w.req, f, featureNames, c, lim); err != nil {
+		return nil, err
+	}
+	return &w.req, nil
+}
+
+// Run evaluates the request Decode gave through p, into w (see RunInto).
+func (w *Work) Run(ctx context.Context, f *forest.Model, p Predictor) ([]Output, error) {
+	outs, err := RunInto(ctx, f, p, &w.req, w.outs)
+	if err != nil {
+		// A predictor that gave up on ctx (the batcher) may still read the rows and write the
+		// values of a batch this request was in: w forgets both rather than hand them to
+		// the next request.
+		w.req.Rows, w.outs = nil, nil
+		return nil, err
+	}
+	w.outs = outs
+	return outs, nil
+}
+
+// Retained reports whether w's memory is small enough to keep for another request: a pool of
+// Works that once served a 100,000-row request should not hold that much for one-row ones.
+func (w *Work) Retained(maxValues int) bool {
+	n := cap(w.req.Rows)
+	for _, o := range w.outs[:cap(w.outs)] {
+		n += cap(o.Values)
+	}
+	return n <= maxValues
 }
 
 func datatype(m *forest.Model, kind forest.OutputKind) string {
@@ -109,15 +179,20 @@ func datatype(m *forest.Model, kind forest.OutputKind) string {
 // SHAP values of a multi-output model are [N, groups, features+1]. Probabilities are always
 // [N, classes], as sklearn's predict_proba.
 func shape(m *forest.Model, kind forest.OutputKind, n, width int) []int64 {
+	return appendShape(nil, m, kind, n, width)
+}
+
+// appendShape is shape appended to dst.
+func appendShape(dst []int64, m *forest.Model, kind forest.OutputKind, n, width int) []int64 {
 	switch {
 	case kind == forest.OutputContribs && m.NumGroups() > 1:
-		return []int64{int64(n), int64(m.NumGroups()), int64(m.NumFeatures() + 1)}
+		return append(dst, int64(n), int64(m.NumGroups()), int64(m.NumFeatures()+1))
 	case kind == forest.OutputProba:
-		return []int64{int64(n), int64(width)}
+		return append(dst, int64(n), int64(width))
 	case width == 1:
-		return []int64{int64(n)}
+		return append(dst, int64(n))
 	}
-	return []int64{int64(n), int64(width)}
+	return append(dst, int64(n), int64(width))
 }
 
 // FeatureShape checks an input tensor's shape against the model: [N, features], or [features]

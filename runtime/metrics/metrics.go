@@ -5,6 +5,7 @@ package metrics
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,12 +20,26 @@ type Metrics struct {
 	latency   *prometheus.HistogramVec
 	batchRows prometheus.Histogram
 	loads     *prometheus.CounterVec
+
+	// series caches each label set's request counter and latency histogram: WithLabelValues
+	// hashes and checks the labels on every call, twice per request. The label sets are
+	// bounded (models this server has, protocols, statuses), and so is the cache.
+	mu     sync.RWMutex
+	series map[seriesKey]requestSeries
+}
+
+type seriesKey struct{ model, protocol, status string }
+
+type requestSeries struct {
+	count   prometheus.Counter
+	latency prometheus.Observer
 }
 
 // New registers the collectors, plus Go and process metrics.
 func New() *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
+		reg:    prometheus.NewRegistry(),
+		series: map[seriesKey]requestSeries{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gangboost_requests_total", Help: "Inference and metadata requests by model, protocol and status.",
 		}, []string{"model", "protocol", "status"}),
@@ -47,8 +62,18 @@ func New() *Metrics {
 
 // ObserveRequest records one finished request.
 func (m *Metrics) ObserveRequest(model, protocol, status string, d time.Duration) {
-	m.requests.WithLabelValues(model, protocol, status).Inc()
-	m.latency.WithLabelValues(model, protocol, status).Observe(d.Seconds())
+	key := seriesKey{model, protocol, status}
+	m.mu.RLock()
+	s, ok := m.series[key]
+	m.mu.RUnlock()
+	if !ok {
+		s = requestSeries{m.requests.WithLabelValues(model, protocol, status), m.latency.WithLabelValues(model, protocol, status)}
+		m.mu.Lock()
+		m.series[key] = s
+		m.mu.Unlock()
+	}
+	s.count.Inc()
+	s.latency.Observe(d.Seconds())
 }
 
 // ObserveLoad records one model load and whether it failed.

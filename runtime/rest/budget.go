@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
@@ -46,58 +47,59 @@ func (h *handlers) busyError() error {
 // readChunk is how much of a body of unknown length is read (and reserved) at a time.
 const readChunk = 256 << 10
 
-// readBody reads at most MaxBodyBytes within the in-flight body budget. The reservation is
-// given back when the handler returns (release), when the body's bytes are no longer needed.
-func (h *handlers) readBody(c echo.Context) (body []byte, release func(), err error) {
+// readBody reads at most MaxBodyBytes within the in-flight body budget, into buf's memory when
+// it has room. It returns the bytes it reserved, which the caller gives back (h.budget.give)
+// once the body's bytes are no longer needed; on error nothing stays reserved.
+func (h *handlers) readBody(c echo.Context, buf []byte) (body []byte, reserved int64, err error) {
 	r := c.Request()
 	limit := h.opts.MaxBodyBytes
 	if limit <= 0 {
 		limit = 64 << 20
 	}
 	if r.ContentLength > limit {
-		return nil, nil, v2.Errorf(v2.KindTooLarge, "request body is %d bytes; this server accepts at most %d (--max_body_bytes)", r.ContentLength, limit)
+		return nil, 0, v2.Errorf(v2.KindTooLarge, "request body is %d bytes; this server accepts at most %d (--max_body_bytes)", r.ContentLength, limit)
 	}
-	var reserved int64
-	giveBack := func() { h.budget.give(reserved) }
 	defer func() {
 		if err != nil {
-			giveBack()
+			h.budget.give(reserved)
+			reserved = 0
 		}
 	}()
 	if r.ContentLength >= 0 {
 		// Known length: reserve it whole before reading a byte.
 		if !h.budget.take(r.ContentLength) {
-			return nil, nil, h.busyError()
+			return nil, 0, h.busyError()
 		}
 		reserved = r.ContentLength
-		body = make([]byte, r.ContentLength)
+		body = slices.Grow(buf[:0], int(r.ContentLength))[:r.ContentLength]
 		n, err := io.ReadFull(r.Body, body)
 		if err != nil {
-			return nil, nil, h.bodyReadError(err, int64(n), r.ContentLength)
+			return nil, reserved, h.bodyReadError(err, int64(n), r.ContentLength)
 		}
-		return body, giveBack, nil
+		return body, reserved, nil
 	}
 	// Chunked: reserve as the body arrives.
+	body = buf[:0]
 	for {
 		if int64(len(body)) > limit {
-			return nil, nil, v2.Errorf(v2.KindTooLarge, "request body exceeds %d bytes (--max_body_bytes)", limit)
+			return nil, reserved, v2.Errorf(v2.KindTooLarge, "request body exceeds %d bytes (--max_body_bytes)", limit)
 		}
 		if !h.budget.take(readChunk) {
-			return nil, nil, h.busyError()
+			return nil, reserved, h.busyError()
 		}
 		reserved += readChunk
 		start := len(body)
-		body = append(body, make([]byte, readChunk)...)
+		body = slices.Grow(body, readChunk)[:start+readChunk]
 		n, err := io.ReadFull(r.Body, body[start:])
 		body = body[:start+n]
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			if int64(len(body)) > limit {
-				return nil, nil, v2.Errorf(v2.KindTooLarge, "request body exceeds %d bytes (--max_body_bytes)", limit)
+				return nil, reserved, v2.Errorf(v2.KindTooLarge, "request body exceeds %d bytes (--max_body_bytes)", limit)
 			}
-			return body, giveBack, nil
+			return body, reserved, nil
 		}
 		if err != nil {
-			return nil, nil, h.bodyReadError(err, int64(len(body)), -1)
+			return nil, reserved, h.bodyReadError(err, int64(len(body)), -1)
 		}
 	}
 }

@@ -4,22 +4,24 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/gangboost/gangboost/runtime/infer"
 	v2 "github.com/gangboost/gangboost/runtime/v2"
 )
 
-// encodeResponse builds the infer response body. Outputs asked for as binary go after the JSON
-// part, whose length it returns (0 when no output is binary). The JSON is written by hand: the
-// same bytes json.Marshal gives for v2.InferResponse (TestEncodeResponseMatchesMarshal), without
-// reflection on the hot path.
-func encodeResponse(model, version, id string, outs []infer.Output) (body []byte, jsonLen int) {
+// appendResponse writes the infer response body into b[:0], reusing its memory. Outputs asked
+// for as binary go after the JSON part, whose length it returns (0 when no output is binary);
+// each one's size follows from its values, so the binary part is appended after the JSON
+// directly. The JSON is written by hand: the same bytes json.Marshal gives for
+// v2.InferResponse (TestEncodeResponseMatchesMarshal), without reflection on the hot path.
+func appendResponse(b []byte, model, version, id string, outs []infer.Output) (body []byte, jsonLen int) {
 	size := 96 + len(model) + len(version) + len(id)
 	for _, o := range outs {
 		size += 64 + len(o.Name) + 12*len(o.Values)
 	}
-	b := make([]byte, 0, size)
+	b = slices.Grow(b[:0], size)
 	b = append(b, `{"model_name":`...)
 	b = appendString(b, model)
 	if version != "" {
@@ -29,7 +31,7 @@ func encodeResponse(model, version, id string, outs []infer.Output) (body []byte
 	b = append(b, `,"id":`...)
 	b = appendString(b, id)
 	b = append(b, `,"outputs":[`...)
-	var blobs []byte
+	binary := false
 	for i, o := range outs {
 		if i > 0 {
 			b = append(b, ',')
@@ -52,10 +54,9 @@ func encodeResponse(model, version, id string, outs []infer.Output) (body []byte
 		b = append(b, `,"datatype":`...)
 		b = appendString(b, o.Datatype)
 		if o.Binary {
-			start := len(blobs)
-			blobs = appendBinary(blobs, o)
+			binary = true
 			b = append(b, `,"parameters":{"`+v2.ParamBinaryDataSize+`":`...)
-			b = strconv.AppendInt(b, int64(len(blobs)-start), 10)
+			b = strconv.AppendInt(b, int64(binarySize(o)), 10)
 			b = append(b, "}}"...)
 			continue
 		}
@@ -64,10 +65,16 @@ func encodeResponse(model, version, id string, outs []infer.Output) (body []byte
 		b = append(b, '}')
 	}
 	b = append(b, "]}"...)
-	if blobs == nil {
+	if !binary {
 		return b, 0
 	}
-	return append(b, blobs...), len(b)
+	jsonLen = len(b)
+	for _, o := range outs {
+		if o.Binary {
+			b = appendBinary(b, o)
+		}
+	}
+	return b, jsonLen
 }
 
 // appendString writes s as json.Marshal does; strings that need escaping (quotes, control
@@ -121,6 +128,14 @@ func appendFloat32(b []byte, f float32) []byte {
 		}
 	}
 	return b
+}
+
+// binarySize is the bytes appendBinary writes for o.
+func binarySize(o infer.Output) int {
+	if o.Datatype == "INT64" {
+		return 8 * len(o.Values)
+	}
+	return 4 * len(o.Values)
 }
 
 func appendBinary(b []byte, o infer.Output) []byte {

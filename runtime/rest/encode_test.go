@@ -11,7 +11,7 @@ import (
 	v2 "github.com/gangboost/gangboost/runtime/v2"
 )
 
-// marshalResponse is encodeResponse written with json.Marshal: the reference the hand-written
+// marshalResponse is appendResponse written with json.Marshal: the reference the hand-written
 // encoder must match byte for byte.
 func marshalResponse(model, version, id string, outs []infer.Output) ([]byte, int) {
 	resp := v2.InferResponse{ModelName: model, ModelVersion: version, ID: id, Outputs: make([]v2.ResponseOutput, len(outs))}
@@ -85,28 +85,12 @@ func TestEncodeResponseMatchesMarshal(t *testing.T) {
 		{"m", "", "x", nil},
 	}
 	for _, c := range cases {
-		got, gotLen := encodeResponse(c.model, c.version, c.id, c.outs)
+		got, gotLen := appendResponse(nil, c.model, c.version, c.id, c.outs)
 		want, wantLen := marshalResponse(c.model, c.version, c.id, c.outs)
 		if !bytes.Equal(got, want) || gotLen != wantLen {
-			t.Errorf("encodeResponse differs from json.Marshal (json length %d vs %d):\ngot  %.300q\nwant %.300q", gotLen, wantLen, got, want)
+			t.Errorf("appendResponse differs from json.Marshal (json length %d vs %d):\ngot  %.300q\nwant %.300q", gotLen, wantLen, got, want)
 		}
 	}
 }
 
 func len64[T any](s []T) int64 { return int64(len(s)) }
-
-func BenchmarkEncodeResponse(b *testing.B) {
-	outs := []infer.Output{{Name: "output-0", Shape: []int64{1, 3}, Datatype: "FP32", Values: []float32{0.0052, 0.0311, 0.9637}}}
-	b.Run("hand", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			_, _ = encodeResponse("iris", "1", "0123456789abcdef", outs)
-		}
-	})
-	b.Run("json.Marshal", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			_, _ = marshalResponse("iris", "1", "0123456789abcdef", outs)
-		}
-	})
-}

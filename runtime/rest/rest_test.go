@@ -21,6 +21,12 @@ import (
 
 func newHandler(tb testing.TB, batching bool) http.Handler {
 	tb.Helper()
+	return New(newService(tb, batching), Options{MaxBodyBytes: 64 << 20}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// newService serves the iris model, with or without batching.
+func newService(tb testing.TB, batching bool) *service.Service {
+	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(file), "..", "testdata", "models", "iris")
 	m := metrics.New()
@@ -35,8 +41,7 @@ func newHandler(tb testing.TB, batching bool) http.Handler {
 	if ok, why := reg.Ready(); !ok {
 		tb.Fatal(why)
 	}
-	svc := &service.Service{Registry: reg, Metrics: m, Limits: infer.Limits{MaxRows: 100000}}
-	return New(svc, Options{MaxBodyBytes: 64 << 20}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return &service.Service{Registry: reg, Metrics: m, Limits: infer.Limits{MaxRows: 100000}}
 }
 
 func rowsJSON(n int) []byte {
@@ -73,25 +78,6 @@ func TestBatchingGivesTheSameAnswers(t *testing.T) {
 			t.Fatalf("batched %s\nplain %s", got, want)
 		}
 	}
-}
-
-func benchInfer(b *testing.B, h http.Handler, body []byte) {
-	b.ReportAllocs()
-	b.SetBytes(int64(len(body)))
-	for i := 0; i < b.N; i++ {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequest("POST", "/v2/models/iris/infer", bytes.NewReader(body)))
-		if w.Code != 200 {
-			b.Fatalf("status %d: %s", w.Code, w.Body)
-		}
-	}
-}
-
-// BenchmarkInfer times the whole REST infer path in-process: decode, evaluate, encode.
-func BenchmarkInfer(b *testing.B) {
-	h := newHandler(b, false)
-	b.Run("json-1row", func(b *testing.B) { benchInfer(b, h, rowsJSON(1)) })
-	b.Run("json-1000rows", func(b *testing.B) { benchInfer(b, h, rowsJSON(1000)) })
 }
 
 // FuzzInferBody: no request body may crash the server or get a 5xx.

@@ -4,7 +4,6 @@
 package rest
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -30,9 +29,6 @@ type Options struct {
 	// RequestTimeout is the http.Server's ReadTimeout, named in the error a client gets when
 	// its body does not arrive in time.
 	RequestTimeout time.Duration
-	// EvalTimeout bounds one request's evaluation: past the server's write deadline nobody can
-	// read the answer, so the work stops there (0: no bound but the client's own).
-	EvalTimeout time.Duration
 	// MaxInflightBodyBytes bounds the request bodies held at once over all requests (0: none).
 	MaxInflightBodyBytes int64
 }
@@ -89,12 +85,28 @@ func newIDPrefix() string {
 }
 
 // requestID is the client's X-Request-Id, or a new one: a per-process random prefix and a
-// counter, unique without a random read per request.
+// counter, unique without a random read per request, built in one allocation.
 func requestID(c echo.Context) string {
 	if id := c.Request().Header.Get(requestIDHeader); id != "" {
 		return id
 	}
-	return idPrefix + strconv.FormatUint(idCounter.Add(1), 16)
+	var b [32]byte
+	return string(strconv.AppendUint(append(b[:0], idPrefix...), idCounter.Add(1), 16))
+}
+
+// statusLabels are the metrics' status labels of HTTP codes, made once rather than per request.
+var statusLabels = func() (l [500]string) {
+	for i := range l {
+		l[i] = strconv.Itoa(100 + i)
+	}
+	return l
+}()
+
+func statusLabel(code int) string {
+	if code >= 100 && code < 600 {
+		return statusLabels[code-100]
+	}
+	return strconv.Itoa(code)
 }
 
 // recoverAndLog turns a panic into a 500 (a request never takes the process down), and logs
@@ -103,7 +115,8 @@ func (h *handlers) recoverAndLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		start := time.Now()
 		id := requestID(c)
-		c.Response().Header().Set(requestIDHeader, id)
+		// The id is a canonical header name already: no need for Header.Set to check it.
+		c.Response().Header()[requestIDHeader] = []string{id}
 		defer func() {
 			if r := recover(); r != nil {
 				err = v2.Errorf(v2.KindInternal, "internal error: %v", r)
@@ -112,14 +125,14 @@ func (h *handlers) recoverAndLog(next echo.HandlerFunc) echo.HandlerFunc {
 			if err != nil {
 				c.Error(err)
 			}
-			status := c.Response().Status
+			status, took := c.Response().Status, time.Since(start)
 			if protocol := inferenceProtocol(c); protocol != "" {
 				model, _, _ := strings.Cut(c.Param("model"), ":")
-				h.svc.Metrics.ObserveRequest(h.svc.ModelLabel(model), protocol, strconv.Itoa(status), time.Since(start))
+				h.svc.Metrics.ObserveRequest(h.svc.ModelLabel(model), protocol, statusLabel(status), took)
 			}
 			if status >= 400 || h.log.Enabled(c.Request().Context(), slog.LevelDebug) {
 				h.log.Info("request", "request_id", id, "method", c.Request().Method, "path", c.Request().URL.Path,
-					"status", status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+					"status", status, "duration_ms", float64(took.Microseconds())/1000)
 			}
 		}()
 		return next(c)
@@ -223,52 +236,39 @@ func (h *handlers) infer(c echo.Context) error {
 		return err
 	}
 	defer l.Release()
-	body, release, err := h.readBody(c)
+	x := getExchange()
+	defer putExchange(x)
+	body, reserved, err := h.readBody(c, x.body)
 	if err != nil {
 		return err
 	}
-	defer release()
-	header, blobs, err := splitBody(body, c.Request().Header.Get(v2.HeaderContentLength))
+	defer h.budget.give(reserved)
+	x.body = body
+	// The id recoverAndLog gave the request answers for a request without one (echo's c.Set
+	// would cost a map per request).
+	jsonLen, err := x.serve(c.Request().Context(), h.svc, m, l,
+		c.Request().Header.Get(v2.HeaderContentLength), c.Response().Header().Get(requestIDHeader))
 	if err != nil {
 		return err
 	}
-	req, err := v2.ParseInferRequest(header)
-	if err != nil {
-		return err
-	}
-	call, err := toCall(req, blobs)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := h.evalContext(c)
-	defer cancel()
-	outs, err := h.svc.Infer(ctx, l, call)
-	if err != nil {
-		return err
-	}
-	id := req.ID
-	if id == "" {
-		// The id recoverAndLog gave the request (echo's c.Set would cost a map per request).
-		id = c.Response().Header().Get(requestIDHeader)
-	}
-	resp, jsonLen := encodeResponse(m.Name, m.Version, id, outs)
+	header := c.Response().Header()
 	if jsonLen > 0 {
-		c.Response().Header().Set(v2.HeaderContentLength, strconv.Itoa(jsonLen))
-		return c.Blob(http.StatusOK, echo.MIMEOctetStream, resp)
+		header[v2.HeaderContentLength] = []string{strconv.Itoa(jsonLen)}
+		header[echo.HeaderContentType] = octetStream
+	} else {
+		header[echo.HeaderContentType] = applicationJSON
 	}
-	return c.JSONBlob(http.StatusOK, resp)
+	c.Response().WriteHeader(http.StatusOK)
+	_, err = c.Response().Write(x.resp)
+	return err
 }
 
-// evalContext is the request's context (done when the client goes away or the server stops)
-// bounded by EvalTimeout.
-func (h *handlers) evalContext(c echo.Context) (context.Context, context.CancelFunc) {
-	ctx := c.Request().Context()
-	if h.opts.EvalTimeout > 0 {
-		return context.WithTimeoutCause(ctx, h.opts.EvalTimeout,
-			fmt.Errorf("evaluation exceeded %s, the time an answer may take to write (--request_timeout + grace)", h.opts.EvalTimeout))
-	}
-	return context.WithCancel(ctx)
-}
+// Content-Type values of infer answers, shared by every answer: net/http only reads header
+// values (echo's c.JSONBlob would make a new one per request).
+var (
+	applicationJSON = []string{echo.MIMEApplicationJSON}
+	octetStream     = []string{echo.MIMEOctetStream}
+)
 
 func (h *handlers) load(c echo.Context) error {
 	name := c.Param("model")

@@ -41,18 +41,16 @@ func (h *handlers) v1Verb(c echo.Context) error {
 		return err
 	}
 	defer l.Release()
-	body, release, err := h.readBody(c)
+	body, reserved, err := h.readBody(c, nil)
 	if err != nil {
 		return err
 	}
-	defer release()
+	defer h.budget.give(reserved)
 	call, err := v1Call(body, l.Forest.NumFeatures())
 	if err != nil {
 		return err
 	}
-	ctx, cancel := h.evalContext(c)
-	defer cancel()
-	outs, err := h.svc.Infer(ctx, l, call)
+	outs, err := h.svc.Infer(c.Request().Context(), l, call, nil)
 	if err != nil {
 		return err
 	}

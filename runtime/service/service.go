@@ -5,6 +5,8 @@ package service
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/version"
 	"github.com/gangboost/gangboost/runtime/batcher"
@@ -28,6 +30,9 @@ type Service struct {
 	Registry *registry.Registry
 	Metrics  *metrics.Metrics
 	Limits   infer.Limits
+	// EvalTimeout bounds one request's evaluation: past the server's write deadline nobody can
+	// read the answer, so the work stops there (0: no bound but the caller's context).
+	EvalTimeout time.Duration
 }
 
 // NewPredictor is the registry's predictor factory: each loaded version's evaluator, observed
@@ -58,14 +63,26 @@ func (s *Service) Acquire(name, version string) (*registry.Model, *registry.Load
 	return m, l, nil
 }
 
-// Infer decodes c against the loaded model within the limits and evaluates it; evaluation
-// stops between blocks of rows once ctx is done.
-func (s *Service) Infer(ctx context.Context, l *registry.Loaded, c *infer.Call) ([]infer.Output, error) {
-	req, err := infer.Decode(l.Forest, l.FeatureNames(), c, s.Limits)
+// Infer decodes c against the loaded model within the limits and evaluates it in w's memory
+// (nil: its own); the outputs live in w until its next use. Evaluation stops between blocks of
+// rows once ctx is done or EvalTimeout has passed.
+func (s *Service) Infer(ctx context.Context, l *registry.Loaded, c *infer.Call, w *infer.Work) ([]infer.Output, error) {
+	if w == nil {
+		w = new(infer.Work)
+	}
+	req, err := w.Decode(l.Forest, l.FeatureNames(), c, s.Limits)
 	if err != nil {
 		return nil, err
 	}
-	return infer.Run(ctx, l.Forest, l.Predictor, req)
+	// A deadline is armed only for evaluations it can stop: for the one-row requests that make
+	// up most traffic its timer would cost more than the evaluation.
+	if s.EvalTimeout > 0 && req.Interruptible(l.Forest) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, s.EvalTimeout,
+			fmt.Errorf("evaluation exceeded %s, the time an answer may take to write (--request_timeout + grace)", s.EvalTimeout))
+		defer cancel()
+	}
+	return w.Run(ctx, l.Forest, l.Predictor)
 }
 
 // ModelLabel is the metrics label for a requested model name: the name itself for a model this

@@ -95,7 +95,7 @@ func TestInferIsTheEvaluatorsAnswer(t *testing.T) {
 			if m.Name != "iris" {
 				t.Fatalf("model %q", m.Name)
 			}
-			outs, err := s.Infer(context.Background(), l, jsonCall(irisRows, infer.OutputProba, infer.OutputPredict))
+			outs, err := s.Infer(context.Background(), l, jsonCall(irisRows, infer.OutputProba, infer.OutputPredict), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,7 +145,7 @@ func TestBatchedRequestsEachGetTheirOwnRows(t *testing.T) {
 				return
 			}
 			defer l.Release()
-			outs, err := s.Infer(context.Background(), l, jsonCall(row, infer.OutputPredict))
+			outs, err := s.Infer(context.Background(), l, jsonCall(row, infer.OutputPredict), nil)
 			if err != nil {
 				t.Error(err)
 				return
@@ -180,7 +180,7 @@ func TestInferRefusals(t *testing.T) {
 			v2.KindInvalidInput, "input x: shape [1 3] has 3 features per row; the model expects 4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := s.Infer(context.Background(), l, tc.call)
+			_, err := s.Infer(context.Background(), l, tc.call, nil)
 			if v2.KindOf(err) != tc.kind || !strings.Contains(fmt.Sprint(err), tc.want) {
 				t.Fatalf("error %v (kind %v), want kind %v containing %q", err, v2.KindOf(err), tc.kind, tc.want)
 			}

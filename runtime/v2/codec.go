@@ -137,7 +137,11 @@ func decodeJSON(dst []float32, name, datatype string, raw []byte, want int, shap
 			if tok[0] == '"' {
 				return dst[:start], Errorf(KindInvalidInput, "input %s: element %d is a string %s; datatype %s wants numbers", name, idx, tok, datatype)
 			}
-			f, err := strconv.ParseFloat(string(tok), 64)
+			f, ok := parseDecimal(tok)
+			var err error
+			if !ok {
+				f, err = strconv.ParseFloat(string(tok), 64)
+			}
 			if err != nil && !isRangeErr(err) {
 				return dst[:start], Errorf(KindInvalidInput, "input %s: element %d is %q, not a number", name, idx, tok)
 			}
@@ -157,6 +161,53 @@ func decodeJSON(dst []float32, name, datatype string, raw []byte, want int, shap
 		return dst[:start], Errorf(KindInvalidInput, "input %s: shape declares %d elements, data holds %d", name, want, got)
 	}
 	return dst, nil
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+	1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// parseDecimal reads the numbers clients mostly send, -?digits(.digits)? with at most 15
+// significant digits, as strconv.ParseFloat(tok, 64) does but in a fraction of its time: the
+// digits are an integer below 2^53 and 10^k is exact for k <= 22, so one IEEE division rounds
+// the quotient exactly as ParseFloat rounds the decimal (Clinger's fast path). false for
+// anything else, which ParseFloat then reads.
+func parseDecimal(tok []byte) (float64, bool) {
+	i, neg := 0, false
+	if len(tok) > 0 && tok[0] == '-' {
+		i, neg = 1, true
+	}
+	mant, digits, frac, dot := uint64(0), 0, 0, false
+	start := i
+	for ; i < len(tok); i++ {
+		c := tok[i]
+		switch {
+		case c >= '0' && c <= '9':
+			mant = mant*10 + uint64(c-'0')
+			if mant != 0 {
+				digits++
+			}
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot && i > start:
+			dot = true
+		default:
+			return 0, false
+		}
+	}
+	// JSON's grammar: digits on both sides of the dot, no leading zeros.
+	if i == start || tok[len(tok)-1] == '.' || (tok[start] == '0' && len(tok) > start+1 && tok[start+1] != '.') {
+		return 0, false
+	}
+	if digits > 15 || frac >= len(pow10) {
+		return 0, false
+	}
+	f := float64(mant) / pow10[frac]
+	if neg {
+		f = -f
+	}
+	return f, true
 }
 
 // isNested reports whether JSON data starts with an array of arrays.

@@ -3,6 +3,7 @@ package v2
 import (
 	"encoding/binary"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -136,5 +137,23 @@ func FuzzSanitizeNonFinite(f *testing.F) {
 	f.Add([]byte(`{"a":[NaN,"NaN\"",Infinity]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = SanitizeNonFinite(b)
+	})
+}
+
+// parseDecimal reads what strconv.ParseFloat reads, to the bit, or declines.
+func FuzzParseDecimal(f *testing.F) {
+	for _, s := range []string{"5.1", "-0", "0.1", "3.4028235e38", "123456789012345", "1234567890123456", "0.000000000000000000001",
+		"00.1", "1.", ".5", "-", "", "1e5", "-12.75", "0.30000000000000004", "9007199254740993"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseDecimal([]byte(s))
+		if !ok {
+			return
+		}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("parseDecimal(%q) = %v; strconv.ParseFloat %v, %v", s, got, want, err)
+		}
 	})
 }

@@ -13,11 +13,29 @@ import (
 // error) goes through encoding/json, which also words the error. Both paths give the same
 // result for every body the fast one accepts (FuzzParseInferRequest checks this).
 func ParseInferRequest(body []byte) (*InferRequest, error) {
-	body = SanitizeNonFinite(body)
-	if req, ok := parseFast(body); ok {
-		return req, nil
+	req := new(InferRequest)
+	if err := ParseInferRequestInto(req, body); err != nil {
+		return nil, err
 	}
-	return parseStd(body)
+	return req, nil
+}
+
+// ParseInferRequestInto is ParseInferRequest into req, whose earlier contents it replaces but
+// whose memory it reuses: input and output slices, shapes, parameter maps, and strings equal to
+// the ones it held. A handler that keeps one InferRequest per request slot parses a stream of
+// same-shaped requests without allocating. The result is the one ParseInferRequest gives
+// (FuzzParseInferRequestInto checks this); its raw values point into body.
+func ParseInferRequestInto(req *InferRequest, body []byte) error {
+	body = SanitizeNonFinite(body)
+	if parseFast(req, body) {
+		return nil
+	}
+	std, err := parseStd(body)
+	if err != nil {
+		return err
+	}
+	*req = *std
+	return nil
 }
 
 // parseStd is the encoding/json path.
@@ -52,33 +70,62 @@ type scanner struct {
 	i int
 }
 
-func parseFast(b []byte) (*InferRequest, bool) {
+// parseFast parses b into req, reusing what req held (see ParseInferRequestInto): a key that
+// is present takes over the earlier value's memory, one that is absent leaves the field as a
+// fresh parse does (nil), so the result never depends on what req held before.
+func parseFast(req *InferRequest, b []byte) bool {
 	s := scanner{b: b}
-	req := &InferRequest{}
+	prev := *req
+	*req = InferRequest{}
 	var seen [4]bool
 	ok := s.object(func(key []byte) bool {
 		switch string(key) {
 		case "id":
-			return once(&seen[0]) && s.str(&req.ID)
+			return once(&seen[0]) && s.str(&req.ID, prev.ID)
 		case "parameters":
-			return once(&seen[1]) && s.params(&req.Parameters)
+			return once(&seen[1]) && s.params(&req.Parameters, prev.Parameters)
 		case "inputs":
-			req.Inputs = []RequestInput{}
+			req.Inputs = reuse(prev.Inputs)
 			return once(&seen[2]) && s.array(func() bool {
-				req.Inputs = append(req.Inputs, RequestInput{})
-				return s.input(&req.Inputs[len(req.Inputs)-1])
+				in, before := grow(&req.Inputs)
+				return s.input(in, before)
 			})
 		case "outputs":
-			req.Outputs = []RequestOutput{}
+			req.Outputs = reuse(prev.Outputs)
 			return once(&seen[3]) && s.array(func() bool {
-				req.Outputs = append(req.Outputs, RequestOutput{})
-				return s.output(&req.Outputs[len(req.Outputs)-1])
+				o, before := grow(&req.Outputs)
+				return s.output(o, before)
 			})
 		}
 		return s.ignore(key, "id", "parameters", "inputs", "outputs")
 	})
 	s.space()
-	return req, ok && s.i == len(s.b)
+	return ok && s.i == len(s.b)
+}
+
+// reuse is prev emptied, keeping its array; a present but empty JSON array is an empty, not a
+// nil, slice, as encoding/json gives it.
+func reuse[T any](prev []T) []T {
+	if prev == nil {
+		return []T{}
+	}
+	return prev[:0]
+}
+
+// grow extends *list by one zero element and returns it with what that slot held before (the
+// memory the new element may take over).
+func grow[T any](list *[]T) (elem *T, before T) {
+	n := len(*list)
+	if n < cap(*list) {
+		*list = (*list)[:n+1]
+		before = (*list)[n]
+		var zero T
+		(*list)[n] = zero
+	} else {
+		var zero T
+		*list = append(*list, zero)
+	}
+	return &(*list)[n], before
 }
 
 // ignore skips the value of a key the type does not have, as encoding/json does (KServe's
@@ -103,23 +150,24 @@ func once(seen *bool) bool {
 	return true
 }
 
-func (s *scanner) input(in *RequestInput) bool {
+// input parses one input into in, taking over prev's memory.
+func (s *scanner) input(in *RequestInput, prev RequestInput) bool {
 	var seen [5]bool
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "name":
-			return once(&seen[0]) && s.str(&in.Name)
+			return once(&seen[0]) && s.str(&in.Name, prev.Name)
 		case "shape":
-			in.Shape = []int64{}
+			in.Shape = reuse(prev.Shape)
 			return once(&seen[1]) && s.array(func() bool {
 				n, ok := s.int64()
 				in.Shape = append(in.Shape, n)
 				return ok
 			})
 		case "datatype":
-			return once(&seen[2]) && s.str(&in.Datatype)
+			return once(&seen[2]) && s.str(&in.Datatype, prev.Datatype)
 		case "parameters":
-			return once(&seen[3]) && s.params(&in.Parameters)
+			return once(&seen[3]) && s.params(&in.Parameters, prev.Parameters)
 		case "data":
 			raw, ok := s.value()
 			in.Data = raw
@@ -129,30 +177,50 @@ func (s *scanner) input(in *RequestInput) bool {
 	})
 }
 
-func (s *scanner) output(o *RequestOutput) bool {
+// output parses one requested output into o, taking over prev's memory.
+func (s *scanner) output(o *RequestOutput, prev RequestOutput) bool {
 	var seen [2]bool
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "name":
-			return once(&seen[0]) && s.str(&o.Name)
+			return once(&seen[0]) && s.str(&o.Name, prev.Name)
 		case "parameters":
-			return once(&seen[1]) && s.params(&o.Parameters)
+			return once(&seen[1]) && s.params(&o.Parameters, prev.Parameters)
 		}
 		return s.ignore(key, "name", "parameters")
 	})
 }
 
-func (s *scanner) params(p *Parameters) bool {
-	*p = Parameters{}
+// params parses a parameters object into *p, reusing prev's map (emptied).
+func (s *scanner) params(p *Parameters, prev Parameters) bool {
+	if prev == nil {
+		prev = Parameters{}
+	}
+	clear(prev)
+	*p = prev
 	return s.object(func(key []byte) bool {
-		k := string(key)
-		if _, dup := (*p)[k]; dup {
+		if _, dup := (*p)[string(key)]; dup {
 			return false
 		}
 		raw, ok := s.value()
-		(*p)[k] = raw
+		(*p)[paramName(key)] = raw
 		return ok
 	})
+}
+
+// paramName is key as a string, without a copy for the parameters this server reads.
+func paramName(key []byte) string {
+	switch string(key) {
+	case ParamBinaryDataSize:
+		return ParamBinaryDataSize
+	case ParamBinaryData:
+		return ParamBinaryData
+	case ParamBinaryDataOutput:
+		return ParamBinaryDataOutput
+	case ParamContentType:
+		return ParamContentType
+	}
+	return string(key)
 }
 
 func (s *scanner) space() {
@@ -236,10 +304,15 @@ func (s *scanner) rawStr() ([]byte, bool) {
 	return nil, false
 }
 
-func (s *scanner) str(dst *string) bool {
+// str reads a string into *dst; equal to prev, it is prev, so a repeated name costs no copy.
+func (s *scanner) str(dst *string, prev string) bool {
 	s.space()
 	b, ok := s.rawStr()
-	*dst = string(b)
+	if string(b) == prev {
+		*dst = prev
+	} else {
+		*dst = string(b)
+	}
 	return ok
 }
 

@@ -32,7 +32,7 @@ func TestParseInferRequestMatchesEncodingJSON(t *testing.T) {
 		checkParseAgrees(t, []byte(body))
 	}
 	for _, body := range parseSeeds[:6] {
-		if _, ok := parseFast(SanitizeNonFinite([]byte(body))); !ok {
+		if ok := parseFast(new(InferRequest), SanitizeNonFinite([]byte(body))); !ok {
 			t.Errorf("fast path declined a client-shaped body: %s", body)
 		}
 	}
@@ -57,10 +57,45 @@ func TestParseInferRequestErrors(t *testing.T) {
 	}
 }
 
+// Parsing into a request that held another body gives what a fresh parse gives.
+func FuzzParseInferRequestInto(f *testing.F) {
+	for i, s := range parseSeeds {
+		f.Add([]byte(s), []byte(parseSeeds[(i+1)%len(parseSeeds)]))
+	}
+	f.Fuzz(func(t *testing.T, first, second []byte) {
+		var req InferRequest
+		_ = ParseInferRequestInto(&req, first)
+		err := ParseInferRequestInto(&req, second)
+		fresh, ferr := ParseInferRequest(second)
+		if (err == nil) != (ferr == nil) {
+			t.Fatalf("reused parse error %v, fresh parse error %v", err, ferr)
+		}
+		if err == nil && !reflect.DeepEqual(&req, fresh) {
+			t.Fatalf("parse of %q after %q:\nreused %#v\nfresh  %#v", second, first, &req, fresh)
+		}
+	})
+}
+
+// Once a request has held a body of the same form, parsing the next one allocates nothing:
+// the JSON and the binary-tensor forms clients send.
+func TestParseInferRequestIntoAllocatesNothing(t *testing.T) {
+	for _, body := range []string{parseSeeds[0], parseSeeds[2]} {
+		var req InferRequest
+		b := []byte(body)
+		if err := ParseInferRequestInto(&req, b); err != nil {
+			t.Fatal(err)
+		}
+		if n := testing.AllocsPerRun(100, func() { _ = ParseInferRequestInto(&req, b) }); n != 0 {
+			t.Errorf("%s: %v allocations per parse, want 0", body, n)
+		}
+	}
+}
+
 func checkParseAgrees(t *testing.T, body []byte) {
 	t.Helper()
 	body = SanitizeNonFinite(body)
-	fast, ok := parseFast(body)
+	fast := new(InferRequest)
+	ok := parseFast(fast, body)
 	if !ok {
 		return
 	}
@@ -80,25 +115,5 @@ func FuzzParseInferRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkParseAgrees(t, body)
 		_, _ = ParseInferRequest(body)
-	})
-}
-
-func BenchmarkParseInferRequest(b *testing.B) {
-	body := []byte(parseSeeds[0])
-	b.Run("fast", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			if _, ok := parseFast(body); !ok {
-				b.Fatal("declined")
-			}
-		}
-	})
-	b.Run("encoding-json", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			if _, err := parseStd(body); err != nil {
-				b.Fatal(err)
-			}
-		}
 	})
 }

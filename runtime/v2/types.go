@@ -21,6 +21,10 @@ const (
 	ParamBinaryDataOutput = "binary_data_output"
 )
 
+// ParamContentType is the request parameter KServe's client sets to "pd" for a pandas
+// DataFrame sent as one input per column.
+const ParamContentType = "content_type"
+
 // InferRequest is the body of POST .../infer. Data stays raw until the codec reads it into
 // float32 rows, so a large tensor is parsed once, without an []any per element.
 type InferRequest struct {
@@ -56,11 +60,15 @@ func (p Parameters) Bool(name string) bool {
 
 // String reads a string parameter; absent or not a string is "".
 func (p Parameters) String(name string) string {
-	var s string
-	if v, ok := p[name]; ok && json.Unmarshal(v, &s) == nil {
-		return s
+	v, ok := p[name]
+	if !ok {
+		return ""
 	}
-	return ""
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // Int reads an integer parameter.
@@ -69,11 +77,37 @@ func (p Parameters) Int(name string) (int64, bool, error) {
 	if !ok {
 		return 0, false, nil
 	}
+	if n, ok := plainInt(v); ok {
+		return n, true, nil
+	}
 	var n int64
 	if err := json.Unmarshal(v, &n); err != nil {
 		return 0, true, Errorf(KindInvalidInput, "parameter %s: want an integer, got %s", name, v)
 	}
 	return n, true, nil
+}
+
+// plainInt reads a JSON integer as clients write one (-?[1-9][0-9]* or 0, in range) without
+// encoding/json's allocations; false for anything else, which encoding/json then reads or refuses.
+func plainInt(v []byte) (int64, bool) {
+	digits := v
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && len(digits) > 1) {
+		return 0, false
+	}
+	n := int64(0)
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(digits) < len(v) {
+		n = -n
+	}
+	return n, true
 }
 
 // InferResponse is the body of a successful infer call.

@@ -69,6 +69,34 @@ func (c *Cluster) ImportGoProgram(ctx context.Context, image, pkg string) error 
 	return c.real.cd.importImage(ctx, archive)
 }
 
+// ImportBinary imports the static binary bin into the real node as image: a FROM-scratch image
+// holding it at /<its name> as its entrypoint (a tool of the test plane, such as the model
+// registry's storage initializer, in a pod).
+func (c *Cluster) ImportBinary(ctx context.Context, image, bin string) error {
+	if c.real == nil {
+		return errors.New("import a binary: the control plane has no real node (Options.RealNode)")
+	}
+	prog, err := os.ReadFile(bin)
+	if err != nil {
+		return err
+	}
+	name := filepath.Base(bin)
+	archive, err := ociArchive(image, "/"+name, map[string][]byte{name: prog})
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp(c.real.dir, "image-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, name+".tar")
+	if err := os.WriteFile(path, archive, 0o644); err != nil {
+		return err
+	}
+	return c.real.cd.importImage(ctx, path)
+}
+
 // ociArchive is an OCI image layout in a tar (what `ctr images import` reads): one uncompressed
 // layer holding files (executable, at the root), a config whose entrypoint is entrypoint, and an
 // index naming the image name.

@@ -130,6 +130,10 @@ func ensureRealNodePackages(ctx context.Context, log io.Writer) error {
 	return nil
 }
 
+// HostIP is the address at which pods on the real node reach a server of the host (the node's
+// InternalIP): a test's object store, for one.
+func HostIP() (net.IP, error) { return hostIP() }
+
 // hostIP is the host's first global IPv4 address on an interface that is up: the node's
 // InternalIP (the kubelet refuses loopback) and where pods reach the API server.
 func hostIP() (net.IP, error) {

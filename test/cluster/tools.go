@@ -139,12 +139,27 @@ var Tools = []Tool{
 		LDFlags:  "-s -w",
 	},
 	{
+		// The Kubeflow Model Registry's server (model-registry proxy on
+		// PostgreSQL) and its KServe storage initializer for
+		// model-registry:// URIs (test/modelregistry starts them).
+		Name:    "modelregistry",
+		Version: ModelRegistryVersion,
+		Binaries: map[string]string{
+			"model-registry":     "github.com/kubeflow/model-registry",
+			"model-registry-csi": "github.com/kubeflow/model-registry/cmd/csi",
+		},
+		LDFlags: "-s -w",
+	},
+	{
 		Name:     "jobset",
 		Version:  JobSetVersion,
 		Binaries: map[string]string{"jobset-controller": "sigs.k8s.io/jobset"},
 		LDFlags:  "-s -w",
 	},
 }
+
+// ModelRegistryVersion is the Kubeflow Model Registry release of the test plane (Kubeflow 1.10's).
+const ModelRegistryVersion = "v0.3.0"
 
 // Binaries holds the absolute path of every control-plane binary by name
 // (kube-apiserver, kube-controller-manager, kube-scheduler, kwok,

@@ -36,7 +36,7 @@ func full() *kserveapi.InferenceService {
 			Name:        "run-1a2b3c4d",
 			MinReplicas: ptr(int32(1)), MaxReplicas: 3,
 			Annotations:     map[string]string{"gangboost.dev/model-uri": "pvc://gangboost-models/models/iris/v1"},
-			SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr(int64(65532))},
+			SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr(int64(65532))}, ServiceAccountName: "models-reader", PriorityClassName: "gangboost-serving",
 		},
 			Canary: []kserveapi.CanarySpec{{TrafficPercent: 10, Predictor: kserveapi.PredictorSpec{
 				Name: "run-5e6f7a8b",
@@ -47,7 +47,7 @@ func full() *kserveapi.InferenceService {
 				// a canary; its types carry it).
 				MinReplicas: ptr(int32(1)), MaxReplicas: 1,
 				Annotations:     map[string]string{"gangboost.dev/previous-model-uri": "pvc://gangboost-models/models/iris/v1"},
-				SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr(int64(65532))},
+				SecurityContext: &corev1.PodSecurityContext{FSGroup: ptr(int64(65532))}, ServiceAccountName: "models-reader", PriorityClassName: "gangboost-serving",
 			}}},
 		},
 		Status: kserveapi.InferenceServiceStatus{

@@ -18,6 +18,7 @@ import (
 	"github.com/kserve/kserve/pkg/constants"
 	srwebhook "github.com/kserve/kserve/pkg/webhook/admission/servingruntime"
 	admissionv1 "k8s.io/api/admission/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,8 @@ func decodeStrict(doc []byte) (client.Object, error) {
 		obj = &v1alpha1.ClusterServingRuntime{}
 	case v1beta1.SchemeGroupVersion.WithKind("InferenceService"):
 		obj = &v1beta1.InferenceService{}
+	case batchv1.SchemeGroupVersion.WithKind("Job"):
+		obj = &batchv1.Job{} // claim-init.yaml
 	default:
 		return nil, fmt.Errorf("apiVersion %q kind %q: not a kind these manifests use", tm.APIVersion, tm.Kind)
 	}
@@ -617,5 +620,66 @@ func TestKnativeAcceptsRuntimes(t *testing.T) {
 	both.Ports = append(slices.Clone(both.Ports), set.runtimes[grpcRuntime].Spec.Containers[0].Ports...)
 	if err := validate(both); err == nil || !strings.Contains(err.Error(), "port") {
 		t.Errorf("container with ports 8080 and 8081: Knative error %v, want one about ports", err)
+	}
+}
+
+// The storage initializer's ClusterStorageContainer is one KServe's own types take strictly, and
+// KServe's own matching picks it for gangboost's s3:// model URIs and nothing else.
+func TestClusterStorageContainerClaimsS3(t *testing.T) {
+	b, err := os.ReadFile("../../manifests/kserve/clusterstoragecontainer.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var csc v1alpha1.ClusterStorageContainer
+	if strict, err := sigsjson.UnmarshalStrict(js, &csc, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields); err != nil || len(strict) > 0 {
+		t.Fatalf("not a ClusterStorageContainer: %v %v", err, strict)
+	}
+	c := csc.Spec.Container
+	if c.Name != "storage-initializer" || c.Image != "ghcr.io/gangboost/gangboost-storage-initializer:0.1.0" {
+		t.Errorf("container %s image %s: KServe recognises only the name storage-initializer; want gangboost's image", c.Name, c.Image)
+	}
+	for uri, want := range map[string]bool{
+		"s3://models/team-a/gangboost/iris/run-1a2b3c4d/": true,
+		"s3://bucket/model.bst":                           true,
+		"gs://models/iris/v1":                             false,
+		"pvc://gangboost-models/models/iris/v1":           false,
+		"model-registry://iris/v1":                        false,
+	} {
+		if got, err := csc.Spec.IsStorageUriSupported(uri); err != nil || got != want {
+			t.Errorf("IsStorageUriSupported(%s) = %v, %v; want %v", uri, got, err, want)
+		}
+	}
+}
+
+// The registry's storage initializer claims model-registry:// and nothing else, and sets the
+// variables its v0.3.0 main reads.
+func TestModelRegistryStorageContainer(t *testing.T) {
+	b, err := os.ReadFile("../../manifests/kserve/model-registry-storage-container.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var csc v1alpha1.ClusterStorageContainer
+	if strict, err := sigsjson.UnmarshalStrict(js, &csc, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields); err != nil || len(strict) > 0 {
+		t.Fatalf("not a ClusterStorageContainer: %v %v", err, strict)
+	}
+	env := map[string]string{}
+	for _, e := range csc.Spec.Container.Env {
+		env[e.Name] = e.Value
+	}
+	if csc.Spec.Container.Name != "storage-initializer" || env["MODEL_REGISTRY_BASE_URL"] == "" || env["MODEL_REGISTRY_SCHEME"] == "" {
+		t.Errorf("container %s env %v: want storage-initializer with MODEL_REGISTRY_BASE_URL and MODEL_REGISTRY_SCHEME", csc.Spec.Container.Name, env)
+	}
+	for uri, want := range map[string]bool{"model-registry://iris/v1": true, "s3://models/iris/v1/": false, "pvc://c/models/iris/v1": false} {
+		if got, err := csc.Spec.IsStorageUriSupported(uri); err != nil || got != want {
+			t.Errorf("IsStorageUriSupported(%s) = %v, %v; want %v", uri, got, err, want)
+		}
 	}
 }

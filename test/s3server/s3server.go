@@ -173,7 +173,7 @@ func Start(t testing.TB) *Server {
 		time.Sleep(100 * time.Millisecond)
 	}
 	s := &Server{Direct: direct}
-	s.Endpoint = s.startProxy(t, direct)
+	s.Endpoint = s.startProxy(t, "127.0.0.1:0", direct)
 	s.Client, err = minio.New(strings.TrimPrefix(s.Endpoint, "http://"), &minio.Options{
 		Creds: credentials.NewStaticV4(AccessKey, SecretKey, ""), BucketLookup: minio.BucketLookupPath})
 	if err != nil {
@@ -182,15 +182,21 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
-// startProxy serves a reverse proxy to target on a free port and counts what it forwards. It
-// keeps the Host header as the client sent it: the request signature covers it.
-func (s *Server) startProxy(t testing.TB, target string) string {
+// ListenOn serves the store (through the counting proxy) on ip as well, on a free port, and
+// returns that endpoint: for clients that cannot reach 127.0.0.1, such as pods.
+func (s *Server) ListenOn(t testing.TB, ip string) string {
+	return s.startProxy(t, net.JoinHostPort(ip, "0"), s.Direct)
+}
+
+// startProxy serves a reverse proxy to target at addr and counts what it forwards. It keeps the
+// Host header as the client sent it: the request signature covers it.
+func (s *Server) startProxy(t testing.TB, addr, target string) string {
 	u, _ := url.Parse(target)
 	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(u)
 		r.Out.Host = r.In.Host
 	}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

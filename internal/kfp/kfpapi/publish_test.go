@@ -121,7 +121,7 @@ func TestStartRun(t *testing.T) {
 	c := &kfpapi.Client{Host: srv.URL}
 	_, err := c.StartRun(ctx, kfpapi.RunOptions{Pipeline: "xgboost-volcano"})
 	var none *kfpapi.NoPipelineError
-	if !errors.As(err, &none) || err.Error() != "no pipeline named xgboost-volcano on "+srv.URL {
+	if !errors.As(err, &none) || err.Error() != "no pipeline named xgboost-volcano on "+srv.URL+" (none shared; one uploaded into a profile is found with --namespace)" {
 		t.Fatalf("run before upload: %v", err)
 	}
 	if _, err := c.Publish(ctx, committed(t), kfpapi.PublishOptions{Name: "xgboost-volcano"}); err != nil {

@@ -81,6 +81,12 @@ type PredictorSpec struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// SecurityContext is the predictor pods' (KServe's PodSpec, inline).
 	SecurityContext *corev1.PodSecurityContext `json:"securityContext,omitempty"`
+	// ServiceAccountName is the predictor pods' (KServe's PodSpec, inline): KServe gives the
+	// storage initializer the S3 credentials of the Secrets it names.
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// PriorityClassName is the predictor pods' (KServe's PodSpec, inline), e.g. gangboost-serving,
+	// which outranks gang-scheduled training (operator-config/volcano).
+	PriorityClassName string `json:"priorityClassName,omitempty"`
 }
 
 // CanarySpec is one entry of spec.canary.
@@ -247,7 +253,8 @@ func (in *InferenceService) DeepCopy() *InferenceService {
 
 // DeepCopy copies a predictor spec; the copy shares no memory with it.
 func (p PredictorSpec) DeepCopy() PredictorSpec {
-	out := PredictorSpec{Name: p.Name, MinReplicas: copyPtr(p.MinReplicas), MaxReplicas: p.MaxReplicas, SecurityContext: p.SecurityContext.DeepCopy()}
+	out := PredictorSpec{Name: p.Name, MinReplicas: copyPtr(p.MinReplicas), MaxReplicas: p.MaxReplicas, SecurityContext: p.SecurityContext.DeepCopy(),
+		ServiceAccountName: p.ServiceAccountName, PriorityClassName: p.PriorityClassName}
 	if p.Annotations != nil {
 		out.Annotations = make(map[string]string, len(p.Annotations))
 		for k, v := range p.Annotations {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -23,6 +24,8 @@ import (
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
+	"github.com/gangboost/gangboost/internal/contract/modelobjects"
+	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 )
 
 // Service is one model served under a name, independent of the backend that serves it.
@@ -32,9 +35,18 @@ type Service struct {
 	Name string
 	// Namespace of the InferenceService; the local backend ignores it.
 	Namespace string
-	// ModelURI is where the model folder is: pvc://<Claim>/<ModelPath>.
+	// ModelURI is where the model folder is: pvc://<Claim>/<ModelPath> (Claim and ModelPath then
+	// say the same), or s3://<bucket>/<prefix>/<model>/<version>/ (KServe's storage initializer
+	// downloads it; gangboost's checks it against its metadata.json).
 	ModelURI         string
 	Claim, ModelPath string
+	// ObjectStore reaches an s3:// ModelURI from this step (credentials: AWS_* environment);
+	// ServiceAccount is the predictor's service account, whose Secret KServe gives the storage
+	// initializer ("" the namespace's default).
+	ObjectStore    objectstore.Config
+	ServiceAccount string
+	// PriorityClass is the predictor pods' PriorityClass ("" the cluster's default).
+	PriorityClass string
 	// MountPath is where this step sees the claim (pvc_mount_path): the local backend serves
 	// MountPath/ModelPath.
 	MountPath string
@@ -71,11 +83,49 @@ var DeploymentModes = []string{"RawDeployment", "Serverless", "Standard", "Knati
 
 // LocalModelDir is the model folder as this step sees it: ModelPath under MountPath, never
 // outside it.
-func (s *Service) LocalModelDir() (string, error) { return claim.Join(s.MountPath, s.ModelPath) }
+func (s *Service) LocalModelDir() (string, error) {
+	if s.InObjectStore() || s.FromRegistry() {
+		return "", fmt.Errorf("model_uri %s is not on the claim", s.ModelURI)
+	}
+	return claim.Join(s.MountPath, s.ModelPath)
+}
+
+// FromRegistry reports whether the model is named in the Kubeflow Model Registry
+// (model-registry://): KServe's storage initializer for that scheme resolves it in the pod.
+func (s *Service) FromRegistry() bool { return strings.HasPrefix(s.ModelURI, RegistryScheme) }
+
+// InObjectStore reports whether the model is in an object store (an s3:// ModelURI).
+func (s *Service) InObjectStore() bool { return strings.HasPrefix(s.ModelURI, modelobjects.Scheme) }
+
+// ModelObjects is the object store folder of an s3:// ModelURI.
+func (s *Service) ModelObjects() (*modelobjects.Folder, error) {
+	return modelobjects.Open(s.ModelURI, s.ObjectStore, "deploy "+s.Name)
+}
 
 // ReadModelSHA256 sets ModelSHA256 from the model folder's metadata.json where this step sees
 // the claim; a folder it cannot see leaves it empty (the pods then follow the model_uri alone).
-func (s *Service) ReadModelSHA256() error {
+// An s3:// version is read from the store when this step has credentials: one without its
+// metadata.json (an upload that stopped) is refused here, before anything is applied. Without
+// credentials the storage initializer checks it in the pod.
+func (s *Service) ReadModelSHA256(ctx context.Context) error {
+	if s.FromRegistry() {
+		return nil // the registry's storage initializer resolves it in the pod
+	}
+	if s.InObjectStore() {
+		if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+			return nil
+		}
+		f, err := s.ModelObjects()
+		if err != nil {
+			return err
+		}
+		md, err := f.ReadMetadata(ctx)
+		if err != nil {
+			return fmt.Errorf("model_uri %s: %w", s.ModelURI, err)
+		}
+		s.ModelSHA256 = md.ModelSHA256
+		return nil
+	}
 	dir, err := s.LocalModelDir()
 	if err != nil {
 		return err
@@ -274,9 +324,37 @@ const maxNameLength = 63 - len("-predictor")
 func ParseModelURI(uri string) (claimName, modelPath string, err error) {
 	u, err := claim.ParseURI(uri)
 	if err != nil {
-		return "", "", fmt.Errorf("model_uri %w (launch-xgboostjob's model_uri output)", err)
+		return "", "", fmt.Errorf("model_uri %w (launch-xgboostjob's model_uri output; or s3://<bucket>/<prefix>/<model>/<version>/)", err)
 	}
 	return u.Claim, u.Path, nil
+}
+
+// RegistryScheme is the scheme of a model version named in the Kubeflow Model Registry
+// (model-registry://<model>/<version>), which the registry's storage initializer resolves.
+const RegistryScheme = "model-registry://"
+
+// CheckModelURI checks a model_uri of any kind deploy serves: pvc://<claim>/<path>,
+// s3://<bucket>/<prefix>/ of a model version, or model-registry://<model>/<version>.
+func CheckModelURI(uri string) error {
+	if rest, ok := strings.CutPrefix(uri, RegistryScheme); ok {
+		model, version, _ := strings.Cut(rest, "/")
+		if err := errors.Join(claim.CheckSegment("registered model", model), claim.CheckSegment("model version", version)); err != nil {
+			return fmt.Errorf("model_uri %q: want model-registry://<model>/<version>: %w", uri, err)
+		}
+		return nil
+	}
+	if !strings.HasPrefix(uri, modelobjects.Scheme) {
+		_, _, err := ParseModelURI(uri)
+		return err
+	}
+	loc, err := modelobjects.ParseBase(uri)
+	if err != nil {
+		return fmt.Errorf("model_uri %w", err)
+	}
+	if loc.Key == "" {
+		return fmt.Errorf("model_uri %q names a whole bucket: want s3://<bucket>/<prefix>/<model>/<version>/ (launch-xgboostjob's model_uri)", uri)
+	}
+	return nil
 }
 
 // Validate checks what every backend needs.
@@ -288,7 +366,11 @@ func (s *Service) Validate() error {
 	case len(s.Name) > maxNameLength || !dns1035.MatchString(s.Name):
 		errs = append(errs, fmt.Errorf("name %q: want a DNS-1035 label of at most %d characters (lower case letters, digits and '-', starting with a letter, ending with a letter or digit)", s.Name, maxNameLength))
 	}
-	if claim, p, err := ParseModelURI(s.ModelURI); err != nil {
+	if s.InObjectStore() || s.FromRegistry() {
+		if err := CheckModelURI(s.ModelURI); err != nil {
+			errs = append(errs, err)
+		}
+	} else if claim, p, err := ParseModelURI(s.ModelURI); err != nil {
 		errs = append(errs, err)
 	} else if claim != s.Claim || p != s.ModelPath {
 		errs = append(errs, fmt.Errorf("model_uri %q does not match claim %q and path %q", s.ModelURI, s.Claim, s.ModelPath))

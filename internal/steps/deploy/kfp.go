@@ -3,6 +3,7 @@ package deploy
 import (
 	"errors"
 	"fmt"
+	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 	"math"
 	"time"
 
@@ -32,7 +33,12 @@ const DefaultFSGroup = 65532
 // Inputs are the component's input parameters, in the order component.yaml documents them.
 var Inputs = []kfp.Input{
 	{Name: "name", Type: kfp.String, Description: "the InferenceService's name (a DNS-1035 label), also the model's name in the V2 protocol"},
-	{Name: "model_uri", Type: kfp.String, Description: "the model folder, pvc://<claim>/<path>: launch-xgboostjob's model_uri"},
+	{Name: "model_uri", Type: kfp.String, Description: "the model folder, pvc://<claim>/<path> or s3://<bucket>/<prefix>/<model>/<version>/: launch-xgboostjob's model_uri"},
+	{Name: "service_account", Type: kfp.String, Default: "", Description: "the predictor's service account; for an s3:// model_uri the one whose Secret (annotated serving.kserve.io/s3-endpoint) KServe gives the storage initializer; empty: the namespace's default"},
+	{Name: "priority_class", Type: kfp.String, Default: "", Description: "the predictor pods' PriorityClass, e.g. gangboost-serving (operator-config/volcano: serving outranks gang-scheduled training); empty: the cluster's default"},
+	{Name: "object_store_endpoint", Type: kfp.String, Default: "", Description: "endpoint of an s3:// model_uri for this step's check of the version (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; without them the storage initializer checks it in the pod)"},
+	{Name: "object_store_region", Type: kfp.String, Default: "", Description: "object store region; default the bucket's"},
+	{Name: "object_store_path_style", Type: kfp.String, Default: "false", Description: "true: address buckets as endpoint/bucket (MinIO, Ceph)"},
 	{Name: "namespace", Type: kfp.String, Default: "", Description: "where the InferenceService goes; default this step's namespace"},
 	{Name: "runtime", Type: kfp.String, Default: "gangboost-xgboost", Description: "the ServingRuntime or ClusterServingRuntime serving the model"},
 	{Name: "protocol_version", Type: kfp.String, Default: "v2", Description: "v1, v2 or grpc-v2 (with runtime gangboost-xgboost-grpc)"},
@@ -117,6 +123,10 @@ func ServiceFromExecutor(e *kfp.Executor, defaultNamespace string) (*Service, er
 	if err := claim.CheckName(claimInput); err != nil {
 		return nil, err
 	}
+	s.ServiceAccount = in.String("service_account", "")
+	s.PriorityClass = in.String("priority_class", "")
+	s.ObjectStore = objectstore.Config{Endpoint: in.String("object_store_endpoint", ""), Region: in.String("object_store_region", ""),
+		PathStyle: in.String("object_store_path_style", "false") == "true"}
 	if c, p, err := ParseModelURI(s.ModelURI); err == nil {
 		s.Claim, s.ModelPath = c, p
 		if c != claimInput {

@@ -19,6 +19,8 @@ import (
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
+	"github.com/gangboost/gangboost/internal/contract/modelobjects"
+	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 	"github.com/gangboost/gangboost/internal/steps/prepare"
 	"github.com/gangboost/gangboost/internal/training/dataset"
 	v2 "github.com/gangboost/gangboost/runtime/v2"
@@ -51,9 +53,11 @@ type Options struct {
 	Timeout time.Duration
 	// Claim is where this process sees the claim; ClaimName is the claim's name (pvc_name).
 	Claim, ClaimName string
-	BatchRows        int
-	HTTP             *http.Client
-	Log              io.Writer
+	// ObjectStore reaches an s3:// ModelURI (credentials: AWS_* environment).
+	ObjectStore objectstore.Config
+	BatchRows   int
+	HTTP        *http.Client
+	Log         io.Writer
 	// AuthTokenPath is a file holding a bearer token for the endpoint (Client.TokenPath).
 	AuthTokenPath string
 }
@@ -61,8 +65,9 @@ type Options struct {
 // Summary is a finished evaluation.
 type Summary struct {
 	URL, Model, TestPath, Protocol string
-	Objective                      string // from metadata.json; "" without model_uri
-	ModelDir                       string // the model folder read for the comparison
+	Objective                      string             // from metadata.json; "" without model_uri
+	ModelDir                       string             // the model folder read for the comparison
+	Trainer                        *modeldir.Metadata // its metadata.json; nil without model_uri
 	Rows, Features                 int
 	ClassNames                     []string
 	Classification                 *Classification // nil for regression
@@ -119,7 +124,16 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 	s := &Summary{URL: o.URL, Model: o.Model, TestPath: o.TestPath, Protocol: o.Protocol, Tolerance: o.Tolerance}
 	var md *modeldir.Metadata
-	if o.ModelURI != "" {
+	if strings.HasPrefix(o.ModelURI, modelobjects.Scheme) {
+		f, err := modelobjects.Open(o.ModelURI, o.ObjectStore, "evaluate")
+		if err != nil {
+			return nil, fmt.Errorf("model_uri: %w", err)
+		}
+		if md, err = f.ReadMetadata(ctx); err != nil {
+			return nil, fmt.Errorf("model_uri %s: read the trainer's metadata: %w", o.ModelURI, err)
+		}
+		s.ModelDir, s.Objective, s.Trainer = strings.TrimSuffix(f.URI(), "/"), md.Objective, md
+	} else if o.ModelURI != "" {
 		dir, err := modelFolder(o.ModelURI, o.Claim, o.ClaimName)
 		if err != nil {
 			return nil, err
@@ -127,7 +141,7 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 		if md, err = modeldir.ReadMetadata(dir); err != nil {
 			return nil, fmt.Errorf("model_uri %s: read the trainer's metadata: %w (is the claim mounted at %s?)", o.ModelURI, err, o.Claim)
 		}
-		s.ModelDir, s.Objective = dir, md.Objective
+		s.ModelDir, s.Objective, s.Trainer = dir, md.Objective, md
 	}
 	testFile, err := claimPath(o.Claim, o.TestPath)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
+	"github.com/gangboost/gangboost/internal/steps/register"
 	"io"
 	"math"
 	"os"
@@ -38,7 +40,10 @@ var Inputs = []kfp.Input{
 	{Name: "model_name", Type: kfp.String, Description: "the model's name on the endpoint"},
 	{Name: "test_path", Type: kfp.String, Description: "the test CSV on the claim (prepare-data's test_path)"},
 	{Name: "label", Type: kfp.String, Description: "the label column"},
-	{Name: "model_uri", Type: kfp.String, Default: "", Description: "pvc://<claim>/models/<model>/<version>: compare with the trainer's metadata.json there; empty: no comparison"},
+	{Name: "model_uri", Type: kfp.String, Default: "", Description: "pvc://<claim>/models/<model>/<version> or s3://<bucket>/<prefix>/<model>/<version>/: compare with the trainer's metadata.json there; empty: no comparison"},
+	{Name: "object_store_endpoint", Type: kfp.String, Default: "", Description: "endpoint of an s3:// model_uri (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"},
+	{Name: "object_store_region", Type: kfp.String, Default: "", Description: "object store region; default the bucket's"},
+	{Name: "object_store_path_style", Type: kfp.String, Default: "false", Description: "true: address buckets as endpoint/bucket (MinIO, Ceph)"},
 	{Name: "tolerance", Type: kfp.Double, Default: 0.02, Description: "largest allowed |served - trainer| per compared metric; negative: report only"},
 	{Name: "protocol", Type: kfp.String, Default: ProtocolBoth, Description: "json, binary, or both (each batch both ways; the answers must agree exactly)"},
 	{Name: "timeout_seconds", Type: kfp.Integer, Default: 120, Description: "how long to wait for the model to be ready"},
@@ -50,7 +55,10 @@ var Inputs = []kfp.Input{
 	{Name: "promote_policy", Type: kfp.String, Default: policy.IfBetter, Description: "if-better: promote only a challenger better by promote_metric; always; never"},
 	{Name: "promote_metric", Type: kfp.String, Default: "", Description: "logloss, accuracy, auc (binary) or rmse; empty: logloss for classifiers, rmse for regression"},
 	{Name: "min_improvement", Type: kfp.Double, Default: 0.0, Description: "how much better the challenger must be under if-better, in the metric's units"},
+	{Name: "run_id", Type: kfp.String, Default: "", Description: "the run ({{$.pipeline_job_uuid}}), recorded with the model version in the registry"},
 }
+
+func init() { Inputs = append(Inputs, register.Inputs...) }
 
 // Component is the evaluate component run from image; component.yaml is generated from it.
 func Component(image string) *kfp.Component {
@@ -87,15 +95,30 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
 		ModelURI: str("model_uri", ""), Tolerance: tolerance, Protocol: str("protocol", ProtocolBoth),
 		Timeout: time.Duration(timeout) * time.Second, Claim: str("pvc_mount_path", "/mnt/pvc"), ClaimName: str("pvc_name", "gangboost-models"),
 		Log: log, AuthTokenPath: str("auth_token_path", ""),
+		ObjectStore: objectstore.Config{Endpoint: str("object_store_endpoint", ""), Region: str("object_store_region", ""),
+			PathStyle: str("object_store_path_style", "false") == "true"},
 	}
 	champion := Rival{URL: str("champion_url", ""), ModelURI: str("champion_model_uri", "")}
 	p := PolicyInputs{Mode: str("promote_policy", policy.IfBetter), Metric: str("promote_metric", ""), MinImprovement: in.Float("min_improvement", 0)}
+	runID := str("run_id", "")
+	regURL, regToken := str("registry_url", ""), str("registry_token_path", "")
 	if err := in.Err(); err != nil {
 		return err
+	}
+	// A registry that cannot be reached is found before any evaluation; nothing is written then.
+	reg, err := register.FromInputs(regURL, regToken)
+	if err != nil {
+		return err
+	}
+	if reg == nil {
+		fmt.Fprintln(log, register.Skipped)
 	}
 	if champion.URL != "" {
 		c, err := RunContest(ctx, o, champion, p)
 		if err != nil {
+			return err
+		}
+		if err := registerModel(ctx, reg, o, c.Challenger, runID, log); err != nil {
 			return err
 		}
 		return writeContestOutputs(e, c)
@@ -108,6 +131,9 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
 	if runErr != nil && !errors.As(runErr, &disagree) {
 		return runErr
 	}
+	if err := registerModel(ctx, reg, o, s, runID, log); err != nil {
+		return err
+	}
 	reason := fmt.Sprintf("%s serves: no champion to compare with", version(o.ModelURI, o.Model))
 	if err := writeDecision(e, runErr == nil, reason, decisionPage(nil, reason)); err != nil {
 		return err
@@ -119,6 +145,37 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
 		return err
 	}
 	return runErr
+}
+
+// registerModel records the evaluated model version in the registry (reg nil: not configured):
+// the trainer's metrics from s's metadata.json and evaluate's own. Without a model_uri there is no
+// version to record.
+func registerModel(ctx context.Context, reg *register.Client, o Options, s *Summary, runID string, log io.Writer) error {
+	if reg == nil {
+		return nil
+	}
+	if o.ModelURI == "" {
+		fmt.Fprintln(log, "model registry: no model_uri, so no model version to register")
+		return nil
+	}
+	m := register.Model{Name: o.Model, Version: register.VersionOf(o.ModelURI), URI: o.ModelURI, RunID: runID, Evaluated: map[string]float64{}}
+	if s != nil {
+		m.Trainer = s.Trainer
+		for name, v := range s.Metrics() {
+			switch x := v.(type) {
+			case float64:
+				m.Evaluated[name] = x
+			case int:
+				m.Evaluated[name] = float64(x)
+			}
+		}
+	}
+	rec, err := reg.RegisterVersion(ctx, m)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "model registry: %s/%s registered (registered model %s, version %s, artifact %s)\n", m.Name, m.Version, rec.RegisteredModelID, rec.ModelVersionID, rec.ModelArtifactID)
+	return nil
 }
 
 // writeContestOutputs writes a contest's outputs: the challenger's as a lone evaluation writes

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/steps/report"
@@ -85,7 +85,7 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 		Resources: Resources{CPU: str("cpu", "1"), Memory: str("memory", "1Gi"), GPUs: integer("gpus", 0, 0, math.MaxInt32)},
 		Claim:     str("pvc_name", ""),
 		MountPath: str("pvc_mount_path", "/mnt/pvc"),
-		ModelName: str("model_name", ""), ModelVersion: str("model_version", ""),
+		ModelName: str("model_name", ""), ModelVersion: str("model_version", ""), ModelStore: str("model_store", ""),
 		Port: int32(integer("master_port", 9999, 1, 65535)),
 		Gang: Gang{
 			MinAvailable:    int32(integer("min_available", 0, 0, math.MaxInt32)),
@@ -204,28 +204,23 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 	return j, local, nil
 }
 
-// ModelURI is the model folder as KServe's storageUri: pvc://<claim>/models/<model>/<version>.
-func (j *Job) ModelURI() (claim.URI, error) {
-	return claim.ModelURI(j.Claim, j.ModelName, j.ModelVersion)
-}
-
-// WriteOutputs records a finished job's outputs: the Model artifact (its metadata from the folder's
-// metadata.json), the final metrics, model_uri and job_name. localClaim is where this process sees
-// the claim.
-func WriteOutputs(e *kfp.Executor, j *Job, localClaim string) error {
-	u, err := j.ModelURI()
+// WriteOutputs records a finished job's outputs: the Model artifact (its metadata from the
+// version's metadata.json), the final metrics, model_uri and job_name. localClaim is where this
+// process sees the claim.
+func WriteOutputs(ctx context.Context, e *kfp.Executor, j *Job, localClaim string) error {
+	uri, err := j.ModelURI()
 	if err != nil {
 		return err
 	}
-	dir, err := claim.Join(localClaim, u.Path)
-	if err != nil {
+	md, err := j.ReadModelMetadata(ctx, localClaim)
+	if errors.Is(err, ErrNoStoreCredentials) {
+		// The trainer published it; this step cannot read it back. The model's location is what
+		// the next steps need; its metrics stay in the trainer's log.
+		fmt.Printf("model %s: metadata not read (%v); the Model artifact carries its URI only\n", uri, err)
+		md = &modeldir.Metadata{}
+	} else if err != nil {
 		return err
 	}
-	md, err := modeldir.ReadMetadata(dir)
-	if err != nil {
-		return fmt.Errorf("job %s succeeded but its model folder %s has no readable metadata (is the claim %s mounted at %s?): %w", j.Name, dir, j.Claim, localClaim, err)
-	}
-	uri := u.String()
 	final := map[string]any{}
 	for name, values := range md.Metrics {
 		if len(values) > 0 {
@@ -302,8 +297,9 @@ func writeLearningCurve(e *kfp.Executor, md *modeldir.Metadata, uri string) erro
 var Inputs = []kfp.Input{
 	{Name: "run_id", Type: kfp.String, Description: "the run's UUID: the pipeline passes {{$.pipeline_job_uuid}}"},
 	{Name: "task_name", Type: kfp.String, Description: "the task's name: the pipeline passes {{$.pipeline_task_name}}"},
-	{Name: "model_name", Type: kfp.String, Description: "the model goes to models/<model_name>/<model_version> on the claim"},
+	{Name: "model_name", Type: kfp.String, Description: "the model goes to models/<model_name>/<model_version> on the claim, or under model_store"},
 	{Name: "model_version", Type: kfp.String, Default: "", Description: "the version folder; default run-<the run id's first 8 characters>, new for every run. A version that exists is never replaced: the step fails before any job is created"},
+	{Name: "model_store", Type: kfp.String, Default: "", Description: "where the model goes: empty for the claim (pvc://<pvc_name>/models/<model_name>/<model_version>); s3://<bucket>/<prefix> for an object store (reached with the object_store_* inputs), the version at s3://<bucket>/<prefix>/<model_name>/<model_version>/ with metadata.json written last"},
 	{Name: "overwrite", Type: kfp.String, Default: "false", Description: "true: replace the model_version folder even when another run wrote it; deploy then rolls out what serves it (the pods follow the model's sha256)"},
 	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding data and models"},
 	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where the trainer pods mount the claim"},

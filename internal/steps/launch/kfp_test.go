@@ -1,8 +1,11 @@
 package launch
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +15,7 @@ import (
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/training/trainflags"
+	"github.com/gangboost/gangboost/test/s3server"
 	"github.com/gangboost/gangboost/test/testbin"
 )
 
@@ -237,7 +241,7 @@ func TestWriteOutputs(t *testing.T) {
 	claim, out := t.TempDir(), t.TempDir()
 	e := executor(t, map[string]any{}, out)
 	j := &Job{Name: "train-abc", Claim: "models", ModelName: "iris", ModelVersion: "v1"}
-	if err := WriteOutputs(e, j, claim); err == nil || !strings.Contains(err.Error(), "metadata") {
+	if err := WriteOutputs(context.Background(), e, j, claim); err == nil || !strings.Contains(err.Error(), "metadata") {
 		t.Errorf("WriteOutputs without a model folder: %v", err)
 	}
 	dir := filepath.Join(claim, "models", "iris", "v1")
@@ -246,7 +250,7 @@ func TestWriteOutputs(t *testing.T) {
 	if err := modeldir.Publish(dir, modeldir.ModelFileName(modeldir.FormatJSON), []byte(`{"learner":{}}`), md, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteOutputs(e, j, claim); err != nil {
+	if err := WriteOutputs(context.Background(), e, j, claim); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(out, "executor_output.json"))
@@ -349,7 +353,7 @@ func TestModelVersionNeverReplaced(t *testing.T) {
 	if j.ModelVersion != "run-8d1f00aa" || j.Overwrite {
 		t.Fatalf("defaults: version %q overwrite %v", j.ModelVersion, j.Overwrite)
 	}
-	if err := j.CheckModelVersion(localClaim); err != nil {
+	if err := j.CheckModelVersion(context.Background(), localClaim); err != nil {
 		t.Fatalf("a new version: %v", err)
 	}
 	// Another run's model at v1.
@@ -357,13 +361,13 @@ func TestModelVersionNeverReplaced(t *testing.T) {
 	if err := modeldir.Publish(v1, "model.json", []byte("{}"), &modeldir.Metadata{Producer: "train-0123456789"}, false); err != nil {
 		t.Fatal(err)
 	}
-	err := job(map[string]any{"model_version": "v1"}).CheckModelVersion(localClaim)
+	err := job(map[string]any{"model_version": "v1"}).CheckModelVersion(context.Background(), localClaim)
 	for _, want := range []string{"iris/v1 exists", "claim models", "train-0123456789", "no job was created", "model_version", "overwrite=true"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("existing version: %v, want it to say %q", err, want)
 		}
 	}
-	if err := job(map[string]any{"model_version": "v1", "overwrite": "true"}).CheckModelVersion(localClaim); err != nil {
+	if err := job(map[string]any{"model_version": "v1", "overwrite": "true"}).CheckModelVersion(context.Background(), localClaim); err != nil {
 		t.Errorf("overwrite=true: %v", err)
 	}
 	// The same job's own earlier output: a retried step goes on.
@@ -371,7 +375,7 @@ func TestModelVersionNeverReplaced(t *testing.T) {
 	if err := modeldir.Publish(filepath.Join(localClaim, "models", "iris", "v2"), "model.json", []byte("{}"), &modeldir.Metadata{Producer: own.Name}, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := own.CheckModelVersion(localClaim); err != nil {
+	if err := own.CheckModelVersion(context.Background(), localClaim); err != nil {
 		t.Errorf("the job's own earlier output: %v", err)
 	}
 	if args, _ := job(map[string]any{"overwrite": "true"}).TrainerArgs("/mnt/pvc"); !slices.Contains(args, "--overwrite") {
@@ -379,6 +383,71 @@ func TestModelVersionNeverReplaced(t *testing.T) {
 	}
 	if _, _, err := JobFromExecutor(executor(t, params(map[string]any{"overwrite": "yes"}), t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"}); err == nil || !strings.Contains(err.Error(), `overwrite "yes"`) {
 		t.Errorf("overwrite=yes: %v", err)
+	}
+}
+
+// model_store puts the version in an object store: the trainer publishes there, the version is
+// checked there before a job is created, and a bad store is refused at once.
+func TestModelStore(t *testing.T) {
+	srv := s3server.Start(t)
+	for _, kv := range srv.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	srv.MakeBucket(t, "models")
+	base := map[string]any{"run_id": "8d1f00aa-1", "task_name": "train", "model_name": "iris", "pvc_name": "models", "dataset": "iris",
+		"model_store": "s3://models/team-a", "object_store_endpoint": srv.Endpoint, "object_store_path_style": "true"}
+	job := func(extra map[string]any) (*Job, error) {
+		p := maps.Clone(base)
+		maps.Copy(p, extra)
+		j, _, err := JobFromExecutor(executor(t, p, t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"})
+		return j, err
+	}
+	j, err := job(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uri, err := j.ModelURI(); err != nil || uri != "s3://models/team-a/iris/run-8d1f00aa/" {
+		t.Fatalf("ModelURI = %q, %v", uri, err)
+	}
+	args, _ := j.TrainerArgs("/mnt/pvc")
+	if i := slices.Index(args, "--model-dir"); i < 0 || args[i+1] != "s3://models/team-a/iris/run-8d1f00aa/" || !slices.Contains(args, "--s3-path-style") {
+		t.Fatalf("trainer args %v: want --model-dir at the version's URI with the store's settings", args)
+	}
+	ctx := context.Background()
+	if err := j.CheckModelVersion(ctx, t.TempDir()); err != nil {
+		t.Fatalf("a new version: %v", err)
+	}
+	f, err := j.modelObjects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Publish(ctx, "model.json", []byte("{}"), &modeldir.Metadata{Producer: "train-0123456789"}, false); err != nil {
+		t.Fatal(err)
+	}
+	err = j.CheckModelVersion(ctx, t.TempDir())
+	for _, want := range []string{"iris/run-8d1f00aa exists in s3://models/team-a", "train-0123456789", "no job was created"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("existing version in the store: %v, want it to say %q", err, want)
+		}
+	}
+	if md, err := j.ReadModelMetadata(ctx, ""); err != nil || md.Producer != "train-0123456789" {
+		t.Errorf("ReadModelMetadata: %+v, %v", md, err)
+	}
+	// Without credentials in the step but with a secret for the pods: the trainer checks.
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	j2, _ := job(map[string]any{"object_store_secret": "mlpipeline-minio-artifact"})
+	if err := j2.CheckModelVersion(ctx, ""); !errors.Is(err, ErrNoStoreCredentials) {
+		t.Errorf("no credentials in the step: %v, want ErrNoStoreCredentials", err)
+	}
+	for store, want := range map[string]string{
+		"minio://models/x": "want s3://",
+		"s3://Models":      "bucket",
+		"s3://models/../x": "prefix",
+	} {
+		if _, err := job(map[string]any{"model_store": store}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("model_store %s: %v, want an error containing %q", store, err, want)
+		}
 	}
 }
 

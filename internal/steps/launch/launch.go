@@ -12,7 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	corev1 "k8s.io/api/core/v1"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -21,8 +21,12 @@ import (
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
+	"github.com/gangboost/gangboost/internal/contract/modelobjects"
+	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 	"github.com/gangboost/gangboost/internal/training/dataset"
 	"github.com/gangboost/gangboost/internal/training/trainflags"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Identity is the pipeline step a job belongs to: KFP's run UUID ({{$.pipeline_job_uuid}}) and task
@@ -105,8 +109,13 @@ type Job struct {
 	// Claim is the PersistentVolumeClaim holding data and models; MountPath is where the trainer
 	// pods see it.
 	Claim, MountPath string
-	// ModelName and ModelVersion place the model at models/<name>/<version> on the claim.
+	// ModelName and ModelVersion place the model at models/<name>/<version> on the claim, or
+	// under ModelStore.
 	ModelName, ModelVersion string
+	// ModelStore, when set, is the object store base (s3://<bucket>/<prefix>) the model goes to
+	// instead of the claim: <base>/<model>/<version>/, reached with Data.ObjectStore's endpoint and
+	// credentials.
+	ModelStore string
 	// Overwrite lets the job replace a model version another job wrote; without it an existing
 	// version is refused before the job is created (CheckModelVersion), and the trainer refuses
 	// it again when it publishes.
@@ -215,11 +224,7 @@ func (j *Job) TrainerArgs(root string) ([]string, error) {
 		}
 	}
 	args = append(args, j.TrainerFlags...)
-	rel, err := j.ModelPath()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := claim.Join(root, rel)
+	dir, err := j.modelDir(root)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +238,7 @@ func (j *Job) TrainerArgs(root string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	args = append(args, "--checkpoint-dir", filepath.ToSlash(ckDir), "--model-dir", filepath.ToSlash(dir))
+	args = append(args, "--checkpoint-dir", filepath.ToSlash(ckDir), "--model-dir", dir)
 	if j.Name != "" {
 		args = append(args, "--producer", j.Name)
 	}
@@ -243,33 +248,120 @@ func (j *Job) TrainerArgs(root string) ([]string, error) {
 	return args, nil
 }
 
-// CheckModelVersion refuses a model version that exists on the claim (seen at localClaim) and
-// that this job did not write, unless Overwrite: a published version may be serving, and a
-// re-run would otherwise replace it under the running predictor. The job's own earlier output (a
-// retried step) is not refused.
-func (j *Job) CheckModelVersion(localClaim string) error {
-	if j.Overwrite {
-		return nil
+// modelDir is the trainer's --model-dir: the version's folder on the claim seen at root, or its
+// object store URI.
+func (j *Job) modelDir(root string) (string, error) {
+	if j.ModelStore != "" {
+		return modelobjects.VersionURI(j.ModelStore, j.ModelName, j.ModelVersion)
 	}
 	rel, err := j.ModelPath()
 	if err != nil {
-		return err
+		return "", err
 	}
-	dir, err := claim.Join(localClaim, rel)
+	dir, err := claim.Join(root, rel)
+	return filepath.ToSlash(dir), err
+}
+
+// ModelURI is the model folder as KServe's storageUri: pvc://<claim>/models/<model>/<version>,
+// or s3://<bucket>/<prefix>/<model>/<version>/ with a ModelStore.
+func (j *Job) ModelURI() (string, error) {
+	if j.ModelStore != "" {
+		return modelobjects.VersionURI(j.ModelStore, j.ModelName, j.ModelVersion)
+	}
+	u, err := claim.ModelURI(j.Claim, j.ModelName, j.ModelVersion)
 	if err != nil {
-		return err
+		return "", err
 	}
-	_, err = modeldir.CheckNew(dir, j.Name)
+	return u.String(), nil
+}
+
+// modelObjects is the object store folder of the version (ModelStore set).
+func (j *Job) modelObjects() (*modelobjects.Folder, error) {
+	uri, err := j.ModelURI()
+	if err != nil {
+		return nil, err
+	}
+	o := j.Data.ObjectStore
+	return modelobjects.Open(uri, objectstore.Config{Endpoint: o.Endpoint, Region: o.Region, PathStyle: o.PathStyle}, "launch "+j.Name)
+}
+
+// ErrNoStoreCredentials is CheckModelVersion's and ReadModelMetadata's answer when the model goes
+// to an object store that only the trainer pods have credentials for (object_store_secret), not
+// this step: the trainer then checks the version before it reads any data.
+var ErrNoStoreCredentials = errors.New("this step has no object store credentials (AWS_ACCESS_KEY_ID): only the trainer pods get object_store_secret")
+
+// storeCredentialsHere reports whether this process can sign object store requests.
+func storeCredentialsHere() bool { return os.Getenv("AWS_ACCESS_KEY_ID") != "" }
+
+// CheckModelVersion refuses a model version that exists (on the claim, seen at localClaim, or in
+// the object store) and that this job did not write, unless Overwrite: a published version may be
+// serving, and a re-run would otherwise replace it under the running predictor. The job's own
+// earlier output (a retried step) is not refused.
+func (j *Job) CheckModelVersion(ctx context.Context, localClaim string) error {
+	if j.Overwrite {
+		return nil
+	}
 	var exists *modeldir.ExistsError
+	var err error
+	where := "on claim " + j.Claim
+	if j.ModelStore != "" {
+		where = "in " + j.ModelStore
+		if j.Data.ObjectStore.Secret != "" && !storeCredentialsHere() {
+			return ErrNoStoreCredentials
+		}
+		f, ferr := j.modelObjects()
+		if ferr != nil {
+			return ferr
+		}
+		_, err = f.CheckNew(ctx, j.Name)
+	} else {
+		rel, perr := j.ModelPath()
+		if perr != nil {
+			return perr
+		}
+		dir, jerr := claim.Join(localClaim, rel)
+		if jerr != nil {
+			return jerr
+		}
+		_, err = modeldir.CheckNew(dir, j.Name)
+	}
 	if errors.As(err, &exists) {
 		by := ""
 		if exists.Producer != "" {
 			by = " by job " + exists.Producer
 		}
-		return fmt.Errorf("model version %s/%s exists on claim %s (written%s): a published version is never replaced, so no job was created; leave model_version empty for a new version per run (run-<run id>), give another model_version, or set overwrite=true to replace it and roll out whatever serves it",
-			j.ModelName, j.ModelVersion, j.Claim, by)
+		return fmt.Errorf("model version %s/%s exists %s (written%s): a published version is never replaced, so no job was created; leave model_version empty for a new version per run (run-<run id>), give another model_version, or set overwrite=true to replace it and roll out whatever serves it",
+			j.ModelName, j.ModelVersion, where, by)
 	}
 	return err
+}
+
+// ReadModelMetadata reads the finished job's metadata.json, from the claim (seen at localClaim)
+// or the object store.
+func (j *Job) ReadModelMetadata(ctx context.Context, localClaim string) (*modeldir.Metadata, error) {
+	if j.ModelStore != "" {
+		if j.Data.ObjectStore.Secret != "" && !storeCredentialsHere() {
+			return nil, ErrNoStoreCredentials
+		}
+		f, err := j.modelObjects()
+		if err != nil {
+			return nil, err
+		}
+		return f.ReadMetadata(ctx)
+	}
+	rel, err := j.ModelPath()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := claim.Join(localClaim, rel)
+	if err != nil {
+		return nil, err
+	}
+	md, err := modeldir.ReadMetadata(dir)
+	if err != nil {
+		return nil, fmt.Errorf("job %s succeeded but its model folder %s has no readable metadata (is the claim %s mounted at %s?): %w", j.Name, dir, j.Claim, localClaim, err)
+	}
+	return md, nil
 }
 
 // DefaultModelVersion is the model version of a run that names none: "run-" and the first 8

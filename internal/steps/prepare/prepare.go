@@ -76,6 +76,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Claim == "" {
 		return nil, errors.New("no claim folder (pvc_mount_path) given")
 	}
+	// A claim this step cannot write fails now, not after the download and the split.
+	if err := claim.CheckWritable(o.Claim, claim.DatasetsDir); err != nil {
+		return nil, err
+	}
 	logf := func(format string, args ...any) {
 		if o.Log != nil {
 			fmt.Fprintf(o.Log, format+"\n", args...)

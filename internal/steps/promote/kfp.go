@@ -3,11 +3,11 @@ package promote
 import (
 	"errors"
 	"fmt"
+	"github.com/gangboost/gangboost/internal/steps/register"
 	"math"
 	"strconv"
 	"time"
 
-	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
 )
@@ -37,6 +37,8 @@ var Inputs = []kfp.Input{
 	{Name: "pvc_mount_path", Type: kfp.String, Default: "/mnt/pvc", Description: "where this step sees the claim (the local backend keeps its serving records there)"},
 }
 
+func init() { Inputs = append(Inputs, register.Inputs...) }
+
 // Component is the promote-model component run from image; component.yaml is generated from it.
 func Component(image string) *kfp.Component {
 	return &kfp.Component{
@@ -64,6 +66,7 @@ func RequestFromExecutor(e *kfp.Executor, defaultNamespace string) (*Request, er
 		s.Namespace = defaultNamespace
 	}
 	r := &Request{Service: s, ChampionModelURI: str("champion_model_uri", ""), Challenger: str("challenger", ""), Reason: str("decision_reason", "")}
+	regURL, regToken := str("registry_url", ""), str("registry_token_path", "")
 	r.ChallengerURL = str("challenger_url", "")
 	watch := in.IntIn("watch_seconds", 0, 0, 24*3600)
 	r.Watch = Watch{Window: time.Duration(watch) * time.Second, MaxErrorRate: in.Float("max_error_rate", 0.01)}
@@ -93,7 +96,11 @@ func RequestFromExecutor(e *kfp.Executor, defaultNamespace string) (*Request, er
 	if r.Watch.Window > 0 && r.ChallengerURL == "" {
 		errs = append(errs, errors.New("watch_seconds is set but challenger_url is empty: pass deploy-inferenceservice's url"))
 	}
-	if c, p, err := deploy.ParseModelURI(s.ModelURI); err != nil {
+	if s.InObjectStore() || s.FromRegistry() {
+		if err := deploy.CheckModelURI(s.ModelURI); err != nil {
+			errs = append(errs, err)
+		}
+	} else if c, p, err := deploy.ParseModelURI(s.ModelURI); err != nil {
 		errs = append(errs, err)
 	} else {
 		s.Claim, s.ModelPath = c, p
@@ -102,13 +109,18 @@ func RequestFromExecutor(e *kfp.Executor, defaultNamespace string) (*Request, er
 		}
 	}
 	if r.ChampionModelURI != "" {
-		if _, err := claim.ParseURI(r.ChampionModelURI); err != nil {
-			errs = append(errs, fmt.Errorf("champion_model_uri %w", err))
+		if err := deploy.CheckModelURI(r.ChampionModelURI); err != nil {
+			errs = append(errs, fmt.Errorf("champion_model_uri: %w", err))
 		}
 	}
 	if s.Namespace == "" {
 		errs = append(errs, errors.New("namespace: no input value and the step's own namespace is unknown"))
 	}
+	reg, err := register.FromInputs(regURL, regToken)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	r.Registry = reg
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

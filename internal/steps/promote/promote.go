@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/steps/deploy"
+	"github.com/gangboost/gangboost/internal/steps/register"
 )
 
 // Request is one run's verdict on its model.
@@ -35,6 +36,8 @@ type Request struct {
 	Watch         Watch
 	ChallengerURL string
 	HTTP          *http.Client
+	// Registry, when set, records which version serves the service once the verdict is applied.
+	Registry *register.Client
 }
 
 // Result is what serves once the verdict is applied.
@@ -132,4 +135,30 @@ func orNothing(s string) string {
 		return "nothing"
 	}
 	return s
+}
+
+// RecordServing tells the registry (r.Registry) that res.ServingModelURI serves r.Service: the
+// version evaluate registered, or, for a champion registered before the registry was configured,
+// the version with its artifact URI alone.
+func RecordServing(ctx context.Context, r Request, res *Result, log io.Writer) error {
+	if r.Registry == nil || res.ServingModelURI == "" {
+		return nil
+	}
+	s := r.Service
+	version := register.VersionOf(res.ServingModelURI)
+	rec, err := r.Registry.Find(ctx, s.Name, version)
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		if rec, err = r.Registry.RegisterVersion(ctx, register.Model{Name: s.Name, Version: version, URI: res.ServingModelURI, RunID: s.RunID}); err != nil {
+			return err
+		}
+	}
+	id, err := r.Registry.RecordServing(ctx, rec, register.Serving{Name: s.Name, Namespace: s.Namespace, Runtime: s.Runtime})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "model registry: %s/%s serves as InferenceService %s/%s (registry inference service %s)\n", s.Name, version, s.Namespace, s.Name, id)
+	return nil
 }

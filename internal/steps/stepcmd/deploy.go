@@ -38,7 +38,7 @@ func deployModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) err
 	if err != nil {
 		return err
 	}
-	if err := svc.ReadModelSHA256(); err != nil {
+	if err := svc.ReadModelSHA256(ctx); err != nil {
 		return err
 	}
 	d := &deploy.Deployer{Backend: backend, Log: os.Stdout}

@@ -2,6 +2,7 @@ package stepcmd
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -48,7 +49,9 @@ func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string
 		return err
 	}
 	// A version that exists is refused before anything is created.
-	if err := job.CheckModelVersion(localClaim); err != nil {
+	if err := job.CheckModelVersion(ctx, localClaim); errors.Is(err, launch.ErrNoStoreCredentials) {
+		fmt.Printf("model version %s/%s not checked before the job (%v); the trainer checks it before reading any data\n", job.ModelName, job.ModelVersion, err)
+	} else if err != nil {
 		return err
 	}
 	var backend launch.Backend
@@ -73,7 +76,7 @@ func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string
 	if err != nil {
 		return err
 	}
-	if err := launch.WriteOutputs(exec, job, localClaim); err != nil {
+	if err := launch.WriteOutputs(ctx, exec, job, localClaim); err != nil {
 		return err
 	}
 	uri, err := job.ModelURI()

@@ -3,10 +3,12 @@ package stepcmd
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/steps/promote"
+	"github.com/gangboost/gangboost/internal/steps/register"
 )
 
 // Promote is promote-model: it applies evaluate's verdict to the InferenceService deploy
@@ -34,6 +36,11 @@ func promoteModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) er
 	res, err := promote.Run(ctx, backend, *req, os.Stdout)
 	if err != nil {
 		return err
+	}
+	if req.Registry == nil {
+		fmt.Println(register.Skipped)
+	} else if err := promote.RecordServing(ctx, *req, res, os.Stdout); err != nil {
+		return fmt.Errorf("%s serves %s, but the registry does not say so: %w", req.Service.Name, res.ServingModelURI, err)
 	}
 	return promote.WriteOutputs(exec, res)
 }

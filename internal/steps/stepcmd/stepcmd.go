@@ -53,6 +53,9 @@ func Main(argv []string, stderr io.Writer) int {
 	if run, ok := Commands[argv[1]]; ok {
 		return run(argv[2:])
 	}
+	if run, ok := Tools[argv[1]]; ok {
+		return run(argv[2:])
+	}
 	return usage(stderr, fmt.Sprintf("no component %q", argv[1]))
 }
 
@@ -71,7 +74,7 @@ func usage(w io.Writer, why string) int {
 	if why != "" {
 		fmt.Fprintf(w, "%s: %s\n", Name, why)
 	}
-	fmt.Fprintf(w, "usage: %s <component> [flags], or call it through a link named as the component\ncomponents: %s\n",
+	fmt.Fprintf(w, "usage: %s <component> [flags], or call it through a link named as the component\ncomponents: %s\nother commands: claim-init (make a claim writable for the steps, as root)\n",
 		Name, strings.Join(Names(), ", "))
 	return 2
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -17,36 +16,24 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 )
 
-// ObjectStore says how to reach the S3-compatible object store (AWS S3, MinIO, Ceph) that
-// s3:// and minio:// data sets live in. Credentials come from the environment
-// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), which a Kubernetes Secret fills
-// the way Kubeflow Pipelines' own mlpipeline-minio-artifact secret does.
-type ObjectStore struct {
-	// Endpoint is host:port or a URL; an http:// URL means plain HTTP (an in-cluster MinIO).
-	// Empty: s3.amazonaws.com, or for minio:// URIs Kubeflow Pipelines' in-cluster MinIO.
-	Endpoint string
-	Region   string
-	// PathStyle addresses buckets as endpoint/bucket (MinIO, Ceph) instead of bucket.endpoint.
-	PathStyle bool
-	// Insecure talks plain HTTP to an endpoint given without a scheme.
-	Insecure bool
-}
+// ObjectStore says how to reach the S3-compatible object store that s3:// and minio:// data sets
+// live in (objectstore.Config).
+type ObjectStore = objectstore.Config
 
 // KFPMinIOEndpoint is the in-cluster MinIO service of a Kubeflow Pipelines install, where a
 // minio:// artifact URI points when no endpoint is given.
-const KFPMinIOEndpoint = "http://minio-service.kubeflow:9000"
+const KFPMinIOEndpoint = objectstore.KFPMinIOEndpoint
 
 // DefaultMaxObjects bounds the objects of one s3:// prefix or local folder a load takes when
 // Limits.MaxObjects is 0: listing stops there instead of holding an unbounded name list.
 const DefaultMaxObjects = 10000
 
 // IsObjectURI reports whether p names a data set in an object store (s3:// or minio://).
-func IsObjectURI(p string) bool {
-	return strings.HasPrefix(p, "s3://") || strings.HasPrefix(p, "minio://")
-}
+func IsObjectURI(p string) bool { return objectstore.IsURI(p) }
 
 // part is one file of a data set: a local file or an object.
 type part struct {
@@ -190,7 +177,7 @@ func (s *localStore) readAt(p part, b []byte, off int64) error {
 type s3Store struct {
 	uri            string // as given, for messages
 	bucket, prefix string
-	endpoint       string
+	client         *objectstore.Client
 	core           minio.Core
 	c              *byteCounter
 }
@@ -199,66 +186,20 @@ type s3Store struct {
 const requestTimeout = 2 * time.Minute
 
 func newS3Store(uri string, o ObjectStore, s Shard, c *byteCounter) (*s3Store, error) {
-	scheme, rest, _ := strings.Cut(uri, "://")
-	bucket, prefix, _ := strings.Cut(rest, "/")
-	if bucket == "" {
-		return nil, fmt.Errorf("%s: no bucket: want %s://bucket/key or %s://bucket/prefix/", uri, scheme, scheme)
-	}
-	endpoint, secure := o.Endpoint, !o.Insecure
-	if endpoint == "" {
-		endpoint = "s3.amazonaws.com"
-		if scheme == "minio" {
-			endpoint = KFPMinIOEndpoint
-			o.PathStyle = true
-		}
-	}
-	if strings.Contains(endpoint, "://") {
-		u, err := url.Parse(endpoint)
-		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || (u.Path != "" && u.Path != "/") {
-			return nil, fmt.Errorf("object store endpoint %q: want host:port, http://host:port or https://host:port", o.Endpoint)
-		}
-		endpoint, secure = u.Host, u.Scheme == "https"
-	}
-	lookup := minio.BucketLookupAuto
-	if o.PathStyle {
-		lookup = minio.BucketLookupPath
-	}
-	// Environment credentials only (no instance metadata lookups that hang outside AWS); without
-	// them requests go unsigned, which a public bucket accepts and a private one refuses with a
-	// message naming the variables.
-	cl, err := minio.New(endpoint, &minio.Options{
-		Creds:        credentials.NewEnvAWS(),
-		Secure:       secure,
-		Region:       o.Region,
-		BucketLookup: lookup,
-	})
+	loc, err := objectstore.ParseURI(uri)
 	if err != nil {
-		return nil, fmt.Errorf("object store endpoint %q: %w", endpoint, err)
+		return nil, err
 	}
 	// The rank goes into the User-Agent, so that the store's access log tells who read what.
-	cl.SetAppInfo("gangboost", fmt.Sprintf("rank-%d-of-%d", s.Rank, s.World))
-	return &s3Store{uri: uri, bucket: bucket, prefix: prefix, endpoint: cl.EndpointURL().String(), core: minio.Core{Client: cl}, c: c}, nil
+	cl, err := objectstore.New(o, loc.Scheme, fmt.Sprintf("rank-%d-of-%d", s.Rank, s.World))
+	if err != nil {
+		return nil, err
+	}
+	return &s3Store{uri: uri, bucket: loc.Bucket, prefix: loc.Key, client: cl, core: minio.Core{Client: cl.Client}, c: c}, nil
 }
 
 // s3Error says what a failed request means and what to do.
-func (s *s3Store) s3Error(what string, err error) error {
-	resp := minio.ToErrorResponse(err)
-	where := fmt.Sprintf("%s (endpoint %s)", s.uri, s.endpoint)
-	switch resp.Code {
-	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "ExpiredToken":
-		creds := "no AWS_ACCESS_KEY_ID is set"
-		if os.Getenv("AWS_ACCESS_KEY_ID") != "" {
-			creds = "the access key in AWS_ACCESS_KEY_ID"
-		}
-		return fmt.Errorf("%s: %s: the object store refused the credentials (%s: %s); %s: check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (on a cluster: the secret named by the launch step's object_store_secret) and the bucket's policy",
-			where, what, resp.Code, resp.Message, creds)
-	case "NoSuchBucket":
-		return fmt.Errorf("%s: %s: bucket %q does not exist at this endpoint: check the bucket name, the endpoint (--s3-endpoint) and the region", where, what, s.bucket)
-	case "NoSuchKey":
-		return fmt.Errorf("%s: %s: no such object", where, what)
-	}
-	return fmt.Errorf("%s: %s: %w", where, what, err)
-}
+func (s *s3Store) s3Error(what string, err error) error { return s.client.Explain(s.uri, what, err) }
 
 func (s *s3Store) name(key string) string {
 	scheme, _, _ := strings.Cut(s.uri, "://")
@@ -301,7 +242,7 @@ func (s *s3Store) parts(max int) ([]part, error) {
 		} else if !ok {
 			return nil, s.s3Error("list", minio.ErrorResponse{Code: "NoSuchBucket"})
 		}
-		return nil, fmt.Errorf("%s (endpoint %s): no object with this key or under this prefix: check the path", s.uri, s.endpoint)
+		return nil, fmt.Errorf("%s (endpoint %s): no object with this key or under this prefix: check the path", s.uri, s.client.Endpoint)
 	}
 	slices.SortFunc(ps, func(a, b part) int { return strings.Compare(a.key, b.key) })
 	return ps, nil

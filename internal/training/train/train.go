@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
+	"github.com/gangboost/gangboost/internal/contract/modelobjects"
+	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 	"github.com/gangboost/gangboost/internal/training/checkpoint"
 	"github.com/gangboost/gangboost/internal/training/dataset"
 	"github.com/gangboost/gangboost/internal/training/gangenv"
@@ -38,8 +40,11 @@ type Job struct {
 	// are held out for evaluation.
 	Eval         *dataset.Spec
 	EvalFraction float64
-	ModelDir     string // receives model.<format> and metadata.json (rank 0 only)
-	ModelFormat  string // "json" or "ubj"
+	// ModelDir receives model.<format> and metadata.json (rank 0 only): a folder, or an object
+	// store prefix s3://<bucket>/<prefix>/<model>/<version>/ reached through ModelStore.
+	ModelDir    string
+	ModelStore  objectstore.Config
+	ModelFormat string // "json" or "ubj"
 	// Producer is who writes the model (metadata.json's producer): a ModelDir it wrote before
 	// (an earlier attempt of the same job) is replaced; any other existing one only with
 	// Overwrite.
@@ -82,6 +87,17 @@ func (job Job) Validate() error {
 // publishers racing for it, one wins); an existing one only when Producer wrote it or with
 // Overwrite, and then only when it is a model folder (it is replaced whole).
 func (job Job) CheckModelDir() (replace bool, err error) {
+	if objectstore.IsURI(job.ModelDir) {
+		f, err := job.modelObjects()
+		if err != nil {
+			return false, fmt.Errorf("--model-dir: %w", err)
+		}
+		if job.Overwrite {
+			return true, nil
+		}
+		// The job's own earlier output is replaced whole: its metadata goes first.
+		return f.CheckNew(context.Background(), job.Producer)
+	}
 	dir := filepath.Clean(job.ModelDir)
 	if !job.Overwrite {
 		own, err := modeldir.CheckNew(dir, job.Producer)
@@ -94,6 +110,29 @@ func (job Job) CheckModelDir() (replace bool, err error) {
 	}
 	_, err = os.Lstat(dir)
 	return err == nil, nil
+}
+
+// modelObjects is the object store folder of an s3:// ModelDir.
+func (job Job) modelObjects() (*modelobjects.Folder, error) {
+	return modelobjects.Open(job.ModelDir, job.ModelStore, "trainer "+job.Producer)
+}
+
+// publish writes the model and its metadata to ModelDir and says where the model file is.
+func (job Job) publish(ctx context.Context, out outcome, replace bool) (string, error) {
+	if !objectstore.IsURI(job.ModelDir) {
+		if err := modeldir.Publish(job.ModelDir, out.md.ModelFile, out.model, out.md, replace); err != nil {
+			return "", err
+		}
+		return filepath.Join(job.ModelDir, out.md.ModelFile), nil
+	}
+	f, err := job.modelObjects()
+	if err != nil {
+		return "", err
+	}
+	if err := f.Publish(ctx, out.md.ModelFile, out.model, out.md, replace); err != nil {
+		return "", err
+	}
+	return f.URI() + out.md.ModelFile, nil
 }
 
 // Result is what a rank knows when training ends.
@@ -222,10 +261,9 @@ func Run(ctx context.Context, job Job, cl gangenv.Cluster) (*Result, error) {
 	}
 	if cl.Rank == 0 && job.ModelDir != "" {
 		out.md.Producer = job.Producer
-		if err := modeldir.Publish(job.ModelDir, out.md.ModelFile, out.model, out.md, replace); err != nil {
+		if out.res.ModelPath, err = job.publish(ctx, out, replace); err != nil {
 			return nil, err
 		}
-		out.res.ModelPath = filepath.Join(job.ModelDir, out.md.ModelFile)
 		log.Info("model written", "path", out.res.ModelPath, "sha256", out.md.ModelSHA256)
 		if job.Checkpoint.enabled() {
 			// The run a checkpoint would resume is complete: its model is published.

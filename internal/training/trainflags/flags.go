@@ -101,7 +101,7 @@ func New(name string) (*Flags, *flag.FlagSet) {
 	fs.Var(&stringListFlag{&f.Features}, "features", "feature columns, comma-separated (default: every column but the label)")
 	fs.Var(&stringListFlag{&f.Params.Categorical}, "categorical", "feature columns trained as categorical, comma-separated: each holds category codes (integers from 0)")
 	fs.Float64Var(&f.EvalFraction, "eval-fraction", 0, "without --eval, hold out this fraction of the training rows for evaluation")
-	fs.StringVar(&f.ModelDir, "model-dir", "", "folder that receives model.json (or .ubj) and metadata.json, e.g. <pvc>/models/<model>/<version>; it must not exist yet, unless --producer wrote it or with --overwrite (a model folder is then replaced whole)")
+	fs.StringVar(&f.ModelDir, "model-dir", "", "folder that receives model.json (or .ubj) and metadata.json, e.g. <pvc>/models/<model>/<version>, or an object store prefix s3://<bucket>/<prefix>/<model>/<version>/ (through the --s3-* settings; metadata.json is written last); it must not exist yet, unless --producer wrote it or with --overwrite (a model folder is then replaced whole)")
 	fs.StringVar(&f.Producer, "producer", "", "who writes the model, recorded in metadata.json (the job's name); an existing --model-dir the same producer wrote is replaced (a retried job)")
 	fs.BoolVar(&f.Overwrite, "overwrite", false, "replace an existing model folder in --model-dir that another producer wrote")
 	fs.StringVar(&f.ModelFormat, "model-format", FormatJSON, "model file format: json or ubj")

@@ -13,6 +13,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -56,6 +59,7 @@ func run(args []string) error {
 		drain        = fs.Duration("shutdown_timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
 		logLevel     = fs.String("log_level", "info", "debug, info, warn or error")
 		check        = fs.Bool("check", false, "load the models in --model_dir as serving would, print each one's file and exit, 1 with the reason when one does not load; opens no port (a pre-flight for a model folder, e.g. make deploy-example's)")
+		pprofPort    = fs.Int("pprof_port", 0, "serve Go's pprof profiles (net/http/pprof) on 127.0.0.1 at this port, for profiling a load run (make load-profile); 0: off")
 		exitOnFail   = fs.Bool("exit_on_load_failure", false, "exit 1 when a model fails to load at start, instead of staying up live but not ready; under KServe the failure then reaches the InferenceService's status.modelStatus.lastFailureInfo (with terminationMessagePolicy FallbackToLogsOnError) and the pod restarts with back-off")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -89,9 +93,28 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if *pprofPort > 0 {
+		if err := servePprof(*pprofPort); err != nil {
+			return err
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return s.Run(ctx)
+}
+
+// servePprof serves the pprof handlers on loopback only: profiles show request contents and
+// cost CPU, so they are never on the serving ports.
+func servePprof(port int) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return fmt.Errorf("--pprof_port %d: %w", port, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	go func() { _ = http.Serve(ln, mux) }()
+	return nil
 }
 
 // checkModels loads the models of dir as the server would (the same discovery, parsing and

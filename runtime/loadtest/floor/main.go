@@ -2,6 +2,10 @@
 // POST with a fixed V2 inference response of the size gangboost-runtime returns for one Iris
 // row, so the load test can tell the cost of HTTP (on this machine, under this load generator)
 // from the cost of decoding, evaluating and encoding.
+//
+// With --server_timeouts it runs with the deadlines gangboost-runtime's http.Server has at its
+// defaults (header, body, answer and idle timeouts): net/http then resets the connection's
+// deadlines on every request, a cost of HTTP as a server that must bound slow clients pays it.
 package main
 
 import (
@@ -12,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"time"
 )
 
 // response is what gangboost-runtime returns for one Iris row (same fields, same length).
@@ -19,6 +24,7 @@ const response = `{"model_name":"iris","id":"ef2be2ca0f5876d1","outputs":[{"name
 
 func main() {
 	port := flag.Int("port", 8090, "port to listen on (127.0.0.1)")
+	timeouts := flag.Bool("server_timeouts", false, "set the deadlines gangboost-runtime sets at its defaults (--request_timeout 60s)")
 	flag.Parse()
 
 	body := []byte(response)
@@ -41,7 +47,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
 	}
-	if err := http.Serve(ln, mux); err != nil {
+	srv := &http.Server{Handler: mux}
+	if *timeouts {
+		// server.Run's settings for --request_timeout 60s (plus its 5 s write grace).
+		srv.ReadHeaderTimeout, srv.ReadTimeout = 10*time.Second, 60*time.Second
+		srv.WriteTimeout, srv.IdleTimeout = 65*time.Second, 2*time.Minute
+	}
+	if err := srv.Serve(ln); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
 	}

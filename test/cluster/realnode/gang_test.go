@@ -2,20 +2,24 @@ package realnode
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gangboost/gangboost/internal/contract/version"
+	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 	"github.com/gangboost/gangboost/internal/steps/launch"
 	"github.com/gangboost/gangboost/internal/steps/launch/kube"
 	"github.com/gangboost/gangboost/test/cluster"
@@ -151,18 +155,67 @@ func importImage(t *testing.T, c *cluster.Cluster, name string) {
 	t.Logf("imported %s in %s", filepath.Base(archive), time.Since(t0).Round(time.Millisecond))
 }
 
-// trainerClaim is a claim on a folder of the run whose root belongs to the trainer's uid 65532,
-// as a provisioner with fsGroup makes it; it returns the claim's name and the folder.
+// trainerClaim is a claim on a folder of the run whose root is root:root 755, as a provisioner
+// that ignores fsGroup (an NFS export) hands one out, made writable for the steps and pods (uid
+// 65532) by the documented one-shot Job, manifests/claim-init.yaml; it returns the claim's name
+// and the folder.
 func trainerClaim(t *testing.T, c *cluster.Cluster, ns, name string) (string, string) {
 	t.Helper()
 	dir := filepath.Join(c.Dir, "claims", name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(dir, 65532, 65532); err != nil {
+	if err := os.Chown(dir, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	return claimOn(t, c, ns, "gangboost-models", dir), dir
+	claim := claimOn(t, c, ns, "gangboost-models", dir)
+	runClaimInit(t, c, ns, claim)
+	return claim, dir
+}
+
+// runClaimInit runs manifests/claim-init.yaml's Job on claim in ns (the gangboost image of this
+// run, on the real node) and waits for it to complete.
+func runClaimInit(t *testing.T, c *cluster.Cluster, ns, claim string) {
+	t.Helper()
+	importImage(t, c, "gangboost")
+	root, err := repodir.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "manifests", "claim-init.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict(b, &job); err != nil {
+		t.Fatal(err)
+	}
+	job.Namespace = ns
+	spec := &job.Spec.Template.Spec
+	if want := "ghcr.io/gangboost/gangboost:" + imageVersion; spec.Containers[0].Image != want {
+		t.Fatalf("claim-init.yaml names image %s; the imported archive holds %s", spec.Containers[0].Image, want)
+	}
+	spec.Containers[0].ImagePullPolicy = corev1.PullNever
+	spec.Volumes[0].PersistentVolumeClaim.ClaimName = claim
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := c.Client.Create(ctx, &job); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(&job), &job); err != nil {
+			return false, err
+		}
+		if job.Status.Failed > 0 {
+			return false, fmt.Errorf("claim-init failed: %+v", job.Status)
+		}
+		return job.Status.Succeeded > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("claim-init Job on %s/%s: %v", ns, claim, err)
+	}
+	t.Logf("claim-init completed in %s", time.Since(t0).Round(time.Millisecond))
 }
 
 func succeeded(j *kubeflowv1.XGBoostJob) bool {

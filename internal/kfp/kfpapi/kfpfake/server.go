@@ -36,6 +36,16 @@ type Version struct {
 	spec, platform                     json.RawMessage
 }
 
+// Experiment is an experiment the server holds.
+type Experiment struct{ ID, Name, Description, Namespace string }
+
+// Experiments are the experiments held, in creation order.
+func (s *Server) Experiments() []*Experiment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Experiment(nil), s.experiments...)
+}
+
 // Request is one request the server received, for tests to inspect.
 type Request struct {
 	Method, Path string
@@ -51,12 +61,19 @@ type Server struct {
 	// ListsWithoutSpec makes version listings leave pipeline_spec out (GET of one version
 	// still has it).
 	ListsWithoutSpec bool
+	// MultiUser makes the server answer as multi-user KFP (Kubeflow's profiles) does: experiments
+	// need a namespace, runs an experiment (whose namespace becomes the run's), and a caller may
+	// use only the namespaces Access grants its bearer token (KFP's SubjectAccessReview), shared
+	// pipelines (no namespace) excepted.
+	MultiUser bool
+	Access    map[string][]string
 
-	mu        sync.Mutex
-	pipelines []*Pipeline
-	runs      []map[string]any
-	requests  []Request
-	next      int
+	mu          sync.Mutex
+	pipelines   []*Pipeline
+	experiments []*Experiment
+	runs        []map[string]any
+	requests    []Request
+	next        int
 }
 
 // New starts a server; it stops when the test ends.
@@ -134,6 +151,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.getVersion(w, r, strings.Split(p, "/")[4], strings.Split(p, "/")[6])
 	case p == "/apis/v2beta1/runs":
 		s.createRun(w, r)
+	case p == "/apis/v2beta1/experiments":
+		s.experimentsEndpoint(w, r)
 	default:
 		http.NotFound(w, r)
 	}
@@ -180,6 +199,9 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, version bool) {
 		v.HasPlatform = true
 	}
 	if !version {
+		if !s.allowed(w, r, q.Get("namespace"), "create", "pipelines") {
+			return
+		}
 		for _, p := range s.pipelines {
 			if p.Name == name && p.Namespace == q.Get("namespace") {
 				uploadError(w, http.StatusConflict, "Failed to create a pipeline and a pipeline version", "already exists")
@@ -277,6 +299,9 @@ func (s *Server) listPipelines(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
+	if !s.allowed(w, r, q.Get("namespace"), "list", "pipelines") {
+		return
+	}
 	name, filtered, err := filterName(q.Get("filter"))
 	if err != nil {
 		gatewayError(w, http.StatusBadRequest, 3, "Invalid input error: failed to parse filter: "+err.Error())
@@ -397,6 +422,27 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 		gatewayError(w, http.StatusNotFound, 5, "PipelineVersion "+ref.PipelineVersionID+" not found")
 		return
 	}
+	// The run's namespace is its experiment's (KFP's GetValidExperimentNamespacePair).
+	namespace := ""
+	switch {
+	case body.ExperimentID == "" && s.MultiUser:
+		gatewayError(w, http.StatusBadRequest, 3, "Invalid input error: Experiment id can not be empty in multi-user mode")
+		return
+	case body.ExperimentID != "":
+		e := s.experiment(body.ExperimentID)
+		if e == nil {
+			gatewayError(w, http.StatusNotFound, 5, "Failed to fetch namespace for experiment "+body.ExperimentID+": ResourceNotFoundError: Experiment "+body.ExperimentID+" not found")
+			return
+		}
+		namespace = e.Namespace
+	}
+	if s.MultiUser && (p.Namespace != "" && p.Namespace != namespace) {
+		gatewayError(w, http.StatusBadRequest, 3, fmt.Sprintf("Invalid input error: pipeline %s belongs to namespace '%s', the run's experiment to '%s'", p.ID, p.Namespace, namespace))
+		return
+	}
+	if !s.allowed(w, r, namespace, "create", "runs") {
+		return
+	}
 	if body.RuntimeConfig != nil {
 		if err := checkParameters(v.spec, body.RuntimeConfig.Parameters); err != nil {
 			gatewayError(w, http.StatusBadRequest, 3, "Invalid input error: "+err.Error())
@@ -406,6 +452,9 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	var run map[string]any
 	json.Unmarshal(raw, &run)
 	run["run_id"] = s.id("run")
+	if namespace != "" {
+		run["namespace"] = namespace
+	}
 	s.runs = append(s.runs, run)
 	out := map[string]any{}
 	for k, v := range run {
@@ -414,6 +463,97 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request) {
 	out["state"] = "PENDING"
 	out["storage_state"] = "AVAILABLE"
 	writeJSON(w, out)
+}
+
+// allowed reports whether the caller may act in namespace (multi-user mode), else writes KFP's
+// answer: an empty namespace is invalid for experiments and runs, a namespace the caller's token
+// is not granted is denied as KFP's SubjectAccessReview denies it.
+func (s *Server) allowed(w http.ResponseWriter, r *http.Request, namespace, verb, resource string) bool {
+	if !s.MultiUser {
+		return true
+	}
+	if namespace == "" {
+		if resource == "experiments" || resource == "runs" {
+			gatewayError(w, http.StatusBadRequest, 3, "Invalid input error: An experiment cannot have an empty namespace in multi-user mode")
+			return false
+		}
+		return true // shared pipelines
+	}
+	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	for _, ns := range s.Access[token] {
+		if ns == namespace {
+			return true
+		}
+	}
+	gatewayError(w, http.StatusForbidden, 7, fmt.Sprintf("Failed to authorize with API: PermissionDenied: User 'system:serviceaccount:caller' is not authorized with reason:  (request: &ResourceAttributes{Namespace:%s,Verb:%s,Group:pipelines.kubeflow.org,Version:v1beta1,Resource:%s,})", namespace, verb, resource))
+	return false
+}
+
+func (s *Server) experiment(id string) *Experiment {
+	for _, e := range s.experiments {
+		if e.ID == id {
+			return e
+		}
+	}
+	return nil
+}
+
+func experimentJSON(e *Experiment) map[string]any {
+	return map[string]any{"experiment_id": e.ID, "display_name": e.Name, "description": e.Description, "namespace": e.Namespace,
+		"created_at": "2026-11-23T19:00:00Z", "storage_state": "AVAILABLE"}
+}
+
+// experimentsEndpoint serves POST (create) and GET (list) of /apis/v2beta1/experiments.
+func (s *Server) experimentsEndpoint(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet:
+		q := r.URL.Query()
+		if !s.allowed(w, r, q.Get("namespace"), "list", "experiments") {
+			return
+		}
+		name, filtered, err := filterName(q.Get("filter"))
+		if err != nil {
+			gatewayError(w, http.StatusBadRequest, 3, "Invalid input error: failed to parse filter: "+err.Error())
+			return
+		}
+		list := []any{}
+		for _, e := range s.experiments {
+			if (!filtered || e.Name == name) && e.Namespace == q.Get("namespace") {
+				list = append(list, experimentJSON(e))
+			}
+		}
+		writeJSON(w, map[string]any{"experiments": list, "total_size": len(list)})
+	case http.MethodPost:
+		var body struct {
+			DisplayName string `json:"display_name"`
+			Description string `json:"description"`
+			Namespace   string `json:"namespace"`
+		}
+		dec := json.NewDecoder(r.Body)
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&body); err != nil {
+			gatewayError(w, http.StatusBadRequest, 3, "proto: syntax error: "+err.Error())
+			return
+		}
+		if body.DisplayName == "" {
+			gatewayError(w, http.StatusBadRequest, 3, "Invalid input error: Experiment name is empty. Please specify a valid experiment name")
+			return
+		}
+		if !s.allowed(w, r, body.Namespace, "create", "experiments") {
+			return
+		}
+		for _, e := range s.experiments {
+			if e.Name == body.DisplayName && e.Namespace == body.Namespace {
+				gatewayError(w, http.StatusConflict, 6, "Failed to create a experiment: Already exist error: Failed to create a new experiment. The name "+body.DisplayName+" already exists. Please specify a new name")
+				return
+			}
+		}
+		e := &Experiment{ID: s.id("experiment"), Name: body.DisplayName, Description: body.Description, Namespace: body.Namespace}
+		s.experiments = append(s.experiments, e)
+		writeJSON(w, experimentJSON(e))
+	default:
+		gatewayError(w, http.StatusMethodNotAllowed, 12, "Method Not Allowed")
+	}
 }
 
 // checkParameters: every parameter is one of the pipeline's, of its declared type.

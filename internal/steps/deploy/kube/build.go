@@ -97,7 +97,9 @@ func InferenceService(s *deploy.Service) (*kserveapi.InferenceService, error) {
 		Annotations map[string]string          `json:"annotations"`
 		Security    *corev1.PodSecurityContext `json:"securityContext,omitempty"`
 		Mode        string                     `json:"deploymentMode,omitempty"`
-	}{model, annotations, security, s.DeploymentMode})
+		Account     string                     `json:"serviceAccountName,omitempty"`
+		Priority    string                     `json:"priorityClassName,omitempty"`
+	}{model, annotations, security, s.DeploymentMode, s.ServiceAccount, s.PriorityClass})
 	if err != nil {
 		return nil, err
 	}
@@ -113,6 +115,7 @@ func InferenceService(s *deploy.Service) (*kserveapi.InferenceService, error) {
 		},
 		Spec: kserveapi.InferenceServiceSpec{Predictor: kserveapi.PredictorSpec{
 			Model: model, MinReplicas: &minReplicas, MaxReplicas: s.MaxReplicas, Annotations: annotations, SecurityContext: security,
+			ServiceAccountName: s.ServiceAccount, PriorityClassName: s.PriorityClass,
 		}},
 	}
 	return isvc, nil

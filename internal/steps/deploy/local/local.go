@@ -10,6 +10,8 @@ package local
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,13 +112,38 @@ type proc struct {
 // beside the records. A version already serving under the name keeps serving until Wait has the
 // new one ready.
 func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
-	_, err := b.start(s, s.Name)
+	_, err := b.start(ctx, s, s.Name)
 	return err
+}
+
+// maxDownloadBytes bounds a model copied from an object store to serve locally.
+const maxDownloadBytes = 4 << 30
+
+// modelDir is the folder the runtime serves s's model from: on the claim, or for an s3:// model a
+// checked copy under the state folder (models/<digest of the URI>), as KServe's storage
+// initializer makes one in the pod.
+func (b *Backend) modelDir(ctx context.Context, s *deploy.Service) (string, error) {
+	if s.FromRegistry() {
+		return "", fmt.Errorf("model_uri %s: the local backend serves pvc:// and s3:// models; a model-registry:// URI is resolved by the registry's storage initializer on a cluster (give the version's artifact URI here)", s.ModelURI)
+	}
+	if !s.InObjectStore() {
+		return s.LocalModelDir()
+	}
+	f, err := s.ModelObjects()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(s.ModelURI))
+	dir := filepath.Join(b.StateDir, "models", hex.EncodeToString(sum[:8]))
+	if _, err := f.Download(ctx, dir, maxDownloadBytes); err != nil {
+		return "", fmt.Errorf("model_uri %s: %w", s.ModelURI, err)
+	}
+	return dir, nil
 }
 
 // start starts a gangboost-runtime process serving s's model under s.Name, to be recorded as
 // key (the service's name, or a challenger's beside it).
-func (b *Backend) start(s *deploy.Service, key string) (*proc, error) {
+func (b *Backend) start(ctx context.Context, s *deploy.Service, key string) (*proc, error) {
 	if b.Runtime == "" || b.StateDir == "" {
 		return nil, errors.New("local serving backend: Runtime (the gangboost-runtime executable) and StateDir ($GANGBOOST_LOCAL_STATE) must be set")
 	}
@@ -124,7 +151,7 @@ func (b *Backend) start(s *deploy.Service, key string) (*proc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local service %s: runtime: %w (set GANGBOOST_BIN_DIR to the folder holding gangboost-runtime)", s.Name, err)
 	}
-	dir, err := s.LocalModelDir()
+	dir, err := b.modelDir(ctx, s)
 	if err != nil {
 		return nil, fmt.Errorf("local service %s: %w", s.Name, err)
 	}

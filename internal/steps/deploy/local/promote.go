@@ -147,22 +147,24 @@ func (b *Backend) ApplyChallenger(ctx context.Context, s *deploy.Service, c depl
 		if err != nil {
 			return err
 		}
-		if _, err := b.start(champion, s.Name); err != nil {
+		if _, err := b.start(ctx, champion, s.Name); err != nil {
 			return fmt.Errorf("start the champion %s: %w", c.Champion, err)
 		}
 	}
-	_, err := b.start(s, challengerKey(s.Name, c.Name))
+	_, err := b.start(ctx, s, challengerKey(s.Name, c.Name))
 	return err
 }
 
 // championService is s serving the champion's model instead.
 func championService(s *deploy.Service, modelURI string) (*deploy.Service, error) {
-	u, err := claim.ParseURI(modelURI)
-	if err != nil {
-		return nil, fmt.Errorf("the champion's model_uri %w", err)
+	if err := deploy.CheckModelURI(modelURI); err != nil {
+		return nil, fmt.Errorf("the champion's %w", err)
 	}
 	champion := *s
-	champion.ModelURI, champion.Claim, champion.ModelPath = modelURI, u.Claim, u.Path
+	champion.ModelURI, champion.Claim, champion.ModelPath = modelURI, "", ""
+	if u, err := claim.ParseURI(modelURI); err == nil {
+		champion.Claim, champion.ModelPath = u.Claim, u.Path
+	}
 	return &champion, nil
 }
 
