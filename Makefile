@@ -31,18 +31,35 @@ KUBECTL ?= kubectl
 
 all: build
 
+# libxgboost 3.0 from Debian 13 (trixie): gangboost-train and every test binary that links
+# libxgboost are linked against a sysroot of trixie's .debs under the tool cache, made by
+# scripts/xgboost-sysroot.sh (downloaded once, ~55 MB; nothing installed into /). The flags are
+# exported to every go command below, so make build, make test, make demo and the tests' own builds
+# of the trainer link the same library (scripts/xgboost-flags.sh says why each flag). Outside make:
+#   eval "$$(scripts/xgboost-flags.sh env)"; go test ./internal/training/...
+XGBOOST_SYSROOT := $(shell scripts/xgboost-sysroot.sh --path)
+CGO_CFLAGS := $(shell scripts/xgboost-flags.sh cflags)
+CGO_LDFLAGS := $(shell scripts/xgboost-flags.sh ldflags)
+GOFLAGS := $(strip $(GOFLAGS) $(shell scripts/xgboost-flags.sh goflags))
+export CGO_CFLAGS CGO_LDFLAGS GOFLAGS
+.PHONY: xgboost-sysroot
+## xgboost-sysroot: download Debian 13's libxgboost 3.0 .debs and unpack them into the tool cache (once)
+xgboost-sysroot: $(XGBOOST_SYSROOT)/.complete
+$(XGBOOST_SYSROOT)/.complete:
+	@scripts/xgboost-sysroot.sh >/dev/null
+
 ## help: list the targets with what each does
 help:
 	@awk -F': ' '/^## /{sub(/^## /, ""); split($$0, a, ": "); printf "  %-28s %s\n", a[1], substr($$0, length(a[1]) + 3)}' $(MAKEFILE_LIST)
 
 # Each target installs only what it needs: the build (and make demo) libxgboost alone, the tests
 # everything else too (scripts/deps.sh lists both sets).
-## deps-build: install the Debian packages the build and make demo need: libxgboost-dev (as root)
-deps-build:
+## deps-build: install the Debian packages the build and make demo need (gcc for cgo), and the libxgboost sysroot
+deps-build: xgboost-sysroot
 	@scripts/deps.sh build
 
-## deps: install every Debian package the tests, images and benchmarks need (as root)
-deps:
+## deps: install every Debian package the tests, images and benchmarks need (as root), and the libxgboost sysroot
+deps: xgboost-sysroot
 	@scripts/deps.sh test
 
 # gangboost-components is built with -s -w (no symbol table or DWARF; stack traces stay): it is
@@ -142,7 +159,7 @@ bench-load: deps
 FUZZTIME ?= 10s
 FUZZ_TARGETS := ./runtime/v2:FuzzDecodeJSONData ./runtime/v2:FuzzDecodeBinaryData ./runtime/v2:FuzzParseInferRequest \
 	./runtime/v2:FuzzSanitizeNonFinite ./runtime/rest:FuzzInferBody ./runtime/forest:FuzzParse \
-	./internal/training/dataset:FuzzLoadCSV ./internal/training/dataset:FuzzLoadLibSVM ./internal/training/tracker:FuzzReadHello
+	./internal/training/dataset:FuzzLoadCSV ./internal/training/dataset:FuzzLoadLibSVM
 FUZZ_TARGETS += ./runtime/v2:FuzzDecodeInferResponse
 FUZZ_TARGETS += ./internal/contract/claim:FuzzParseURI
 FUZZ_TARGETS += ./internal/training/dataset:FuzzFastRow ./internal/training/dataset:FuzzParallelCSV

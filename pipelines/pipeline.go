@@ -94,6 +94,9 @@ var Parameters = []Parameter{
 	{Name: "cpu", Feeds: feeds(Launch, "cpu")},
 	{Name: "memory", Feeds: feeds(Launch, "memory")},
 	{Name: "gpus", Feeds: feeds(Launch, "gpus")},
+	{Name: "tolerations", Feeds: feeds(Launch, "tolerations")},
+	{Name: "node_selector", Feeds: feeds(Launch, "node_selector")},
+	{Name: "affinity", Feeds: feeds(Launch, "affinity")},
 	{Name: "queue", Feeds: feeds(Launch, "queue")},
 	{Name: "priority_class", Feeds: feeds(Launch, "priority_class")},
 	{Name: "min_available", Feeds: feeds(Launch, "min_available")},
@@ -116,6 +119,7 @@ var Parameters = []Parameter{
 	{Name: "eval_metric", Feeds: feeds(Launch, "eval_metric")},
 	{Name: "early_stopping_rounds", Feeds: feeds(Launch, "early_stopping_rounds")},
 	{Name: "xgb_params", Feeds: feeds(Launch, "xgb_params")},
+	{Name: "categorical", Feeds: feeds(Launch, "categorical")},
 	// Model and serving.
 	{Name: "model_name", Feeds: append(append(feeds(Launch, "model_name"), feeds(Deploy, "name")...), feeds(Promote, "name")...), Default: "iris",
 		Description: "the model goes to models/<model_name>/<model_version> on the claim and is served by the InferenceService <model_name>"},

@@ -8,10 +8,12 @@
 #   gangboost          a root made of Debian packages (libxgboost and the libraries it links,
 #                      no shell, no package manager) with gangboost-train and gangboost-components,
 #                      linked as each pipeline component's command
-# The host's binaries come from make build (bin/). For another architecture the script builds
-# them: gangboost-runtime and gangboost-components are pure Go (CGO_ENABLED=0); gangboost-train
-# links that architecture's libxgboost (cgo) with Debian's cross compiler (gcc-<triplet>, make deps)
-# against a sysroot unpacked from the same Debian packages the image's root is made of.
+# The host's pure Go binaries come from make build (bin/); for another architecture the script
+# builds them (CGO_ENABLED=0). gangboost-train is linked here for every architecture: make build's
+# names the tool cache's loader and libraries (scripts/xgboost-flags.sh local), the image's the usual
+# paths. It links libxgboost 3.0 (cgo) against the sysroot of that architecture's Debian 13 .debs
+# (scripts/xgboost-sysroot.sh), with Debian's cross compiler (gcc-<triplet>, make deps) for
+# another architecture, and the image's root is unpacked from the same .debs.
 # Each image carries OCI labels and a file list of what it was made from
 # (/usr/share/gangboost/sbom.txt: the .deb names and versions, and the Go modules of every binary).
 #
@@ -37,8 +39,9 @@ read -r -a S <<< "${BUILDAH_STORAGE:-}"
 SOURCE=https://github.com/gangboost/gangboost
 # Linked into the binaries as make build links it: launch-xgboostjob's default trainer image.
 LDFLAGS="-X github.com/gangboost/gangboost/internal/contract/version.Registry=$REGISTRY"
-# The Debian packages the trainer's root is made of: libxgboost and what it and the binary link.
-DEBS=(libxgboost0 libdmlc0 libgomp1 libstdc++6 libgcc-s1 libc6 gcc-12-base)
+# The Debian 13 packages the trainer's root is made of: libxgboost and what it and the binary
+# link (the sysroot's debs/ holds them with the link-only ones).
+DEBS=(libxgboost0 libdmlc0t64 libgomp1 libstdc++6 libgcc-s1 libc6 gcc-14-base)
 # The components' commands: links to gangboost-components, which runs the one its name says.
 COMPONENTS=(launch-xgboostjob deploy-inferenceservice evaluate prepare-data promote-model)
 
@@ -54,8 +57,7 @@ triplet() {
 for arch in "${ARCHES[@]}"; do
   t=$(triplet "$arch")
   [[ $arch == "$HOST_ARCH" ]] && continue
-  command -v "$t-gcc" >/dev/null || { echo "build-images: $t-gcc is missing to link gangboost-train for $arch: make deps (or apt-get install gcc-${t//_/-} libc6-dev-$arch-cross), or ARCHES=$HOST_ARCH" >&2; exit 1; }
-  dpkg --print-foreign-architectures | grep -qx "$arch" || { echo "build-images: dpkg does not know $arch, so apt-get cannot download its packages: make deps (or dpkg --add-architecture $arch && apt-get update)" >&2; exit 1; }
+  command -v "$t-gcc" >/dev/null || { echo "build-images: $t-gcc is missing to link gangboost-train for $arch: make deps (or apt-get install gcc-${t//_/-}), or ARCHES=$HOST_ARCH" >&2; exit 1; }
 done
 mkdir -p "$DIST"
 work=$(mktemp -d)
@@ -74,14 +76,15 @@ users() {
 # gomods appends the Go modules of binary $1 to file $2.
 gomods() { echo "# $(basename "$1")" >>"$2"; go version -m "$1" | awk '$1 == "dep" || $1 == "mod" {print $2, $3}' >>"$2"; }
 
-# debs downloads the packages $3... for architecture $1 into folder $2.
+# debs puts in folder $2 the Debian 13 packages $3... of architecture $1, from its sysroot's
+# downloads (scripts/xgboost-sysroot.sh, made when missing).
 debs() {
-  local arch=$1 dir=$2; shift 2
+  local arch=$1 dir=$2 sysroot p; shift 2
+  sysroot=$(scripts/xgboost-sysroot.sh "$arch")
   mkdir -p "$dir"
-  local pkgs=("${@/%/:$arch}")
-  if ! (cd "$dir" && apt-get download "${pkgs[@]}" >/dev/null 2>&1); then
-    apt-get update -qq && (cd "$dir" && apt-get download "${pkgs[@]}" >/dev/null)
-  fi
+  for p in "$@"; do
+    cp "$sysroot/debs/${p}_"*.deb "$dir/" || { echo "build-images: $p is not among $sysroot/debs" >&2; return 1; }
+  done
 }
 
 # commit makes image $2 for architecture $3 from root folder $1 with the given config and writes
@@ -110,26 +113,29 @@ commit() {
   echo "image $ref linux/$arch: $(du -h "$archive" | cut -f1) as an OCI archive, built in $((SECONDS - start))s"
 }
 
-# binaries puts the binaries of architecture $1 in folder $2: make build's for the host's,
-# cross-compiled for another, gangboost-train against sysroot $3.
+# binaries puts the binaries of architecture $1 in folder $2: make build's pure Go ones for the
+# host's, cross-compiled for another; gangboost-train linked for the image (usual loader and
+# library paths) against that architecture's libxgboost 3.0 sysroot.
 binaries() {
-  local arch=$1 out=$2 sysroot=$3 t
+  local arch=$1 out=$2 t cc=gcc
   t=$(triplet "$arch")
   mkdir -p "$out"
-  if [[ $arch == "$HOST_ARCH" ]]; then
-    cp -a "$BIN/gangboost-runtime" "$BIN/gangboost-storage-initializer" "$BIN/gangboost-train" "$BIN/gangboost-components" "$out/"
-    return
-  fi
   local start=$SECONDS
-  CGO_ENABLED=0 GOARCH=$arch go build -trimpath -ldflags="$LDFLAGS" -o "$out/gangboost-runtime" ./runtime/cmd/gangboost-runtime
-  CGO_ENABLED=0 GOARCH=$arch go build -trimpath -ldflags="-s -w $LDFLAGS" -o "$out/gangboost-components" ./cmd/gangboost-components
-  CGO_ENABLED=0 GOARCH=$arch go build -trimpath -ldflags="-s -w" -o "$out/gangboost-storage-initializer" ./runtime/cmd/gangboost-storage-initializer
-  # The headers and libxgboost.so come from the sysroot (libxgboost-dev:$arch unpacked), the
-  # libraries libxgboost itself links (libgomp, libstdc++, libdmlc) from it too.
-  CGO_ENABLED=1 GOARCH=$arch CC="$t-gcc" CGO_CFLAGS="-I$sysroot/usr/include" \
-    CGO_LDFLAGS="-L$sysroot/usr/lib/$t -Wl,-rpath-link=$sysroot/usr/lib/$t" \
+  if [[ $arch == "$HOST_ARCH" ]]; then
+    cp -a "$BIN/gangboost-runtime" "$BIN/gangboost-storage-initializer" "$BIN/gangboost-components" "$out/"
+  else
+    cc=$t-gcc
+    CGO_ENABLED=0 GOARCH=$arch go build -trimpath -ldflags="$LDFLAGS" -o "$out/gangboost-runtime" ./runtime/cmd/gangboost-runtime
+    CGO_ENABLED=0 GOARCH=$arch go build -trimpath -ldflags="-s -w $LDFLAGS" -o "$out/gangboost-components" ./cmd/gangboost-components
+    CGO_ENABLED=0 GOARCH=$arch go build -trimpath -ldflags="-s -w" -o "$out/gangboost-storage-initializer" ./runtime/cmd/gangboost-storage-initializer
+  fi
+  # GOFLAGS= drops make's -r (the tool cache's library folder) that scripts/xgboost-flags.sh adds
+  # for binaries run on this machine.
+  scripts/xgboost-sysroot.sh "$arch" >/dev/null
+  CGO_ENABLED=1 GOARCH=$arch CC="$cc" GOFLAGS= CGO_CFLAGS="$(scripts/xgboost-flags.sh image "$arch" cflags)" \
+    CGO_LDFLAGS="$(scripts/xgboost-flags.sh image "$arch" ldflags)" \
     go build -trimpath -ldflags="$LDFLAGS" -o "$out/gangboost-train" ./components/xgboost-trainer
-  echo "binaries for linux/$arch cross-compiled in $((SECONDS - start))s"
+  echo "binaries for linux/$arch built in $((SECONDS - start))s"
 }
 
 IMAGES=(gangboost-runtime gangboost-storage-initializer gangboost)
@@ -140,15 +146,10 @@ done
 
 for arch in "${ARCHES[@]}"; do
   t=$(triplet "$arch")
-  # The Debian packages of the gangboost image's root; for a cross link also libxgboost-dev.
+  # The Debian packages of the gangboost image's root.
   debs "$arch" "$work/debs-$arch" "${DEBS[@]}"
-  sysroot="$work/sysroot-$arch"
-  if [[ $arch != "$HOST_ARCH" ]]; then
-    debs "$arch" "$work/dev-$arch" libxgboost-dev
-    for deb in "$work/debs-$arch"/*.deb "$work/dev-$arch"/*.deb; do dpkg-deb -x "$deb" "$sysroot"; done
-  fi
   bins="$work/bin-$arch"
-  binaries "$arch" "$bins" "$sysroot"
+  binaries "$arch" "$bins"
 
   # gangboost-runtime: the static binary and the users, nothing else.
   rt="$work/runtime-$arch"
@@ -178,6 +179,10 @@ for arch in "${ARCHES[@]}"; do
     dpkg-deb -x "$deb" "$tr"
     dpkg-deb -W --showformat '${Package} ${Version} ${Architecture}\n' "$deb" >>"$tr/usr/share/gangboost/sbom.txt"
   done
+  # Debian 13 is merged-/usr and its .debs hold usr/lib only (base-files makes the links): the
+  # loader every binary names is /lib64/ld-linux-x86-64.so.2 or /lib/ld-linux-aarch64.so.1.
+  ln -sfn usr/lib "$tr/lib"
+  [[ -d $tr/usr/lib64 ]] && ln -sfn usr/lib64 "$tr/lib64"
   # Manuals and locales are dead weight without a shell; copyright files stay (licences).
   rm -rf "$tr/usr/share/man" "$tr/usr/share/info" "$tr/usr/share/locale" "$tr/usr/share/lintian" "$tr/usr/lib/$t/gconv"
   users "$tr"
@@ -188,7 +193,13 @@ for arch in "${ARCHES[@]}"; do
   for c in "${COMPONENTS[@]}"; do
     ln -s gangboost-components "$tr/usr/local/bin/$c"
   done
-  commit "$tr" gangboost "$arch" \
+  # What the image's libxgboost is: the .deb's version for every architecture, and for the host's
+  # its XGBuildInfo (gangboost-train --build-info; USE_CUDA says whether it can train on GPUs).
+  xgb_labels=(--label "dev.gangboost.libxgboost.version=$(dpkg-deb -f "$work/debs-$arch"/libxgboost0_*.deb Version)")
+  if [[ $arch == "$HOST_ARCH" ]]; then
+    xgb_labels+=(--label "dev.gangboost.libxgboost.build-info=$("$BIN/gangboost-train" --build-info)")
+  fi
+  commit "$tr" gangboost "$arch" "${xgb_labels[@]}" \
     --cmd '["/usr/local/bin/gangboost-train", "--help"]' \
     --label org.opencontainers.image.description="gangboost trainer (gangboost-train, Go + libxgboost) and Kubeflow Pipelines components (gangboost-components)"
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages a make target needs, when missing.
-#   scripts/deps.sh build   what `make build` and `make demo` need: libxgboost for the trainer (cgo)
+#   scripts/deps.sh build   what `make build` and `make demo` need: gcc for the trainer's cgo link
+#                           (libxgboost 3.0 itself comes from Debian 13's .debs, unpacked into the
+#                           tool cache by scripts/xgboost-sysroot.sh, never installed)
 #   scripts/deps.sh test    everything `make test` needs: the build's, the peers, the control plane's
 #                           store, the image tools and the other architecture's cross compiler
 #   scripts/deps.sh P...    the named packages
@@ -8,7 +10,8 @@
 set -euo pipefail
 
 build_packages=(
-  libxgboost-dev        # libxgboost for the trainer (cgo); the demo needs nothing else
+  gcc                   # the trainer's cgo link against the libxgboost 3.0 sysroot; the demo needs nothing else
+  libc6-dev
 )
 test_packages=(
   python3-xgboost       # reference peer in benchmarks and protocol tests
@@ -37,17 +40,15 @@ test_packages=(
 )
 
 set_name=${1:-test}
-foreign=()
 case $set_name in
   build) shift; packages=("${build_packages[@]}") ;;
   test)
     shift || true
     packages=("${build_packages[@]}" "${test_packages[@]}")
     # make images builds for amd64 and arm64 (IMAGE_ARCHES): for the architecture that is not the
-    # host's, a cross C compiler links gangboost-train (cgo). That architecture's libxgboost is not
-    # installed (Debian's libxgboost0 and -dev are not Multi-Arch: installing libxgboost-dev:arm64
-    # removes the host's libxgboost and python3-xgboost); scripts/build-images.sh unpacks its .debs
-    # into a sysroot instead, for which dpkg must know the architecture.
+    # host's, a cross C compiler links gangboost-train (cgo) against that architecture's libxgboost
+    # 3.0 sysroot (scripts/xgboost-sysroot.sh ARCH downloads it without dpkg knowing the
+    # architecture).
     host=$(dpkg --print-architecture)
     for arch in ${IMAGE_ARCHES:-amd64 arm64}; do
       [ "$arch" = "$host" ] && continue
@@ -56,8 +57,7 @@ case $set_name in
         arm64) cc=gcc-aarch64-linux-gnu ;;
         *) echo "deps: no cross toolchain known for $arch (amd64, arm64)" >&2; exit 1 ;;
       esac
-      foreign+=("$arch")
-      packages+=("$cc" "libc6-dev-$arch-cross")
+      packages+=("$cc")
     done
     ;;
   *) packages=("$@") ;;
@@ -67,23 +67,15 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-for arch in "${foreign[@]}"; do
-  dpkg --print-foreign-architectures | grep -qx "$arch" || missing+=("architecture:$arch")
-done
 [ "${#missing[@]}" -eq 0 ] && exit 0
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "installing: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  for arch in "${foreign[@]}"; do
-    dpkg --print-foreign-architectures | grep -qx "$arch" || dpkg --add-architecture "$arch"
-  done
   apt-get update -qq
-  pkgs=()
-  for p in "${missing[@]}"; do [[ $p == architecture:* ]] || pkgs+=("$p"); done
-  [ "${#pkgs[@]}" -eq 0 ] || apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
   echo "missing Debian packages: ${missing[*]}" >&2
-  echo "install them with: sudo dpkg --add-architecture ARCH (for each architecture:ARCH), sudo apt-get update, sudo apt-get install -y (the packages)" >&2
+  echo "install them with: sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
   exit 1
 fi

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"github.com/gangboost/gangboost/internal/training/localgang"
 	"github.com/gangboost/gangboost/internal/training/train"
 	"github.com/gangboost/gangboost/internal/training/trainflags"
+	"github.com/gangboost/gangboost/internal/training/xgb"
 )
 
 // Exit codes: 1 a failure of this rank, 2 bad usage, 3 another rank of the gang was lost.
@@ -42,6 +44,9 @@ func main() {
 }
 
 func run(args []string) int {
+	if len(args) == 1 && (args[0] == "--build-info" || args[0] == "-build-info") {
+		return buildInfo()
+	}
 	f, fs := trainflags.New("gangboost-train")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -59,6 +64,9 @@ func run(args []string) int {
 		return usage(err)
 	}
 	if err := f.Finish(); err != nil {
+		return usage(err)
+	}
+	if err := checkGPU(f.Params); err != nil {
 		return usage(err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -177,4 +185,42 @@ func runLocal(ctx context.Context, workers, restarts int, args []string) int {
 	}
 	_ = res
 	return 0
+}
+
+// buildInfo prints how the linked libxgboost was built (XGBuildInfo, with its version as
+// libxgboost_version): launch-xgboostjob reads USE_CUDA to refuse GPU requests a CPU-only build
+// would leave unused, and make images records it in the image's labels.
+func buildInfo() int {
+	info, err := xgb.BuildInfo()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gangboost-train:", err)
+		return exitFailed
+	}
+	info["libxgboost_version"] = xgb.Version()
+	b, err := json.Marshal(info)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gangboost-train:", err)
+		return exitFailed
+	}
+	fmt.Println(string(b))
+	return 0
+}
+
+// checkGPU refuses a GPU setting (device=cuda, tree_method=gpu_hist) when the linked libxgboost
+// has no CUDA: it would fail inside libxgboost after the gang was scheduled, or train on the CPU
+// while the GPUs the gang holds stay idle.
+func checkGPU(p trainflags.Params) error {
+	setting := p.UsesGPU()
+	if setting == "" {
+		return nil
+	}
+	info, err := xgb.BuildInfo()
+	if err != nil {
+		return err
+	}
+	if cuda, _ := info["USE_CUDA"].(bool); !cuda {
+		return fmt.Errorf("%s: this gangboost-train links libxgboost %s built without CUDA (XGBuildInfo USE_CUDA false); "+
+			"train on the CPU (device cpu, tree_method hist) or use a trainer image built with a CUDA libxgboost", setting, xgb.Version())
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -512,6 +513,11 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		{[]string{"--eta", "NaN"}, "eta NaN: want more than 0"},
 		{[]string{"--lambda", "-1"}, "reg_lambda -1: want 0 or more"},
 		{[]string{"--tree-method", "fast"}, `tree_method "fast": want one of auto, exact, approx, hist, gpu_hist`},
+		{[]string{"--param", "max_dpeth=3"}, `"max_dpeth" is not an XGBoost 3.0 training parameter (did you mean max_depth?)`},
+		// Debian's libxgboost 3.0 is built without CUDA: a GPU setting is refused before any data
+		// is read, naming the library and what to do.
+		{[]string{"--param", "device=cuda"}, "device=cuda: this gangboost-train links libxgboost 3.0.0 built without CUDA (XGBuildInfo USE_CUDA false)"},
+		{[]string{"--tree-method", "gpu_hist"}, "tree_method=gpu_hist: this gangboost-train links libxgboost 3.0.0 built without CUDA"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -529,6 +535,21 @@ func TestBadFlagsExitTwo(t *testing.T) {
 				t.Fatalf("a model folder appeared (stat: %v)", err)
 			}
 		})
+	}
+}
+
+// --build-info prints XGBuildInfo of the linked libxgboost: Debian 13's 3.0.0, CPU only.
+func TestBuildInfo(t *testing.T) {
+	out, err := exec.Command(trainerBin, "--build-info").Output()
+	if err != nil {
+		t.Fatalf("--build-info: %v\n%s", err, out)
+	}
+	var info map[string]any
+	if err := json.Unmarshal(out, &info); err != nil {
+		t.Fatalf("--build-info printed %q: %v", out, err)
+	}
+	if info["libxgboost_version"] != "3.0.0" || info["USE_CUDA"] != false || info["USE_OPENMP"] != true {
+		t.Fatalf("--build-info: %s; want libxgboost_version 3.0.0, USE_CUDA false, USE_OPENMP true", out)
 	}
 }
 

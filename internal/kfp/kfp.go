@@ -14,6 +14,8 @@
 package kfp
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -225,6 +227,40 @@ func (e *Executor) Struct(name string) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// JSON decodes input parameter name (a struct, a list, or a string holding either as JSON) into
+// out, refusing fields out does not have, and reports whether the input was given (not null,
+// not empty). It is for inputs that are an API's own types (a pod's tolerations, say).
+func (e *Executor) JSON(name string, out any) (bool, error) {
+	v, ok := e.in.GetInputs().GetParameterValues()[name]
+	if !ok {
+		return false, nil
+	}
+	var raw []byte
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_NullValue:
+		return false, nil
+	case *structpb.Value_StringValue:
+		if strings.TrimSpace(k.StringValue) == "" {
+			return false, nil
+		}
+		raw = []byte(k.StringValue)
+	case *structpb.Value_StructValue, *structpb.Value_ListValue:
+		b, err := protojson.Marshal(v)
+		if err != nil {
+			return false, fmt.Errorf("input parameter %q: %w", name, err)
+		}
+		raw = b
+	default:
+		return false, fmt.Errorf("input parameter %q: want a struct or a list, got %s", name, kindName(v))
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	if err := d.Decode(out); err != nil {
+		return false, fmt.Errorf("input parameter %q: %s: %v", name, raw, err)
+	}
+	return true, nil
 }
 
 func kindName(v *structpb.Value) string {

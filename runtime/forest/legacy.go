@@ -303,7 +303,9 @@ func readLegacyTree(r *binReader, tr *rawTree, where string) error {
 	case numRoots > 1:
 		// Trees with several roots selected by a per-row root_index (XGBoost < 0.6).
 		return r.errAt(at, where+".TreeParam.num_roots", "trees with %d roots are not supported", numRoots)
-	case leafVec != 0:
+	case leafVec > 1:
+		// 1 is a scalar leaf as 0 is: XGBoost 2.0 and later write 1 for every scalar tree
+		// (RegTree's size_leaf_vector counts the targets) and no leaf vector data follows.
 		return r.errAt(at+20, where+".TreeParam.size_leaf_vector", "vector leaves (size_leaf_vector=%d) are not supported", leafVec)
 	}
 	n := int(numNodes)

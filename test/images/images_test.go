@@ -187,6 +187,14 @@ func TestImagesBuiltFromScratch(t *testing.T) {
 				t.Errorf("%s: labels/user %s lack %s", name, out, want)
 			}
 		}
+		if name == "gangboost" {
+			// What launch-xgboostjob and a user can read of the trainer's libxgboost without running it.
+			for _, want := range []string{`"dev.gangboost.libxgboost.version":"3.0.0-1"`, `"dev.gangboost.libxgboost.build-info":"{`, `\"USE_CUDA\":false`} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("%s: labels %s lack %s", name, out, want)
+				}
+			}
+		}
 	}
 }
 
@@ -451,7 +459,7 @@ func TestImageFileList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"libxgboost0 1.7", "libc6 ", "# gangboost-train", "github.com/gangboost/gangboost"} {
+	for _, want := range []string{"libxgboost0 3.0.0-1", "libdmlc0t64 ", "libc6 ", "# gangboost-train", "github.com/gangboost/gangboost"} {
 		if !strings.Contains(string(sbom), want) {
 			t.Errorf("sbom.txt lacks %q:\n%s", want, sbom)
 		}

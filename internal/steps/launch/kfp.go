@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"math"
 	"os"
 	"path"
@@ -38,6 +39,9 @@ const DefaultFSGroup = 65532
 type Defaults struct {
 	Namespace string // the namespace the step runs in
 	Image     string // the trainer image
+	// Build is what Image's libxgboost was built with (OwnTrainerBuild), nil when unknown; it
+	// applies to a job that runs Image.
+	Build *TrainerBuild
 }
 
 // JobFromExecutor reads the component's inputs into a Job. It also returns where this process sees
@@ -153,6 +157,17 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 			j.Data.Train = uri
 		}
 	}
+	// The placement inputs are the pod spec's own types: a misspelt field is refused by name.
+	_, err := e.JSON("tolerations", &j.Placement.Tolerations)
+	errs = append(errs, err)
+	_, err = e.JSON("node_selector", &j.Placement.NodeSelector)
+	errs = append(errs, err)
+	var affinity corev1.Affinity
+	if given, err := e.JSON("affinity", &affinity); err != nil {
+		errs = append(errs, err)
+	} else if given && (affinity != corev1.Affinity{}) {
+		j.Placement.Affinity = &affinity
+	}
 	params, err := e.Struct("xgb_params")
 	errs = append(errs, err)
 	keys := make([]string, 0, len(params))
@@ -178,6 +193,9 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 	}
 	if j.Port <= 0 || j.Port > 65535 {
 		return nil, "", fmt.Errorf("master_port = %d, want 1-65535", j.Port)
+	}
+	if j.Image == d.Image {
+		j.Build = d.Build
 	}
 	j.Name = JobName(j.Identity)
 	if err := j.Validate(); err != nil {
@@ -298,6 +316,7 @@ var Inputs = []kfp.Input{
 	{Name: "object_store_secret_key_key", Type: kfp.String, Default: DefaultSecretKeyKey, Description: "the Secret's key holding the secret key"},
 	{Name: "label", Type: kfp.String, Default: "", Description: "label column"},
 	{Name: "features", Type: kfp.String, Default: "", Description: "feature columns (a,b,c); default all but the label"},
+	{Name: "categorical", Type: kfp.String, Default: "", Description: "feature columns trained as categorical (a,b): each holds category codes, integers from 0"},
 	{Name: "format", Type: kfp.String, Default: "", Description: "csv, parquet or libsvm; default from the extension"},
 	{Name: "eval_fraction", Type: kfp.String, Default: "", Description: "without eval_data, the fraction of rows held out for evaluation"},
 	{Name: "objective", Type: kfp.String, Default: "reg:squarederror"},
@@ -332,6 +351,9 @@ var Inputs = []kfp.Input{
 	{Name: "cpu", Type: kfp.String, Default: "1", Description: "CPU per replica (requests = limits)"},
 	{Name: "memory", Type: kfp.String, Default: "1Gi", Description: "memory per replica"},
 	{Name: "gpus", Type: kfp.Integer, Default: 0, Description: "nvidia.com/gpu per replica"},
+	{Name: "tolerations", Type: kfp.List, Default: []any{}, Description: "tolerations of every replica, as in a pod spec, e.g. [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]"},
+	{Name: "node_selector", Type: kfp.Struct, Default: map[string]any{}, Description: "node selector of every replica, e.g. {nvidia.com/gpu.present: \"true\"}"},
+	{Name: "affinity", Type: kfp.Struct, Default: map[string]any{}, Description: "affinity of every replica, as in a pod spec (nodeAffinity, podAntiAffinity, ...)"},
 	{Name: "master_port", Type: kfp.Integer, Default: 9999, Description: "the Master's port (MASTER_PORT)"},
 	{Name: "min_available", Type: kfp.Integer, Default: 0, Description: "replicas the gang needs placed together; 0 all"},
 	{Name: "queue", Type: kfp.String, Default: "ml-training", Description: "Volcano queue"},

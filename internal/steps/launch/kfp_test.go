@@ -16,6 +16,7 @@ import (
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/training/trainflags"
 	"github.com/gangboost/gangboost/test/s3server"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 func executor(t *testing.T, params map[string]any, dir string) *kfp.Executor {
@@ -122,6 +123,9 @@ func TestJobFromExecutor(t *testing.T) {
 		{"unknown job_api", map[string]any{"job_api": "pytorchjob"}, `job_api "pytorchjob": want xgboostjob (Training Operator v1 XGBoostJob) or trainjob`},
 		{"several GPUs per TrainJob node", map[string]any{"job_api": "trainjob", "gpus": 2}, "gpus 2 with job_api trainjob: Trainer v2 would expect 2 XGBoost workers per node and gangboost-train runs one"},
 		{"partial gang as a TrainJob", map[string]any{"job_api": "trainjob", "min_available": 2}, "min_available 2 with job_api trainjob: Trainer v2's Volcano PodGroup always needs all 3 pods"},
+		{"misspelt toleration field", map[string]any{"tolerations": []any{map[string]any{"keys": "nvidia.com/gpu"}}}, `input parameter "tolerations"`},
+		{"node selector not strings", map[string]any{"node_selector": map[string]any{"gpu": 1}}, `input parameter "node_selector"`},
+		{"misspelt affinity field", map[string]any{"affinity": map[string]any{"nodeAfinity": map[string]any{}}}, `unknown field "nodeAfinity"`},
 	} {
 		p := base()
 		for k, v := range tc.set {
@@ -131,6 +135,81 @@ func TestJobFromExecutor(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// The placement inputs arrive as KFP passes them (a list and structs) and become the pod spec's own
+// types.
+func TestPlacementInputs(t *testing.T) {
+	p := map[string]any{"run_id": "r1", "task_name": "train", "model_name": "iris", "pvc_name": "models", "dataset": "iris",
+		"tolerations":   []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}},
+		"node_selector": map[string]any{"nvidia.com/gpu.present": "true"},
+		"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+			"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "pool", "operator": "In", "values": []any{"gpu"}}}}}}}},
+	}
+	j, _, err := JobFromExecutor(executor(t, p, t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := j.Placement
+	if len(pl.Tolerations) != 1 || pl.Tolerations[0].Key != "nvidia.com/gpu" || pl.Tolerations[0].Operator != "Exists" || pl.Tolerations[0].Effect != "NoSchedule" ||
+		pl.NodeSelector["nvidia.com/gpu.present"] != "true" || pl.Affinity == nil ||
+		pl.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values[0] != "gpu" {
+		t.Fatalf("placement %+v", pl)
+	}
+	// The defaults (an empty list and empty structs) place nothing.
+	delete(p, "tolerations")
+	p["node_selector"], p["affinity"] = map[string]any{}, map[string]any{}
+	if j, _, err = JobFromExecutor(executor(t, p, t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"}); err != nil {
+		t.Fatal(err)
+	}
+	if j.Placement.Tolerations != nil || len(j.Placement.NodeSelector) != 0 || j.Placement.Affinity != nil {
+		t.Fatalf("defaults gave placement %+v", j.Placement)
+	}
+}
+
+// GPU requests the trainer image's libxgboost cannot serve are refused by JobFromExecutor, before
+// any job exists, naming the image and the fix: the real CPU-only build of make build's
+// gangboost-train (Debian 13's libxgboost, USE_CUDA false) for the default image, nothing known
+// for another image (a user's own build passes).
+func TestGPURequestsNeedACUDABuild(t *testing.T) {
+	bin := testbin.Built(t, "./components/xgboost-trainer")
+	build, err := TrainerBuildOf(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if build.CUDA || build.LibXGBoost != "3.0.0" {
+		t.Fatalf("gangboost-train --build-info: %+v, want libxgboost 3.0.0 without CUDA", build)
+	}
+	d := Defaults{Namespace: "ml", Image: "ghcr.io/gangboost/gangboost:0.1.0", Build: build}
+	base := func() map[string]any {
+		return map[string]any{"run_id": "r1", "task_name": "train", "model_name": "iris", "pvc_name": "models", "dataset": "iris"}
+	}
+	for _, tc := range []struct {
+		name string
+		set  map[string]any
+		want string
+	}{
+		{"gpus", map[string]any{"gpus": 1}, "gpus = 1: trainer image ghcr.io/gangboost/gangboost:0.1.0 links libxgboost 3.0.0 built without CUDA (gangboost-train --build-info: USE_CUDA false), so every replica would hold 1 GPU(s) and train on the CPU; set gpus 0, or set image to a gangboost build whose libxgboost has CUDA"},
+		{"device", map[string]any{"xgb_params": map[string]any{"device": "cuda"}}, "device=cuda: trainer image ghcr.io/gangboost/gangboost:0.1.0 links libxgboost 3.0.0 built without CUDA"},
+		{"gpu_hist", map[string]any{"tree_method": "gpu_hist"}, "tree_method=gpu_hist: trainer image ghcr.io/gangboost/gangboost:0.1.0 links libxgboost 3.0.0 built without CUDA"},
+	} {
+		p := base()
+		for k, v := range tc.set {
+			p[k] = v
+		}
+		_, _, err := JobFromExecutor(executor(t, p, t.TempDir()), d)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+		// Another image's build is not known here: the request is the user's to make.
+		p["image"] = "registry.example.com/gangboost-cuda:1"
+		if _, _, err := JobFromExecutor(executor(t, p, t.TempDir()), d); err != nil {
+			t.Errorf("%s with image %s: %v", tc.name, p["image"], err)
+		}
+	}
+	if _, _, err := JobFromExecutor(executor(t, base(), t.TempDir()), d); err != nil {
+		t.Errorf("a CPU job with the CPU-only image: %v", err)
 	}
 }
 
@@ -370,4 +449,10 @@ func TestModelStore(t *testing.T) {
 			t.Errorf("model_store %s: %v, want an error containing %q", store, err, want)
 		}
 	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Remove()
+	os.Exit(code)
 }

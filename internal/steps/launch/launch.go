@@ -25,6 +25,8 @@ import (
 	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 	"github.com/gangboost/gangboost/internal/training/dataset"
 	"github.com/gangboost/gangboost/internal/training/trainflags"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Identity is the pipeline step a job belongs to: KFP's run UUID ({{$.pipeline_job_uuid}}) and task
@@ -94,6 +96,9 @@ type Job struct {
 	Identity        Identity
 	// Image of the trainer (gangboost-train).
 	Image string
+	// Build is what Image's libxgboost was built with, nil when unknown (an image other than
+	// gangboost's own): a CPU-only build refuses GPU requests before the job is created.
+	Build *TrainerBuild
 	// Workers besides the Master (rank 0).
 	Workers int32
 	Data    Data
@@ -132,6 +137,17 @@ type Job struct {
 	ServiceAccount          string
 	// Security is the trainer pods' security context.
 	Security PodSecurity
+	// Placement is where every replica may run (both job APIs).
+	Placement Placement
+}
+
+// Placement is where the trainer pods may run, as a pod spec says it: tolerations for tainted
+// nodes (GPU nodes usually are: nvidia.com/gpu:NoSchedule), a node selector and an affinity. Every
+// replica of the gang gets the same, so Volcano places the whole gang on nodes that admit it.
+type Placement struct {
+	Tolerations  []corev1.Toleration
+	NodeSelector map[string]string
+	Affinity     *corev1.Affinity
 }
 
 // The job APIs a gang runs as on a cluster (the job_api input).
@@ -407,9 +423,11 @@ func (j *Job) Validate() error {
 		errs = append(errs, fmt.Errorf("pvc_mount_path %q: want a clean absolute folder other than /, e.g. /mnt/pvc", j.MountPath))
 	} else if args, err := j.TrainerArgs(root); err != nil {
 		errs = append(errs, err) // names breaking the claim's rules, data paths leaving it
-	} else if err := trainflags.Check(args); err != nil {
+	} else if f, err := trainflags.Parse(args); err != nil {
 		// The trainer's own flag checks, before a gang is scheduled to fail them.
 		errs = append(errs, err)
+	} else {
+		errs = append(errs, j.checkGPU(f.Params))
 	}
 	errs = append(errs, claim.CheckName(j.Claim))
 	for _, id := range []struct {
@@ -436,6 +454,31 @@ func (j *Job) Validate() error {
 		errs = append(errs, fmt.Errorf("restart_policy = %q, want Never or OnFailure", j.RestartPolicy))
 	}
 	return errors.Join(errs...)
+}
+
+// TrainerBuild is what a trainer image's libxgboost was built with: gangboost-train --build-info
+// (XGBuildInfo).
+type TrainerBuild struct {
+	LibXGBoost string // its version, e.g. 3.0.0
+	CUDA       bool   // USE_CUDA
+}
+
+// checkGPU refuses what a CPU-only libxgboost cannot do, before the job exists: GPUs per replica
+// (the gang would hold them and train on the CPU) and device=cuda or tree_method=gpu_hist
+// (libxgboost would fail inside the pods once the gang was scheduled).
+func (j *Job) checkGPU(p trainflags.Params) error {
+	if j.Build == nil || j.Build.CUDA {
+		return nil
+	}
+	cpuOnly := fmt.Sprintf("trainer image %s links libxgboost %s built without CUDA (gangboost-train --build-info: USE_CUDA false)", j.Image, j.Build.LibXGBoost)
+	fix := "set image to a gangboost build whose libxgboost has CUDA to train on GPUs"
+	if j.Resources.GPUs > 0 {
+		return fmt.Errorf("gpus = %d: %s, so every replica would hold %d GPU(s) and train on the CPU; set gpus 0, or %s", j.Resources.GPUs, cpuOnly, j.Resources.GPUs, fix)
+	}
+	if s := p.UsesGPU(); s != "" {
+		return fmt.Errorf("%s: %s; train on the CPU (device cpu, tree_method hist), or %s", s, cpuOnly, fix)
+	}
+	return nil
 }
 
 // Started tells how a job came to be: created now, or adopted from an earlier attempt of the step.

@@ -37,8 +37,14 @@ func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string
 	if isLocal && ns == "" {
 		ns = "default" // a local gang has no namespace; the job's name and labels still carry one
 	}
+	// What the trainer beside this binary (the default image's) was built with: a CPU-only
+	// libxgboost refuses GPU requests before anything is created.
+	build, err := launch.OwnTrainerBuild()
+	if err != nil {
+		return err
+	}
 	// Inputs are checked before the cluster is contacted.
-	job, localClaim, err := launch.JobFromExecutor(exec, launch.Defaults{Namespace: ns, Image: image})
+	job, localClaim, err := launch.JobFromExecutor(exec, launch.Defaults{Namespace: ns, Image: image, Build: build})
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,12 @@
 // DONE, as the loss of that rank. Rank 0 then tells every surviving rank which rank was lost. A
 // gang finishes when every rank has said DONE; rank 0 answers ALLDONE to each.
 //
-// The wire protocol is one line per message: "HELLO <rank>", "PING", "DONE", "ALLDONE",
-// "LOST <rank> <reason>".
+// Rank 0 also tells each rank that joins the port of libxgboost's tracker, which may differ from
+// the port the job's environment names (a restarted rank 0 whose port is still held by the
+// previous run's closed connections: libxgboost's tracker binds without SO_REUSEADDR).
+//
+// The wire protocol is one line per message: "HELLO <rank>", "TRACKER <port>" (rank 0's answer
+// to HELLO), "PING", "DONE", "ALLDONE", "LOST <rank> <reason>".
 package gangwatch
 
 import (
@@ -65,9 +69,10 @@ func (e *LostError) Error() string {
 
 // Server is rank 0's side.
 type Server struct {
-	ln    net.Listener
-	world int
-	opts  Options
+	ln          net.Listener
+	world       int
+	trackerPort int
+	opts        Options
 
 	mu      sync.Mutex
 	members map[int]*peer
@@ -91,8 +96,9 @@ func (p *peer) send(line string, timeout time.Duration) error {
 	return err
 }
 
-// Serve listens on addr for the world-1 other ranks.
-func Serve(addr string, world int, opts Options) (*Server, error) {
+// Serve listens on addr for the world-1 other ranks and tells each trackerPort, the port of
+// libxgboost's tracker on this host.
+func Serve(addr string, world, trackerPort int, opts Options) (*Server, error) {
 	if world < 1 {
 		return nil, fmt.Errorf("gangwatch: world size %d < 1", world)
 	}
@@ -101,7 +107,7 @@ func Serve(addr string, world int, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("gangwatch: listen on %s: %w", addr, err)
 	}
 	s := &Server{
-		ln: ln, world: world, opts: opts.withDefaults(),
+		ln: ln, world: world, trackerPort: trackerPort, opts: opts.withDefaults(),
 		members: map[int]*peer{}, done: map[int]bool{0: false}, conns: map[net.Conn]bool{},
 		lost: make(chan *LostError, 1), allDone: make(chan struct{}),
 	}
@@ -171,6 +177,7 @@ func (s *Server) handle(c net.Conn) {
 	s.done[rank] = false
 	earlier := s.lostErr
 	s.mu.Unlock()
+	_ = p.send(fmt.Sprintf("TRACKER %d", s.trackerPort), s.opts.Timeout)
 	if earlier != nil {
 		_ = p.send(fmt.Sprintf("LOST %d %s", earlier.Rank, earlier.Reason), s.opts.Timeout)
 	}
@@ -286,10 +293,11 @@ func (s *Server) Close() error {
 
 // Member is the side of ranks 1..world-1.
 type Member struct {
-	p       *peer
-	opts    Options
-	lost    chan *LostError
-	allDone chan struct{}
+	p           *peer
+	trackerPort int
+	opts        Options
+	lost        chan *LostError
+	allDone     chan struct{}
 }
 
 // Join connects rank to the server at addr, retrying until the server is up or StartTimeout
@@ -315,15 +323,45 @@ func Join(ctx context.Context, addr string, rank int, opts Options) (*Member, er
 		c.Close()
 		return nil, fmt.Errorf("gangwatch: rank %d: %w", rank, err)
 	}
+	r := bufio.NewReader(c)
+	_ = c.SetReadDeadline(time.Now().Add(opts.Timeout))
+	line, err := r.ReadString('\n')
+	if err == nil {
+		_, err = fmt.Sscanf(line, "TRACKER %d", &m.trackerPort)
+	}
+	if err != nil {
+		c.Close()
+		if l, ok := lostLine(line); ok {
+			return nil, l
+		}
+		return nil, fmt.Errorf("gangwatch: rank %d: rank 0 at %s did not tell its tracker's port (got %q): %w", rank, addr, line, err)
+	}
 	stop := make(chan struct{})
 	go heartbeat(m.p, opts, stop)
-	go m.read(stop)
+	go m.read(r, stop)
 	return m, nil
 }
 
-func (m *Member) read(stop chan struct{}) {
+// TrackerPort is the port of libxgboost's tracker that rank 0 told this rank.
+func (m *Member) TrackerPort() int { return m.trackerPort }
+
+// lostLine parses a "LOST <rank> <reason>" line.
+func lostLine(line string) (*LostError, bool) {
+	line = strings.TrimSpace(line)
+	if !strings.HasPrefix(line, "LOST ") {
+		return nil, false
+	}
+	f := strings.SplitN(line, " ", 3)
+	rank, _ := strconv.Atoi(f[1])
+	reason := ""
+	if len(f) == 3 {
+		reason = f[2]
+	}
+	return &LostError{Rank: rank, Reason: reason}, true
+}
+
+func (m *Member) read(r *bufio.Reader, stop chan struct{}) {
 	defer close(stop)
-	r := bufio.NewReader(m.p.conn)
 	for {
 		_ = m.p.conn.SetReadDeadline(time.Now().Add(m.opts.Timeout))
 		line, err := r.ReadString('\n')
@@ -342,13 +380,8 @@ func (m *Member) read(stop chan struct{}) {
 			m.p.conn.Close()
 			return
 		case strings.HasPrefix(line, "LOST "):
-			f := strings.SplitN(line, " ", 3)
-			rank, _ := strconv.Atoi(f[1])
-			reason := ""
-			if len(f) == 3 {
-				reason = f[2]
-			}
-			m.lost <- &LostError{Rank: rank, Reason: reason}
+			l, _ := lostLine(line)
+			m.lost <- l
 			return
 		}
 	}

@@ -15,7 +15,7 @@ var fast = Options{Heartbeat: 50 * time.Millisecond, Timeout: 500 * time.Millise
 
 func startGang(t *testing.T, world int) (*Server, []*Member) {
 	t.Helper()
-	s, err := Serve("127.0.0.1:0", world, fast)
+	s, err := Serve("127.0.0.1:0", world, 9999, fast)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,6 +29,9 @@ func startGang(t *testing.T, world int) (*Server, []*Member) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { m.Close() })
+		if m.TrackerPort() != 9999 {
+			t.Fatalf("rank %d was told tracker port %d, rank 0 serves 9999", r, m.TrackerPort())
+		}
 		ms = append(ms, m)
 	}
 	return s, ms
@@ -91,7 +94,7 @@ func TestLostServerIsRankZero(t *testing.T) {
 }
 
 func TestMissingRankAtStart(t *testing.T) {
-	s, err := Serve("127.0.0.1:0", 3, Options{Heartbeat: 50 * time.Millisecond, Timeout: time.Second, StartTimeout: 300 * time.Millisecond})
+	s, err := Serve("127.0.0.1:0", 3, 9999, Options{Heartbeat: 50 * time.Millisecond, Timeout: time.Second, StartTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

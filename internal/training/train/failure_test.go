@@ -21,6 +21,7 @@ type fakeGang struct {
 func (g *fakeGang) lost() <-chan *gangwatch.LostError { return g.lostCh }
 func (g *fakeGang) done(context.Context) error        { g.dones++; return nil }
 func (g *fakeGang) close()                            {}
+func (g *fakeGang) trackerPort() int                  { return 0 }
 
 func TestFailureNamesTheLostRank(t *testing.T) {
 	// Where a rank is lost, the notice window is far longer than the loss takes to be named, so a

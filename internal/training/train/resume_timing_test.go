@@ -21,7 +21,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	m := benchData(20000, 28)
-	d, err := matrix(m)
+	d, err := matrix(m, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

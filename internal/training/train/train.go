@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
@@ -27,7 +28,6 @@ import (
 	"github.com/gangboost/gangboost/internal/training/dataset"
 	"github.com/gangboost/gangboost/internal/training/gangenv"
 	"github.com/gangboost/gangboost/internal/training/gangwatch"
-	"github.com/gangboost/gangboost/internal/training/tracker"
 	"github.com/gangboost/gangboost/internal/training/trainflags"
 	"github.com/gangboost/gangboost/internal/training/xgb"
 )
@@ -155,7 +155,6 @@ func Run(ctx context.Context, job Job, cl gangenv.Cluster) (*Result, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	trackerLog := log.With("component", "tracker")
 	log = log.With("rank", cl.Rank)
 	if err := job.Validate(); err != nil {
 		return nil, err
@@ -215,10 +214,11 @@ func Run(ctx context.Context, job Job, cl gangenv.Cluster) (*Result, error) {
 
 	var g gang
 	if cl.Distributed() {
-		if g, err = joinGang(ctx, job, cl, log, trackerLog); err != nil {
+		if g, err = joinGang(ctx, job, cl, log); err != nil {
 			return nil, err
 		}
 		defer g.close()
+		cl.TrackerPort = g.trackerPort()
 		if cl.TrackerHost, err = trackerIP(ctx, cl.TrackerHost, job.Watch.StartTimeout); err != nil {
 			return nil, err
 		}
@@ -338,11 +338,15 @@ func rowsOf(m *dataset.Matrix) int {
 // boost runs on one locked OS thread: join the collective, build the matrices, boost, serialise.
 func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog.Logger) (*Result, []byte, *modeldir.Metadata, error) {
 	if cl.Distributed() {
+		// libxgboost 3.0's keys (c_api.h, XGCommunicatorInit): lower case, and the communicator
+		// named as the tracker's. dmlc_timeout bounds the bootstrap's network waits as the
+		// gang watch bounds the gang's start.
 		cfg := map[string]any{
-			// Upper-case keys: libxgboost 1.7 ignores lower-case ones and each rank trains alone.
-			"DMLC_TRACKER_URI":  cl.TrackerHost,
-			"DMLC_TRACKER_PORT": cl.TrackerPort,
-			"DMLC_TASK_ID":      strconv.Itoa(cl.Rank),
+			"dmlc_communicator": "rabit",
+			"dmlc_tracker_uri":  cl.TrackerHost,
+			"dmlc_tracker_port": cl.TrackerPort,
+			"dmlc_task_id":      strconv.Itoa(cl.Rank),
+			"dmlc_timeout":      max(1, int(job.Watch.StartTimeout/time.Second)),
 		}
 		if err := xgb.CommunicatorInit(cfg); err != nil {
 			return nil, nil, nil, err
@@ -380,14 +384,18 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 
 	// Every rank builds the same matrices in the same order: libxgboost synchronises column
 	// counts and sketches across ranks while building them.
-	dtrain, err := matrix(trainM)
+	types, err := params.FeatureTypes(trainM.FeatureNames)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dtrain, err := matrix(trainM, types)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("training data: %w", err)
 	}
 	defer dtrain.Free()
 	dms, names := []*xgb.DMatrix{dtrain}, []string{"train"}
 	if evalM != nil {
-		deval, err := matrix(evalM)
+		deval, err := matrix(evalM, types)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("evaluation data: %w", err)
 		}
@@ -430,6 +438,11 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 		if err := bst.SetParam(kv[0], kv[1]); err != nil {
 			return nil, nil, nil, err
 		}
+	}
+	// The C API does not copy a matrix's feature types into the booster (the Python package
+	// does): set them, so the model file says which features are categorical.
+	if err := bst.SetFeatureTypes(types); err != nil {
+		return nil, nil, nil, err
 	}
 
 	metrics := map[string][]float64{}
@@ -589,7 +602,10 @@ func numClasses(m *dataset.Matrix) (int, error) {
 	return int(m.LabelMax) + 1, nil
 }
 
-func matrix(m *dataset.Matrix) (*xgb.DMatrix, error) {
+func matrix(m *dataset.Matrix, types []string) (*xgb.DMatrix, error) {
+	if err := checkCategories(m, types); err != nil {
+		return nil, err
+	}
 	d, err := xgb.NewDMatrixDense(m.Data, m.Rows, m.Cols, float32(math.NaN()))
 	if err != nil {
 		return nil, err
@@ -602,18 +618,47 @@ func matrix(m *dataset.Matrix) (*xgb.DMatrix, error) {
 		d.Free()
 		return nil, err
 	}
+	if err := d.SetFeatureTypes(types); err != nil {
+		d.Free()
+		return nil, err
+	}
 	return d, nil
+}
+
+// maxCategory bounds a category code: libxgboost keeps categories as float32, exact up to 2^24.
+const maxCategory = 1 << 24
+
+// checkCategories refuses a categorical column holding anything but category codes, naming the
+// column, the value and its row: libxgboost would otherwise fail with "Invalid categorical value"
+// (negative, too large) or silently truncate a fraction.
+func checkCategories(m *dataset.Matrix, types []string) error {
+	for j, t := range types {
+		if t != "c" {
+			continue
+		}
+		for i := 0; i < m.Rows; i++ {
+			v := m.Data[i*m.Cols+j]
+			if v != v { // missing
+				continue
+			}
+			if v < 0 || v >= maxCategory || v != float32(math.Trunc(float64(v))) {
+				return fmt.Errorf("categorical feature %s: row %d of this rank's data holds %v; want category codes, integers from 0 to %d (encode the categories as codes)", m.FeatureNames[j], i+1, v, maxCategory-1)
+			}
+		}
+	}
+	return nil
 }
 
 // gang is this rank's view of the others during training.
 type gang interface {
+	trackerPort() int // where libxgboost's tracker listens
 	lost() <-chan *gangwatch.LostError
 	done(ctx context.Context) error
 	close()
 }
 
 // joinGang starts the tracker and the gang watch on rank 0 and joins the watch on other ranks.
-func joinGang(ctx context.Context, job Job, cl gangenv.Cluster, log, trackerLog *slog.Logger) (gang, error) {
+func joinGang(ctx context.Context, job Job, cl gangenv.Cluster, log *slog.Logger) (gang, error) {
 	watchPort := job.WatchPort
 	if watchPort == 0 {
 		watchPort = cl.TrackerPort + 1
@@ -625,45 +670,74 @@ func joinGang(ctx context.Context, job Job, cl gangenv.Cluster, log, trackerLog 
 		}
 		return memberGang{m}, nil
 	}
-	// The tracker and the gang watch wait equally long for the gang: the tracker's own default
-	// would otherwise fail a gang the user allowed more time.
-	tr, err := tracker.Start(ctx, net.JoinHostPort("", strconv.Itoa(cl.TrackerPort)), cl.WorldSize,
-		tracker.WithLogger(trackerLog), tracker.WithStartTimeout(job.Watch.StartTimeout))
-	if err != nil {
-		return nil, fmt.Errorf("start tracker: %w", err)
+	// libxgboost's tracker listens on the address it is given: every interface, of the tracker
+	// host's family. It waits for the gang as long as the gang watch does, whose deadline and
+	// lost-rank messages are what the user sees (the tracker's own default is 300 s).
+	listen := "0.0.0.0"
+	if ip := net.ParseIP(cl.TrackerHost); ip != nil && ip.To4() == nil {
+		listen = "::"
 	}
-	s, err := gangwatch.Serve(net.JoinHostPort("", strconv.Itoa(watchPort)), cl.WorldSize, job.Watch)
+	cfg := xgb.TrackerConfig{Workers: cl.WorldSize, Host: listen, Port: cl.TrackerPort, Timeout: job.Watch.StartTimeout}
+	tr, err := xgb.StartTracker(cfg)
+	if err != nil && strings.Contains(err.Error(), "Address already in use") {
+		// The tracker binds without SO_REUSEADDR, so a rank 0 restarted on the same host within
+		// TIME_WAIT (a local gang's restart) finds the port held by the previous run's closed
+		// connections. Any free port serves: the gang watch tells the other ranks which.
+		log.Info("tracker port in use, the tracker takes a free one", "port", cl.TrackerPort)
+		cfg.Port = 0
+		tr, err = xgb.StartTracker(cfg)
+	}
 	if err != nil {
-		tr.Close()
+		return nil, fmt.Errorf("start libxgboost's tracker (MASTER_PORT / DMLC_TRACKER_PORT %d): %w", cl.TrackerPort, err)
+	}
+	args, err := tr.WorkerArgs()
+	if err != nil {
 		return nil, err
 	}
-	log.Info("tracker started", "port", cl.TrackerPort, "watch_port", watchPort, "world_size", cl.WorldSize)
-	return &serverGang{s: s, tr: tr}, nil
+	port, err := strconv.Atoi(fmt.Sprint(args["dmlc_tracker_port"]))
+	if err != nil {
+		return nil, fmt.Errorf("libxgboost's tracker names no port in its worker args %v", args)
+	}
+	s, err := gangwatch.Serve(net.JoinHostPort("", strconv.Itoa(watchPort)), cl.WorldSize, port, job.Watch)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("tracker started", "tracker", "libxgboost "+xgb.Version(), "port", port,
+		"watch_port", watchPort, "world_size", cl.WorldSize)
+	return &serverGang{s: s, tr: tr, port: port}, nil
 }
 
 type memberGang struct{ m *gangwatch.Member }
 
+func (g memberGang) trackerPort() int                  { return g.m.TrackerPort() }
 func (g memberGang) lost() <-chan *gangwatch.LostError { return g.m.Lost() }
 func (g memberGang) done(ctx context.Context) error    { return g.m.Done(ctx) }
 func (g memberGang) close()                            { g.m.Close() }
 
 type serverGang struct {
-	s  *gangwatch.Server
-	tr *tracker.Tracker
+	s    *gangwatch.Server
+	tr   *xgb.Tracker
+	port int
 }
 
+func (g *serverGang) trackerPort() int                  { return g.port }
 func (g *serverGang) lost() <-chan *gangwatch.LostError { return g.s.Lost() }
 func (g *serverGang) done(ctx context.Context) error {
 	if err := g.s.Done(ctx); err != nil {
 		return err
 	}
 	// Every rank has finished training; the tracker only waits for their shutdown messages.
-	if err := g.tr.Wait(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("tracker: %w", err)
+	select {
+	case <-g.tr.Done():
+		return g.tr.Err()
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return nil
 }
+
+// close stops the gang watch. A tracker still running (a rank failed) is left to the process's
+// exit, which follows: libxgboost cannot stop it without closing sockets its thread still uses.
 func (g *serverGang) close() {
 	g.s.Close()
-	g.tr.Close()
+	g.tr.Free()
 }

@@ -60,7 +60,8 @@ type Flags struct {
 	LocalRestarts                 int
 	GangTimeout, GangStartTimeout time.Duration
 
-	evalMetric, extra  stringList
+	evalMetric         stringList
+	extra              paramList
 	maxLine, maxMatrix byteSize
 }
 
@@ -71,7 +72,7 @@ var Tunables = []string{
 	"label", "features", "format", "eval-fraction", "objective", "num-round", "max-depth", "eta", "subsample",
 	"colsample-bytree", "min-child-weight", "reg-lambda", "reg-alpha", "tree-method", "nthread", "seed", "num-class",
 	"eval-metric", "early-stopping-rounds", "model-format", "log-every",
-	"checkpoint-every-rounds", "checkpoint-every-seconds",
+	"checkpoint-every-rounds", "checkpoint-every-seconds", "categorical",
 }
 
 // DefaultCheckpointEverySeconds is how often a run with a checkpoint folder writes a checkpoint
@@ -98,6 +99,7 @@ func New(name string) (*Flags, *flag.FlagSet) {
 	fs.BoolVar(&f.ObjectStore.Insecure, "s3-insecure", false, "plain HTTP to an --s3-endpoint given without a scheme (an in-cluster MinIO)")
 	fs.StringVar(&f.Label, "label", "", "label column name (CSV; default for --dataset iris: species)")
 	fs.Var(&stringListFlag{&f.Features}, "features", "feature columns, comma-separated (default: every column but the label)")
+	fs.Var(&stringListFlag{&f.Params.Categorical}, "categorical", "feature columns trained as categorical, comma-separated: each holds category codes (integers from 0)")
 	fs.Float64Var(&f.EvalFraction, "eval-fraction", 0, "without --eval, hold out this fraction of the training rows for evaluation")
 	fs.StringVar(&f.ModelDir, "model-dir", "", "folder that receives model.json (or .ubj) and metadata.json, e.g. <pvc>/models/<model>/<version>, or an object store prefix s3://<bucket>/<prefix>/<model>/<version>/ (through the --s3-* settings; metadata.json is written last); it must not exist yet, unless --producer wrote it or with --overwrite (a model folder is then replaced whole)")
 	fs.StringVar(&f.Producer, "producer", "", "who writes the model, recorded in metadata.json (the job's name); an existing --model-dir the same producer wrote is replaced (a retried job)")
@@ -224,15 +226,24 @@ func CheckEvalFraction(fraction float64) error {
 // Check parses a trainer command line as gangboost-train would (without its environment) and
 // checks it: what the launcher runs before it creates a job.
 func Check(args []string) error {
+	_, err := Parse(args)
+	return err
+}
+
+// Parse is Check that also returns the parsed flags.
+func Parse(args []string) (*Flags, error) {
 	f, fs := New("gangboost-train")
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("trainer flags: %w", err)
+		return nil, fmt.Errorf("trainer flags: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("trainer flags: unexpected argument %q", fs.Arg(0))
+		return nil, fmt.Errorf("trainer flags: unexpected argument %q", fs.Arg(0))
 	}
-	return f.Finish()
+	if err := f.Finish(); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // byteSize is a flag holding a number of bytes, given as e.g. 16MiB, 8GiB or 1048576.
@@ -264,6 +275,35 @@ func (s *stringList) Set(v string) error {
 			*s = append(*s, p)
 		}
 	}
+	return nil
+}
+
+// paramList is --param's list: key=value pairs separated by commas outside brackets, so that a
+// list value such as quantile_alpha=[0.1,0.9] stays one pair; a repeated flag adds to it.
+type paramList []string
+
+func (s *paramList) String() string { return strings.Join(*s, ",") }
+func (s *paramList) Set(v string) error {
+	depth, start := 0, 0
+	add := func(p string) {
+		if p = strings.TrimSpace(p); p != "" {
+			*s = append(*s, p)
+		}
+	}
+	for i, r := range v {
+		switch r {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth <= 0 {
+				add(v[start:i])
+				start = i + 1
+			}
+		}
+	}
+	add(v[start:])
 	return nil
 }
 

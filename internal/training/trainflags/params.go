@@ -27,7 +27,10 @@ type Params struct {
 	NumClass            int      // 0: from the label column for multi:* objectives
 	EvalMetric          []string // empty: the objective's default
 	EarlyStoppingRounds int      // 0: off
-	Extra               map[string]string
+	// Categorical names the feature columns trained as categorical (feature_type "c"): each holds
+	// category codes, integers from 0, and libxgboost splits on sets of them.
+	Categorical []string
+	Extra       map[string]string
 }
 
 // DefaultParams are XGBoost's defaults, with the hist tree method.
@@ -44,7 +47,8 @@ func DefaultParams() Params {
 // run as soon as the evaluation stops improving.
 const MaxNumRound = 100000
 
-// TreeMethods are the tree_method values libxgboost 1.7 accepts.
+// TreeMethods are the tree_method values libxgboost 3.0 accepts (gpu_hist: XGBoost 1.x's
+// spelling of hist with device=cuda, deprecated but still read).
 var TreeMethods = []string{"auto", "exact", "approx", "hist", "gpu_hist"}
 
 // Validate rejects values XGBoost would reject later, with the parameter's name and the valid
@@ -85,7 +89,10 @@ func (p Params) Validate() error {
 			return errors.New("--param =...: an XGBoost parameter needs a name (key=value)")
 		}
 	}
-	return nil
+	if !slices.Contains(Objectives, p.Objective) {
+		return fmt.Errorf("objective %q: not an XGBoost 3.0 objective; want one of %s", p.Objective, strings.Join(Objectives, ", "))
+	}
+	return p.checkExtra()
 }
 
 // IsMultiClass reports whether the objective needs num_class.
@@ -125,6 +132,27 @@ func (p Params) Booster() [][2]string {
 	return kv
 }
 
+// FeatureTypes are libxgboost's feature_type of each of the features named: "c" for a
+// categorical one, "q" (quantitative) for the others; nil without categorical features. A
+// categorical name that is not a feature is an error naming the features.
+func (p Params) FeatureTypes(features []string) ([]string, error) {
+	if len(p.Categorical) == 0 {
+		return nil, nil
+	}
+	types := make([]string, len(features))
+	for i := range types {
+		types[i] = "q"
+	}
+	for _, c := range p.Categorical {
+		i := slices.Index(features, c)
+		if i < 0 {
+			return nil, fmt.Errorf("--categorical %s: no feature column %q (the features: %s)", strings.Join(p.Categorical, ","), c, strings.Join(features, ", "))
+		}
+		types[i] = "c"
+	}
+	return types, nil
+}
+
 // Map returns the parameters as recorded in metadata.json.
 func (p Params) Map() map[string]string {
 	m := map[string]string{}
@@ -140,6 +168,9 @@ func (p Params) Map() map[string]string {
 	}
 	if p.EarlyStoppingRounds > 0 {
 		m["early_stopping_rounds"] = strconv.Itoa(p.EarlyStoppingRounds)
+	}
+	if len(p.Categorical) > 0 {
+		m["categorical"] = strings.Join(p.Categorical, ",")
 	}
 	return m
 }

@@ -10,7 +10,8 @@
 // make every call from one goroutine locked to its OS thread (runtime.LockOSThread); otherwise a
 // call lands on a thread without a communicator and that rank silently trains alone.
 //
-// The binding uses only the subset of the C API that both 1.7 and 2.x export.
+// The binding targets libxgboost 3.0 (Debian 13's), linked from the sysroot that
+// scripts/xgboost-sysroot.sh makes; make exports the cgo flags (scripts/xgboost-flags.sh).
 package xgb
 
 /*
@@ -20,6 +21,13 @@ package xgb
 #include <stdlib.h>
 #include <string.h>
 #include <xgboost/c_api.h>
+#include <xgboost/version_config.h>
+
+// A build that found another libxgboost (the host's Debian 12 1.7.4, say) stops here rather than
+// training with a library whose tracker and parameters differ.
+#if XGBOOST_VER_MAJOR < 3
+#error "libxgboost 3 is required: build with make, or run eval \"$(scripts/xgboost-flags.sh env)\" before go build/test (the headers found are an older libxgboost)"
+#endif
 
 // GB_CALL runs one libxgboost call with asynchronous signals blocked on the calling thread.
 // rabit's PollHelper::Poll (libxgboost 1.7) fails the whole collective call on any poll() error,
@@ -27,7 +35,9 @@ package xgb
 // signal landing on the thread blocked in an allreduce ended training with "Failed to poll." on
 // that rank (and "Allreduce failed" on the others). Signals that arrive meanwhile stay pending and
 // are delivered when the mask is restored; process-directed ones (SIGTERM) go to other threads.
-// Synchronous fault signals stay unblocked so a crash is still reported.
+// Synchronous fault signals stay unblocked so a crash is still reported. Threads libxgboost
+// starts inside a call (the tracker's, in XGTrackerRun) inherit the blocked mask, so they are
+// spared the Go runtime's signals too.
 static void gb_block_signals(sigset_t* old) {
 	sigset_t s;
 	sigfillset(&s);
@@ -148,9 +158,31 @@ static char* gb_booster_dump(BoosterHandle h, const char* fmap, int stats, const
 	*out = s;
 	return NULL;
 }
+static char* gb_booster_set_str(BoosterHandle h, const char* field, const char** v, bst_ulong n) {
+	return gb_error(GB_CALL(XGBoosterSetStrFeatureInfo(h, field, v, n)));
+}
 static char* gb_booster_set_attr(BoosterHandle h, const char* k, const char* v) {
 	return gb_error(GB_CALL(XGBoosterSetAttr(h, k, v)));
 }
+// The wrappers below are not static: tracker.go declares and calls them.
+char* gb_build_info(char** out) {
+	const char* info = NULL;
+	int rc = GB_CALL(XGBuildInfo(&info));
+	if (rc == 0) *out = strdup(info);
+	return gb_error(rc);
+}
+char* gb_tracker_create(const char* cfg, TrackerHandle* out) {
+	return gb_error(GB_CALL(XGTrackerCreate(cfg, out)));
+}
+char* gb_tracker_run(TrackerHandle h) { return gb_error(GB_CALL(XGTrackerRun(h, "{}"))); }
+char* gb_tracker_worker_args(TrackerHandle h, char** out) {
+	const char* args = NULL;
+	int rc = GB_CALL(XGTrackerWorkerArgs(h, &args));
+	if (rc == 0) *out = strdup(args);
+	return gb_error(rc);
+}
+char* gb_tracker_wait(TrackerHandle h) { return gb_error(GB_CALL(XGTrackerWaitFor(h, "{}"))); }
+char* gb_tracker_free(TrackerHandle h) { return gb_error(GB_CALL(XGTrackerFree(h))); }
 static char* gb_comm_init(const char* cfg) { return gb_error(GB_CALL(XGCommunicatorInit(cfg))); }
 static char* gb_comm_finalize(void) { return gb_error(GB_CALL(XGCommunicatorFinalize())); }
 static char* gb_comm_allreduce(void* buf, size_t n, int dtype, int op) {
@@ -175,7 +207,7 @@ import (
 	"unsafe"
 )
 
-// Version reports the linked libxgboost's version, e.g. "1.7.4".
+// Version reports the linked libxgboost's version, e.g. "3.0.0".
 func Version() string {
 	var major, minor, patch C.int
 	C.XGBoostVersion(&major, &minor, &patch)
@@ -277,22 +309,59 @@ func (d *DMatrix) SetGroup(sizes []uint32) error {
 
 // SetFeatureNames names the columns; a booster trained on the matrix keeps the names in its model.
 func (d *DMatrix) SetFeatureNames(names []string) error {
-	if len(names) == 0 {
-		return nil
-	}
-	cs := (**C.char)(C.malloc(C.size_t(len(names)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
-	defer C.free(unsafe.Pointer(cs))
-	csl := unsafe.Slice(cs, len(names))
-	for i, n := range names {
-		csl[i] = C.CString(n)
-		defer C.free(unsafe.Pointer(csl[i]))
-	}
-	cf := C.CString("feature_name")
-	defer C.free(unsafe.Pointer(cf))
-	if err := check(C.gb_dmatrix_set_str(d.h, cf, cs, C.bst_ulong(len(names)))); err != nil {
+	if err := d.setStrInfo("feature_name", names); err != nil {
 		return fmt.Errorf("set feature names: %w", err)
 	}
 	return nil
+}
+
+// SetFeatureTypes sets each feature's type: "q" (quantitative) or "c" (categorical: category
+// codes, split on sets of them).
+func (d *DMatrix) SetFeatureTypes(types []string) error {
+	if err := d.setStrInfo("feature_type", types); err != nil {
+		return fmt.Errorf("set feature types: %w", err)
+	}
+	return nil
+}
+
+// SetFeatureTypes records each feature's type ("q" or "c") in the booster, and so in the model
+// file's learner.feature_types; nil leaves them unset.
+func (b *Booster) SetFeatureTypes(types []string) error {
+	if len(types) == 0 {
+		return nil
+	}
+	err := withCStrings(types, func(cs **C.char) error {
+		cf := C.CString("feature_type")
+		defer C.free(unsafe.Pointer(cf))
+		return check(C.gb_booster_set_str(b.h, cf, cs, C.bst_ulong(len(types))))
+	})
+	if err != nil {
+		return fmt.Errorf("set the booster's feature types: %w", err)
+	}
+	return nil
+}
+
+// withCStrings calls f with values as a C array of C strings, freed afterwards.
+func withCStrings(values []string, f func(**C.char) error) error {
+	cs := (**C.char)(C.malloc(C.size_t(len(values)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+	defer C.free(unsafe.Pointer(cs))
+	csl := unsafe.Slice(cs, len(values))
+	for i, n := range values {
+		csl[i] = C.CString(n)
+		defer C.free(unsafe.Pointer(csl[i]))
+	}
+	return f(cs)
+}
+
+func (d *DMatrix) setStrInfo(field string, values []string) error {
+	if len(values) == 0 {
+		return nil
+	}
+	return withCStrings(values, func(cs **C.char) error {
+		cf := C.CString(field)
+		defer C.free(unsafe.Pointer(cf))
+		return check(C.gb_dmatrix_set_str(d.h, cf, cs, C.bst_ulong(len(values))))
+	})
 }
 
 // Shape returns the number of rows and columns.
@@ -610,10 +679,10 @@ func (b *Booster) Free() {
 	}
 }
 
-// CommunicatorInit joins libxgboost's collective (rabit). Keys are the ones libxgboost reads:
-// upper-case DMLC_TRACKER_URI, DMLC_TRACKER_PORT, DMLC_TASK_ID (lower-case keys are silently
-// ignored by 1.7 and every worker then trains alone). The calling goroutine must be locked to its
-// OS thread and stay so until CommunicatorFinalize.
+// CommunicatorInit joins libxgboost's collective (rabit). Keys are the ones libxgboost 3.0 reads
+// (c_api.h, XGCommunicatorInit): dmlc_communicator, dmlc_tracker_uri, dmlc_tracker_port,
+// dmlc_task_id, dmlc_timeout, dmlc_retry; Tracker.WorkerArgs returns the first three. The calling
+// goroutine must be locked to its OS thread and stay so until CommunicatorFinalize.
 func CommunicatorInit(cfg map[string]any) error {
 	js, err := json.Marshal(cfg)
 	if err != nil {
@@ -651,13 +720,15 @@ func CommunicatorPrint(msg string) error {
 	return check(C.gb_comm_print(cs))
 }
 
-// Allreduce operations and data types, numbered as libxgboost's collective enums.
+// Allreduce operations and data types, numbered as libxgboost's enums: collective::Op, and since
+// 2.0 ArrayInterfaceHandler::Type for the data type (kF8 = 2; 1.7's DataType had kDouble = 7,
+// which 3.0 reads as kI8 and sums a float64 buffer as integers).
 const (
 	opMax = 0
 	opMin = 1
 	opSum = 2
 
-	dtypeFloat64 = 7
+	dtypeFloat64 = 2
 )
 
 // AllreduceSumFloat64 sums v element-wise across all ranks, in place.

@@ -36,8 +36,10 @@ func TestXGBoostGoParity(t *testing.T) {
 		agrees   bool
 		why      string
 	}{
-		{zooCase{name: "binary", params: p("objective", "binary:logistic"), rounds: 20, feats: 8, label: labelBinary, nanFrac: 0.2},
-			1, "logistic", false, true, "base_score 0.5 is margin 0, missing cells left out of the map"},
+		{zooCase{name: "binary", params: p("objective", "binary:logistic", "base_score", "0.5"), rounds: 20, feats: 8, label: labelBinary, nanFrac: 0.2},
+			1, "logistic", false, true, "base_score 0.5 (given: XGBoost >= 2.0 estimates one otherwise) is margin 0, missing cells left out of the map"},
+		{zooCase{name: "binary_estimated_base_score", params: p("objective", "binary:logistic"), rounds: 20, feats: 8, label: labelBinary, nanFrac: 0.2},
+			1, "logistic", false, false, "the base_score XGBoost >= 2.0 estimates from the labels is ignored"},
 		{zooCase{name: "binary_nan_in_map", params: p("objective", "binary:logistic"), rounds: 20, feats: 8, label: labelBinary, nanFrac: 0.2},
 			1, "logistic", true, false, "NaN compares false and always goes to the 'yes' branch, ignoring the learned default direction"},
 		{zooCase{name: "binary_base_score", params: p("objective", "binary:logistic", "base_score", "0.3"), rounds: 20, feats: 8, label: labelBinary, nanFrac: 0.2},
@@ -46,7 +48,7 @@ func TestXGBoostGoParity(t *testing.T) {
 			3, "softmax", false, true, "trees grouped round-robin by class, as XGBoost stores them"},
 		{zooCase{name: "multi_parallel_tree", params: p("objective", "multi:softprob", "num_class", "3", "num_parallel_tree", "2", "subsample", "0.8"), rounds: 5, feats: 8, label: labelClass, classes: 3, nanFrac: 0.2},
 			3, "softmax", false, false, "with num_parallel_tree > 1 trees are assigned to the wrong classes (tree_info is not read)"},
-		{zooCase{name: "regression", params: p("objective", "reg:squarederror"), rounds: 20, feats: 8, label: labelReal, nanFrac: 0.2},
+		{zooCase{name: "regression", params: p("objective", "reg:squarederror", "base_score", "0.5"), rounds: 20, feats: 8, label: labelReal, nanFrac: 0.2},
 			1, "raw", false, true, "base_score passed by hand to PredictRegression"},
 		{zooCase{name: "poisson", params: p("objective", "count:poisson"), rounds: 20, feats: 8, label: labelCount, nanFrac: 0.2},
 			1, "raw", false, false, "no exp transform for count:poisson/reg:gamma/reg:tweedie"},
@@ -135,7 +137,7 @@ func xgboostGo(tr *trained, rows []float32, n, classes int, act string, nanInMap
 	}
 	var res xgbgomat.Matrix
 	if act == "raw" {
-		// The user passes base_score by hand; 0.5 is XGBoost 1.x's default.
+		// The user passes base_score by hand: the 0.5 the case trains with.
 		res, err = ens.PredictRegression(input, 0.5)
 	} else {
 		res, err = ens.PredictProba(input)

@@ -93,6 +93,12 @@ type step struct {
 	params map[string]any
 }
 
+// cudaTrainerImage stands for a user's gangboost build with a CUDA libxgboost: the steps that ask
+// for GPUs name it, since launch-xgboostjob refuses GPUs for its own image (Debian's libxgboost is
+// CPU-only) and cannot know another image's build. The process nodes run bin/gangboost-train for
+// it as for every image: these tests are about placing a gang on GPU nodes, not about CUDA.
+const cudaTrainerImage = "registry.example.com/gangboost-cuda:0.1.0"
+
 // newStep is the ExecutorInput KFP's driver would build for one task of a run, with the claim
 // mounted at /mnt/pvc in the component's pod as in the trainer's, and the trainer's Master port
 // free on this machine.

@@ -37,7 +37,7 @@ func TestLaunchTrainsAndAdopts(t *testing.T) {
 	requireTrainer(t)
 	e := newEnv(t, "launch")
 	runID := uuid.NewString()
-	s := e.newStep(runID, "train-iris", map[string]any{"model_name": "iris", "workers": 1, "gpus": 1})
+	s := e.newStep(runID, "train-iris", map[string]any{"model_name": "iris", "workers": 1, "gpus": 1, "image": cudaTrainerImage})
 	wantJob := launch.JobName(launch.Identity{RunID: runID, TaskName: "train-iris"})
 
 	r := e.runComponent(s, 4*time.Minute)
@@ -208,7 +208,7 @@ func TestLaunchUnschedulable(t *testing.T) {
 	e := newEnv(t, "nofit")
 	runID := uuid.NewString()
 	const timeout = 20 * time.Second
-	s := e.newStep(runID, "train", map[string]any{"model_name": "big", "workers": 0, "gpus": 2, "schedule_timeout_seconds": int(timeout.Seconds())})
+	s := e.newStep(runID, "train", map[string]any{"model_name": "big", "workers": 0, "gpus": 2, "image": cudaTrainerImage, "schedule_timeout_seconds": int(timeout.Seconds())})
 	job := launch.JobName(launch.Identity{RunID: runID, TaskName: "train"})
 
 	// The scheduler's decision as the test sees it: the first Unschedulable condition on the
@@ -308,7 +308,7 @@ func TestLaunchGangLargerThanCluster(t *testing.T) {
 	e := newEnv(t, "toolarge")
 	runID := uuid.NewString()
 	const timeout = 15 * time.Second
-	s := e.newStep(runID, "train", map[string]any{"model_name": "big", "workers": 2, "gpus": 1, "schedule_timeout_seconds": int(timeout.Seconds())})
+	s := e.newStep(runID, "train", map[string]any{"model_name": "big", "workers": 2, "gpus": 1, "image": cudaTrainerImage, "schedule_timeout_seconds": int(timeout.Seconds())})
 	job := launch.JobName(launch.Identity{RunID: runID, TaskName: "train"})
 	r := e.runComponent(s, 2*time.Minute)
 	// The queue caps 8 GPUs, the two nodes have one each, none is in use.

@@ -248,7 +248,7 @@ func TestLaunchTrainJobUnschedulable(t *testing.T) {
 	runID := uuid.NewString()
 	const timeout = 20 * time.Second
 	s := e.newStep(runID, "train", map[string]any{
-		"model_name": "big", "workers": trainJobNodes - 1, "gpus": 1, "job_api": launch.APITrainJob,
+		"model_name": "big", "workers": trainJobNodes - 1, "gpus": 1, "image": cudaTrainerImage, "job_api": launch.APITrainJob,
 		"schedule_timeout_seconds": int(timeout.Seconds()),
 	})
 	job := launch.JobName(launch.Identity{RunID: runID, TaskName: "train"})

@@ -32,7 +32,7 @@
 // a newer revision takes the port over and the older pod stays, stopped and
 // not ready, until scaled down): pods of another owner declaring a port
 // in use fail with reason PortConflict instead of reaching a stranger's
-// server, and so does a pod whose port is already bound on 127.0.0.1 by
+// server, and so does a pod whose port is already listened on at 127.0.0.1 by
 // someone else. Tests give each job its own port (XGBoostJob: the container
 // port named xgboostjob-port). A Service is reached at 127.0.0.1 and its
 // targetPort (ServiceAddr): there is no kube-proxy.
@@ -434,12 +434,38 @@ func (r *Runner) start(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
+// portFree reports an error when someone listens on port. A port whose only sockets are closed
+// connections in TIME_WAIT is free: a pod in a network namespace of its own would not see them,
+// and libxgboost's tracker, which binds without SO_REUSEADDR, leaves such sockets that refuse any
+// bind for a minute after its job ended (the next job's rank 0 takes another port then).
 func portFree(port int) error {
 	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		return err
+	if err == nil {
+		return l.Close()
 	}
-	return l.Close()
+	if listening, lerr := listeningOn(port); lerr == nil && !listening {
+		return nil
+	}
+	return err
+}
+
+// listeningOn reports whether a TCP socket listens on port, from /proc/net/tcp and tcp6 (state
+// 0A is LISTEN).
+func listeningOn(port int) (bool, error) {
+	want := fmt.Sprintf(":%04X", port)
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return false, err
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) > 3 && strings.HasSuffix(fields[1], want) && fields[3] == "0A" {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // signal sends sig to the process groups of the pod's containers.

@@ -6,6 +6,7 @@ package kube
 
 import (
 	"fmt"
+	"maps"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,9 @@ func XGBoostJob(j *launch.Job) (*kubeflowv1.XGBoostJob, error) {
 				ServiceAccountName: j.ServiceAccount,
 				SecurityContext:    podSecurityContext(j.Security),
 				PriorityClassName:  j.Gang.PriorityClass,
+				Tolerations:        tolerations(j.Placement),
+				NodeSelector:       nodeSelector(j.Placement),
+				Affinity:           j.Placement.Affinity.DeepCopy(),
 				Containers: []corev1.Container{{
 					// The operator finds the container by this name (and the port by its name).
 					Name:    kubeflowv1.XGBoostJobDefaultContainerName,
@@ -160,6 +164,23 @@ func claimVolume(j *launch.Job) corev1.Volume {
 	return corev1.Volume{Name: volumeName, VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: j.Claim},
 	}}
+}
+
+// tolerations are every replica's tolerations, a copy of the job's.
+func tolerations(p launch.Placement) []corev1.Toleration {
+	var out []corev1.Toleration
+	for _, t := range p.Tolerations {
+		out = append(out, *t.DeepCopy())
+	}
+	return out
+}
+
+// nodeSelector is every replica's node selector, a copy of the job's (nil when empty).
+func nodeSelector(p launch.Placement) map[string]string {
+	if len(p.NodeSelector) == 0 {
+		return nil
+	}
+	return maps.Clone(p.NodeSelector)
 }
 
 // podSecurityContext is the trainer pods' security context, nil when nothing is set.

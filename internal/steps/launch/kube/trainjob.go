@@ -50,6 +50,9 @@ func TrainJob(j *launch.Job) (*trainer.TrainJob, error) {
 			VolumeMounts: []corev1.VolumeMount{{Name: volumeName, MountPath: j.MountPath}},
 		}},
 		SecurityContext: podSecurityContext(j.Security),
+		Tolerations:     tolerations(j.Placement),
+		NodeSelector:    nodeSelector(j.Placement),
+		Affinity:        j.Placement.Affinity.DeepCopy(),
 	}
 	if j.ServiceAccount != "" {
 		sa := j.ServiceAccount

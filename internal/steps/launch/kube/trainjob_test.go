@@ -38,7 +38,8 @@ func trainJobOf(t *testing.T) (*launch.Job, *trainer.TrainJob) {
 		Data: launch.Data{Dataset: "iris"}, Resources: launch.Resources{CPU: "500m", Memory: "1Gi"},
 		Claim: "gangboost-models", MountPath: "/mnt/pvc", ModelName: "iris", ModelVersion: "v1", Port: 9999,
 		Gang: launch.Gang{Queue: "ml-training"}, ActiveDeadlineSeconds: &deadline, ServiceAccount: "trainer",
-		Security: launch.PodSecurity{FSGroup: &fs, RunAsUser: &uid, RunAsGroup: &uid},
+		Security:  launch.PodSecurity{FSGroup: &fs, RunAsUser: &uid, RunAsGroup: &uid},
+		Placement: testPlacement(),
 	}
 	tj, err := TrainJob(j)
 	if err != nil {

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Prints the cgo flags that link gangboost-train (and every test binary that links libxgboost)
+# against the libxgboost 3.0 sysroot of scripts/xgboost-sysroot.sh (which makes it; this script
+# only names it):
+#   scripts/xgboost-flags.sh [local] cflags|ldflags|goflags|env
+#                                 for binaries that run on this machine (make build, test, demo)
+#   scripts/xgboost-flags.sh image ARCH cflags|ldflags   for the gangboost image of ARCH
+# Outside make: eval "$(scripts/xgboost-flags.sh env)" exports CGO_CFLAGS, CGO_LDFLAGS and GOFLAGS
+# for `go build` and `go test`.
+# local: this machine's libc may be older than trixie's (Debian 12's 2.36 < 2.41), so the binary
+# runs with the sysroot's dynamic loader and finds every library there by DT_RPATH. RPATH, not
+# RUNPATH: RUNPATH is not searched for a library's own dependencies, so libxgboost would load the
+# host's libstdc++, which lacks GLIBCXX_3.4.32. Without -L the link takes the host's libc.so from
+# gcc's own library path.
+# image: the .debs are unpacked at their usual paths in the image, so the binary names the usual
+# loader and carries no RPATH.
+# goflags (local): a binary whose only C code is the standard library's (net, os/user) is linked by
+# Go's internal linker, which ignores CGO_LDFLAGS' RPATH but still takes the sysroot's loader from
+# cgo; without -r that loader would load the host's older libc and abort ("stack smashing
+# detected"). -r gives it the sysroot's library folder. An explicit -ldflags on a go command
+# replaces GOFLAGS' one: add -r=<the folder> there for a cgo binary.
+set -euo pipefail
+mode=local
+case ${1:-} in
+  local) shift ;;
+  image) mode=image; arch=${2:?usage: $0 image ARCH cflags|ldflags}; shift 2 ;;
+esac
+[[ $mode == local ]] && arch=$(dpkg --print-architecture 2>/dev/null || go env GOARCH)
+case $arch in
+  amd64) triplet=x86_64-linux-gnu loader=usr/lib64/ld-linux-x86-64.so.2 ;;
+  arm64) triplet=aarch64-linux-gnu loader=usr/lib/ld-linux-aarch64.so.1 ;;
+  *) echo "xgboost-flags: architecture $arch is not supported (amd64, arm64)" >&2; exit 1 ;;
+esac
+S=$("$(dirname "$0")/xgboost-sysroot.sh" --path "$arch")/root
+libs=$S/usr/lib/$triplet
+cflags="--sysroot=$S"
+ldflags="--sysroot=$S -L$libs -Wl,-rpath-link,$libs"
+[[ $mode == local ]] && ldflags+=" -Wl,--dynamic-linker=$S/$loader -Wl,--disable-new-dtags,-rpath,$libs"
+case ${1:-} in
+  cflags) echo "$cflags" ;;
+  ldflags) echo "$ldflags" ;;
+  goflags) echo "-ldflags=-r=$libs" ;;
+  env) printf 'export CGO_CFLAGS=%q CGO_LDFLAGS=%q GOFLAGS=%q\n' "$cflags" "$ldflags" "${GOFLAGS:+$GOFLAGS }-ldflags=-r=$libs" ;;
+  *) echo "usage: $0 [local | image ARCH] cflags|ldflags|goflags|env" >&2; exit 2 ;;
+esac
