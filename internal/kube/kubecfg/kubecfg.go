@@ -5,10 +5,15 @@ package kubecfg
 
 import (
 	"fmt"
+	"log/slog"
+	"os"
+	"sync"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -56,9 +61,17 @@ func Scheme(adds ...func(*runtime.Scheme) error) (*runtime.Scheme, error) {
 	return s, nil
 }
 
+var quietLogger sync.Once
+
 // Client is a typed controller-runtime client of the cluster of cfg (no cache: every read goes
 // to the API server) for the types of s.
 func Client(cfg *rest.Config, s *runtime.Scheme) (client.Client, error) {
+	quietLogger.Do(func() {
+		// controller-runtime logs the API server's warnings (a deprecated API, a field the server
+		// dropped) through its global logger; unset, it prints a stack trace saying so instead of
+		// the warning. The steps have no other use for it: warnings go to stderr as lines.
+		ctrllog.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, nil)))
+	})
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)

@@ -82,6 +82,9 @@ func (b *Backend) Start(ctx context.Context, j *launch.Job) (launch.Started, err
 	if err := b.checkClaim(ctx, j); err != nil {
 		return launch.Started{}, err
 	}
+	if err := b.checkTrainJobAPI(ctx, obj); err != nil {
+		return launch.Started{}, err
+	}
 	// creationTimestamp has whole seconds: a new job's deadline counts from the local clock.
 	before := time.Now()
 	err = b.client.Create(ctx, obj)
@@ -104,6 +107,32 @@ func (b *Backend) Start(ctx context.Context, j *launch.Job) (launch.Started, err
 		return launch.Started{}, fmt.Errorf("%s %s/%s of %s is being deleted: retry the step once it is gone", kind, j.Namespace, j.Name, j.Identity)
 	}
 	return launch.Started{Adopted: true, Created: cur.GetCreationTimestamp().Time}, nil
+}
+
+// checkTrainJobAPI refuses a TrainJob the cluster's Trainer would run without its runtime patch:
+// Trainer before v2.2 (Kubeflow 1.11 ships v2.1.0) has no spec.runtimePatches, and its API server
+// prunes the field as unknown without an error, so the claim, the pods' security context and the
+// Volcano queue would silently not reach the pods. A server-side dry run of the create (nothing
+// is stored; the same permission as the create) shows what the API server would keep.
+func (b *Backend) checkTrainJobAPI(ctx context.Context, obj client.Object) error {
+	tj, ok := obj.(*trainer.TrainJob)
+	if !ok || len(tj.Spec.RuntimePatches) == 0 {
+		return nil
+	}
+	probe := tj.DeepCopy()
+	err := b.client.Create(ctx, probe, client.DryRunAll)
+	if apierrors.IsAlreadyExists(err) {
+		return nil // an earlier attempt's: adopted below
+	}
+	if err != nil {
+		return fmt.Errorf("create TrainJob %s/%s (dry run): %w", tj.Namespace, tj.Name, err)
+	}
+	if len(probe.Spec.RuntimePatches) == 0 {
+		return fmt.Errorf("the cluster's Kubeflow Trainer dropped the TrainJob's spec.runtimePatches (its TrainJob API predates v2.2; Kubeflow 1.11 ships Trainer v2.1.0): "+
+			"the claim, the pods' security context and the Volcano queue would not reach the pods, so no TrainJob was created; "+
+			"use job_api %s (the Training Operator's XGBoostJob), or upgrade Kubeflow Trainer to v2.2 or later", launch.APIXGBoostJob)
+	}
+	return nil
 }
 
 // checkClaim refuses a gang of several pods on a claim they cannot all mount: Volcano places the
