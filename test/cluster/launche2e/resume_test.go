@@ -132,3 +132,83 @@ func TestLaunchRestartedGangResumes(t *testing.T) {
 	}
 	t.Logf("killed the Worker after %s; the gang resumed at round %d (%s after the start)", first, k, line.at.Sub(r.started).Round(time.Millisecond))
 }
+
+// trainJobRankPid is the pid of the trainer process of a TrainJob's rank (Trainer's DMLC_TASK_ID)
+// whose command line holds marker, or 0.
+func trainJobRankPid(marker string, rank int) int {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, p := range procs {
+		cmdline, err := os.ReadFile(filepath.Join(p, "cmdline"))
+		if err != nil || !bytes.Contains(cmdline, []byte("gangboost-train")) || !bytes.Contains(cmdline, []byte(marker)) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(p, "environ"))
+		if err != nil {
+			continue
+		}
+		if slices.Contains(strings.Split(string(env), "\x00"), "DMLC_TASK_ID="+strconv.Itoa(rank)) {
+			pid, _ := strconv.Atoi(filepath.Base(p))
+			return pid
+		}
+	}
+	return 0
+}
+
+// TestLaunchTrainJobRestartedGangResumes: a TrainJob's rank 1 is killed (SIGKILL) once rank 0 has
+// written a checkpoint. Its Job fails, the JobSet (manifests/trainer's failurePolicy) recreates
+// the whole gang, rank 0 of the new gang resumes from the checkpoint, and the TrainJob completes
+// with the model an uninterrupted gang trains.
+func TestLaunchTrainJobRestartedGangResumes(t *testing.T) {
+	requireTrainer(t)
+	e := newTrainJobEnv(t, "tjresume")
+	runID := uuid.NewString()
+	s := e.newStep(runID, "train-iris", map[string]any{
+		"model_name": "iris", "workers": trainJobNodes - 1, "job_api": launch.APITrainJob, "num_round": 3000, "max_depth": "2",
+		"nthread": 1, "checkpoint_every_rounds": 300,
+	})
+	ckDir := filepath.Join(e.pvcDir, "checkpoints", "iris", "v1")
+	killed := make(chan string, 1)
+	go func() {
+		deadline := time.Now().Add(4 * time.Minute)
+		for time.Now().Before(deadline) {
+			if m, _ := filepath.Glob(filepath.Join(ckDir, "round-*.ckpt")); len(m) > 0 {
+				if pid := trainJobRankPid(ckDir, 1); pid > 0 {
+					if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+						killed <- filepath.Base(m[len(m)-1])
+						return
+					}
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		close(killed)
+	}()
+	r := e.runComponent(s, 6*time.Minute)
+	first, ok := <-killed
+	if !ok {
+		t.Fatal("no checkpoint appeared, or rank 1's trainer was not found to kill")
+	}
+	if r.exitCode != 0 {
+		t.Fatalf("component exited %d, want 0 after the gang's restart", r.exitCode)
+	}
+	md, err := modeldir.ReadMetadata(filepath.Join(e.pvcDir, "models", "iris", "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(md.ResumedAt) != 1 || md.ResumedAt[0]%300 != 0 || md.ResumedAt[0] < 300 || md.Rounds != 3000 {
+		t.Fatalf("metadata resumed_at %v, rounds %d (first checkpoint seen %s): want one resume at a checkpoint", md.ResumedAt, md.Rounds, first)
+	}
+	wholeDir := filepath.Join(t.TempDir(), "whole")
+	out, err := exec.Command(filepath.Join(testbin.Dir(t), "gangboost-train"), "--local", strconv.Itoa(trainJobNodes-1), "--dataset", "iris", "--label", "species",
+		"--eval-fraction", "0.2", "--objective", "multi:softprob", "--num-round", "3000", "--max-depth", "2", "--nthread", "1",
+		"--model-dir", wholeDir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("uninterrupted gang: %v\n%s", err, out)
+	}
+	whole, _ := os.ReadFile(filepath.Join(wholeDir, "model.json"))
+	resumed, _ := os.ReadFile(filepath.Join(e.pvcDir, "models", "iris", "v1", "model.json"))
+	if len(whole) == 0 || !bytes.Equal(whole, resumed) {
+		t.Errorf("the resumed TrainJob's model (%d bytes) differs from an uninterrupted gang's (%d bytes)", len(resumed), len(whole))
+	}
+	t.Logf("killed rank 1 after %s; the new gang resumed at round %d", first, md.ResumedAt[0])
+}
