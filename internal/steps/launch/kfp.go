@@ -125,7 +125,7 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 	if v := integer("active_deadline_seconds", 0, 0, kfp.MaxExactInteger); v > 0 {
 		j.ActiveDeadlineSeconds = &v
 	}
-	if v := integer("ttl_seconds_after_finished", -1, -1, math.MaxInt32); v >= 0 {
+	if v := integer("ttl_seconds_after_finished", DefaultJobTTLSeconds, -1, math.MaxInt32); v >= 0 {
 		n := int32(v)
 		j.TTLSecondsAfterFinished = &n
 	}
@@ -203,6 +203,10 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 	}
 	return j, local, nil
 }
+
+// DefaultJobTTLSeconds is how long a finished XGBoostJob is kept by default (a day): long enough to
+// read its pods' logs and for a retried step to adopt it, without every run's job piling up.
+const DefaultJobTTLSeconds = 86400
 
 // WriteOutputs records a finished job's outputs: the Model artifact (its metadata from the
 // version's metadata.json), the final metrics, model_uri and job_name. localClaim is where this
@@ -363,7 +367,7 @@ var Inputs = []kfp.Input{
 	{Name: "restart_policy", Type: kfp.String, Default: RestartNever, Description: "Never: a failed rank fails the job; OnFailure: the gang restarts (within backoff_limit) and resumes from its newest checkpoint"},
 	{Name: "backoff_limit", Type: kfp.Integer, Default: 0, Description: "the job fails once its replicas' restarts reach this (with OnFailure a gang restart counts every replica: workers + 1)"},
 	{Name: "active_deadline_seconds", Type: kfp.Integer, Default: 0, Description: "0 none"},
-	{Name: "ttl_seconds_after_finished", Type: kfp.Integer, Default: -1, Description: "-1 keep the finished job"},
+	{Name: "ttl_seconds_after_finished", Type: kfp.Integer, Default: DefaultJobTTLSeconds, Description: "the Training Operator deletes the finished XGBoostJob (and its pods) this long after it ends; -1 keeps it. The model and, for resuming, the checkpoints are on the claim, not in the job (a TrainJob's TTL is its runtime's, manifests/trainer)"},
 }
 
 // DefaultTrainingRuntime is the ClusterTrainingRuntime gangboost ships (manifests/trainingruntime.yaml).

@@ -84,6 +84,14 @@ func TestJobFromExecutor(t *testing.T) {
 	if sc := j.Security; sc.FSGroup == nil || *sc.FSGroup != 65532 || sc.RunAsUser != nil || sc.RunAsGroup != nil {
 		t.Errorf("default security: %+v, want fsGroup 65532 only", sc)
 	}
+	// Without the input, a finished job goes after a day.
+	noTTL := base()
+	delete(noTTL, "ttl_seconds_after_finished")
+	if j3, _, err := JobFromExecutor(executor(t, noTTL, t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"}); err != nil {
+		t.Error(err)
+	} else if j3.TTLSecondsAfterFinished == nil || *j3.TTLSecondsAfterFinished != DefaultJobTTLSeconds {
+		t.Errorf("default ttl %v, want %d", j3.TTLSecondsAfterFinished, DefaultJobTTLSeconds)
+	}
 	p := base()
 	p["fs_group"], p["run_as_user"], p["run_as_group"] = -1, 1000, 2000
 	if j2, _, err := JobFromExecutor(executor(t, p, t.TempDir()), Defaults{Namespace: "ml", Image: "gangboost:1"}); err != nil {
