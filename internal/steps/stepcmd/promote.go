@@ -8,7 +8,6 @@ import (
 
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/steps/promote"
-	"github.com/gangboost/gangboost/internal/steps/register"
 )
 
 // Promote is promote-model: it applies evaluate's verdict to the InferenceService deploy
@@ -37,9 +36,9 @@ func promoteModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) er
 	if err != nil {
 		return err
 	}
-	if req.Registry == nil {
-		fmt.Println(register.Skipped)
-	} else if err := promote.RecordServing(ctx, *req, res, os.Stdout); err != nil {
+	// Without a registry nothing is recorded; evaluate, the run's first step that registers,
+	// has said so.
+	if err := promote.RecordServing(ctx, *req, res, os.Stdout); err != nil {
 		return fmt.Errorf("%s serves %s, but the registry does not say so: %w", req.Service.Name, res.ServingModelURI, err)
 	}
 	return promote.WriteOutputs(exec, res)
