@@ -200,8 +200,8 @@ func verify(uri, dest string) (sum string, verified bool, err error) {
 	if err := json.Unmarshal(b, &md); err != nil {
 		return "", false, fmt.Errorf("%s%s: %w", folder(uri), modeldir.MetadataFile, err)
 	}
-	if md.ModelFile == "" || md.ModelFile != filepath.Base(md.ModelFile) || md.ModelSHA256 == "" {
-		return "", false, fmt.Errorf("%s%s names no model file and sha256 (model_file %q, model_sha256 %q)", folder(uri), modeldir.MetadataFile, md.ModelFile, md.ModelSHA256)
+	if err := md.CheckModelFile(); err != nil {
+		return "", false, fmt.Errorf("%s%w", folder(uri), err)
 	}
 	f, err := os.Open(filepath.Join(dest, md.ModelFile))
 	if err != nil {
@@ -214,7 +214,7 @@ func verify(uri, dest string) (sum string, verified bool, err error) {
 	}
 	got := hex.EncodeToString(h.Sum(nil))
 	if got != md.ModelSHA256 {
-		return "", false, &DigestError{Object: folder(uri) + md.ModelFile, Want: md.ModelSHA256, Got: got}
+		return "", false, &modelobjects.DigestError{Object: folder(uri) + md.ModelFile, Want: md.ModelSHA256, Got: got}
 	}
 	return got, true, nil
 }
@@ -235,16 +235,6 @@ func refuseIncomplete(ctx context.Context, c s3iface.S3API, uri, bucket, prefix 
 		}
 	}
 	return nil
-}
-
-// DigestError is a model file whose bytes are not the ones its metadata records.
-type DigestError struct {
-	Object    string
-	Want, Got string
-}
-
-func (e *DigestError) Error() string {
-	return fmt.Sprintf("%s: sha256 %s, but metadata.json records %s: the object changed after it was published (or is corrupt); the model is not served", e.Object, e.Got, e.Want)
 }
 
 func folder(uri string) string {

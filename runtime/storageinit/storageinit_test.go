@@ -85,7 +85,7 @@ func TestDownloadChecksTheModelAgainstItsMetadata(t *testing.T) {
 	corrupt := append(bytes.Clone(model), ' ')
 	srv.Put(t, "models", "team/iris/v1/model.json", corrupt)
 	_, err = Download(context.Background(), "s3://models/team/iris/v1/", t.TempDir(), DefaultLimits, quiet)
-	var de *DigestError
+	var de *modelobjects.DigestError
 	if !errors.As(err, &de) || de.Object != "s3://models/team/iris/v1/model.json" || de.Want != md.ModelSHA256 ||
 		!strings.Contains(err.Error(), de.Got) || !strings.Contains(err.Error(), md.ModelSHA256) {
 		t.Fatalf("corrupt model: %v; want a DigestError naming the object and both digests", err)

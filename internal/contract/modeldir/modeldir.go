@@ -61,6 +61,15 @@ type Metadata struct {
 	ResumedAt []int `json:"resumed_at,omitempty"`
 }
 
+// CheckModelFile reports whether md names its folder's model file and that file's sha256, which a
+// reader needs to check the bytes it got: an error naming what is missing otherwise.
+func (md *Metadata) CheckModelFile() error {
+	if md.ModelFile == "" || strings.Contains(md.ModelFile, "/") || md.ModelFile == MetadataFile || md.ModelSHA256 == "" {
+		return fmt.Errorf("%s names no model file and sha256 (model_file %q, model_sha256 %q)", MetadataFile, md.ModelFile, md.ModelSHA256)
+	}
+	return nil
+}
+
 // ReadMetadata reads a model folder's metadata.json.
 func ReadMetadata(dir string) (*Metadata, error) {
 	path := filepath.Join(dir, MetadataFile)

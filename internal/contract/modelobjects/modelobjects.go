@@ -303,14 +303,15 @@ func (f *Folder) put(ctx context.Context, name string, data []byte, producer str
 	return err
 }
 
-// DigestError is a model object whose bytes are not the ones its metadata.json records.
+// DigestError is a model object whose bytes are not the ones its metadata.json records (found by
+// Download, and by the storage initializer after its download).
 type DigestError struct {
 	Object    string
 	Want, Got string
 }
 
 func (e *DigestError) Error() string {
-	return fmt.Sprintf("%s: sha256 %s, but metadata.json records %s: the object changed after it was published (or is corrupt); it is not served", e.Object, e.Got, e.Want)
+	return fmt.Sprintf("%s: sha256 %s, but metadata.json records %s: the object changed after it was published (or is corrupt); the model is not served", e.Object, e.Got, e.Want)
 }
 
 // Download copies the published version into dir (a model folder, published whole with
@@ -322,8 +323,8 @@ func (f *Folder) Download(ctx context.Context, dir string, maxBytes int64) (*mod
 	if err != nil {
 		return nil, err
 	}
-	if md.ModelFile == "" || strings.Contains(md.ModelFile, "/") || md.ModelFile == modeldir.MetadataFile || md.ModelSHA256 == "" {
-		return nil, fmt.Errorf("%s%s names no model file and sha256 (model_file %q, model_sha256 %q)", f.URI(), modeldir.MetadataFile, md.ModelFile, md.ModelSHA256)
+	if err := md.CheckModelFile(); err != nil {
+		return nil, fmt.Errorf("%s%w", f.URI(), err)
 	}
 	if have, err := modeldir.ReadMetadata(dir); err == nil && have.ModelSHA256 == md.ModelSHA256 {
 		return md, nil
