@@ -59,6 +59,10 @@ func ParseURI(uri string) (Location, error) {
 // URI is the location as scheme://bucket/key.
 func (l Location) URI() string { return l.Scheme + "://" + l.Bucket + "/" + l.Key }
 
+// HasEnvCredentials reports whether this process can sign requests: AWS_ACCESS_KEY_ID is set. A
+// step without it leaves checks of an object store to the pods that get the credentials.
+func HasEnvCredentials() bool { return os.Getenv("AWS_ACCESS_KEY_ID") != "" }
+
 // Client is a store's client and the endpoint it talks to, for messages.
 type Client struct {
 	*minio.Client
@@ -113,7 +117,7 @@ func (c *Client) Explain(uri, what string, err error) error {
 	switch resp.Code {
 	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "ExpiredToken":
 		creds := "no AWS_ACCESS_KEY_ID is set"
-		if os.Getenv("AWS_ACCESS_KEY_ID") != "" {
+		if HasEnvCredentials() {
 			creds = "the access key in AWS_ACCESS_KEY_ID"
 		}
 		return fmt.Errorf("%s: %s: the object store refused the credentials (%s: %s); %s: check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (on a cluster: the secret named by object_store_secret) and the bucket's policy",

@@ -14,7 +14,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -112,7 +111,7 @@ func (s *Service) ReadModelSHA256(ctx context.Context) error {
 		return nil // the registry's storage initializer resolves it in the pod
 	}
 	if s.InObjectStore() {
-		if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+		if !objectstore.HasEnvCredentials() {
 			return nil
 		}
 		f, err := s.ModelObjects()

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -290,9 +289,6 @@ func (j *Job) modelObjects() (*modelobjects.Folder, error) {
 // this step: the trainer then checks the version before it reads any data.
 var ErrNoStoreCredentials = errors.New("this step has no object store credentials (AWS_ACCESS_KEY_ID): only the trainer pods get object_store_secret")
 
-// storeCredentialsHere reports whether this process can sign object store requests.
-func storeCredentialsHere() bool { return os.Getenv("AWS_ACCESS_KEY_ID") != "" }
-
 // CheckModelVersion refuses a model version that exists (on the claim, seen at localClaim, or in
 // the object store) and that this job did not write, unless Overwrite: a published version may be
 // serving, and a re-run would otherwise replace it under the running predictor. The job's own
@@ -306,7 +302,7 @@ func (j *Job) CheckModelVersion(ctx context.Context, localClaim string) error {
 	where := "on claim " + j.Claim
 	if j.ModelStore != "" {
 		where = "in " + j.ModelStore
-		if j.Data.ObjectStore.Secret != "" && !storeCredentialsHere() {
+		if j.Data.ObjectStore.Secret != "" && !objectstore.HasEnvCredentials() {
 			return ErrNoStoreCredentials
 		}
 		f, ferr := j.modelObjects()
@@ -340,7 +336,7 @@ func (j *Job) CheckModelVersion(ctx context.Context, localClaim string) error {
 // or the object store.
 func (j *Job) ReadModelMetadata(ctx context.Context, localClaim string) (*modeldir.Metadata, error) {
 	if j.ModelStore != "" {
-		if j.Data.ObjectStore.Secret != "" && !storeCredentialsHere() {
+		if j.Data.ObjectStore.Secret != "" && !objectstore.HasEnvCredentials() {
 			return nil, ErrNoStoreCredentials
 		}
 		f, err := j.modelObjects()
