@@ -2,13 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,8 +16,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/minio/minio-go/v7"
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
@@ -416,9 +411,9 @@ func TestLocalDemoModelsInObjectStore(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run with model_store: %v\n%s", err, out)
 	}
-	model := getObject(t, srv, "models", "team-a/iris/v1/model.json")
+	model := srv.Get(t, "models", "team-a/iris/v1/model.json")
 	var md modeldir.Metadata
-	if err := json.Unmarshal(getObject(t, srv, "models", "team-a/iris/v1/metadata.json"), &md); err != nil {
+	if err := json.Unmarshal(srv.Get(t, "models", "team-a/iris/v1/metadata.json"), &md); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(model)
@@ -432,20 +427,20 @@ func TestLocalDemoModelsInObjectStore(t *testing.T) {
 		t.Errorf("the model also went to the claim: %v", err)
 	}
 	// The registry, read through its REST API: the version, its artifact and metrics, and where it serves.
-	v1 := registryGet(t, reg, "/model_version", url.Values{"name": {"v1"}, "parentResourceId": {registryGet(t, reg, "/registered_model", url.Values{"name": {"iris"}})["id"].(string)}})
+	v1 := reg.Get(t, "/model_version", url.Values{"name": {"v1"}, "parentResourceId": {reg.Get(t, "/registered_model", url.Values{"name": {"iris"}})["id"].(string)}})
 	props := v1["customProperties"].(map[string]any)
 	for _, p := range []string{"trainer.eval-mlogloss", "evaluate.accuracy", "evaluate.logloss", "gangboost.model_sha256", "gangboost.run_id"} {
 		if props[p] == nil {
 			t.Errorf("version v1 lacks the custom property %s: %v", p, props)
 		}
 	}
-	arts := registryGet(t, reg, "/model_versions/"+v1["id"].(string)+"/artifacts", nil)["items"].([]any)
+	arts := reg.Get(t, "/model_versions/"+v1["id"].(string)+"/artifacts", nil)["items"].([]any)
 	if len(arts) != 1 || arts[0].(map[string]any)["uri"] != "s3://models/team-a/iris/v1/" {
 		t.Errorf("v1's artifacts %v: want one at s3://models/team-a/iris/v1/", arts)
 	}
 	serving := func() string {
 		t.Helper()
-		list := registryGet(t, reg, "/inference_services", nil)["items"].([]any)
+		list := reg.Get(t, "/inference_services", nil)["items"].([]any)
 		if len(list) != 1 {
 			t.Fatalf("inference services in the registry: %v, want one", list)
 		}
@@ -459,8 +454,8 @@ func TestLocalDemoModelsInObjectStore(t *testing.T) {
 	if err != nil || !strings.Contains(out, "v2 promoted over v1") {
 		t.Fatalf("a better second run: %v\n%s\nwant v2 promoted", err, out)
 	}
-	rm := registryGet(t, reg, "/registered_model", url.Values{"name": {"iris"}})["id"].(string)
-	v2 := registryGet(t, reg, "/model_version", url.Values{"name": {"v2"}, "parentResourceId": {rm}})
+	rm := reg.Get(t, "/registered_model", url.Values{"name": {"iris"}})["id"].(string)
+	v2 := reg.Get(t, "/model_version", url.Values{"name": {"v2"}, "parentResourceId": {rm}})
 	if got := serving(); got != v2["id"] {
 		t.Errorf("after the promotion the registry says version %s serves, want v2 (%s)", got, v2["id"])
 	}
@@ -476,33 +471,4 @@ func TestLocalDemoModelsInObjectStore(t *testing.T) {
 		}
 	}
 	assertNothingLeft(t, work, mark, nil)
-}
-
-// registryGet reads one REST resource of the model registry as JSON.
-func registryGet(t *testing.T, reg *modelregistry.Server, path string, query url.Values) map[string]any {
-	t.Helper()
-	resp, err := http.Get(reg.URL + modelregistry.APIPath + path + "?" + query.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var v map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s %v: %s %v %v", path, query, resp.Status, err, v)
-	}
-	return v
-}
-
-func getObject(t *testing.T, srv *s3server.Server, bucket, key string) []byte {
-	t.Helper()
-	obj, err := srv.Client.GetObject(context.Background(), bucket, key, minio.GetObjectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer obj.Close()
-	b, err := io.ReadAll(obj)
-	if err != nil {
-		t.Fatalf("read %s/%s: %v", bucket, key, err)
-	}
-	return b
 }

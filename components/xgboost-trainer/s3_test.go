@@ -2,12 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -16,7 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minio/minio-go/v7"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
@@ -138,9 +135,9 @@ func TestLocalGangPublishesTheModelToObjectStore(t *testing.T) {
 	if out, err := train("job-1"); err != nil {
 		t.Fatalf("train into %s: %v\n%s", version, err, out)
 	}
-	model := getObject(t, srv, "models", "team-a/iris/run-1/model.json")
+	model := srv.Get(t, "models", "team-a/iris/run-1/model.json")
 	var md modeldir.Metadata
-	if err := json.Unmarshal(getObject(t, srv, "models", "team-a/iris/run-1/metadata.json"), &md); err != nil {
+	if err := json.Unmarshal(srv.Get(t, "models", "team-a/iris/run-1/metadata.json"), &md); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(model)
@@ -157,21 +154,7 @@ func TestLocalGangPublishesTheModelToObjectStore(t *testing.T) {
 			t.Errorf("the refused job wrote: %s %s/%s", r.Method, r.Bucket, r.Key)
 		}
 	}
-	if again := getObject(t, srv, "models", "team-a/iris/run-1/model.json"); !bytes.Equal(again, model) {
+	if again := srv.Get(t, "models", "team-a/iris/run-1/model.json"); !bytes.Equal(again, model) {
 		t.Fatal("the refused job changed the model")
 	}
-}
-
-func getObject(t *testing.T, srv *s3server.Server, bucket, key string) []byte {
-	t.Helper()
-	obj, err := srv.Client.GetObject(context.Background(), bucket, key, minio.GetObjectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer obj.Close()
-	b, err := io.ReadAll(obj)
-	if err != nil {
-		t.Fatalf("read %s/%s: %v", bucket, key, err)
-	}
-	return b
 }

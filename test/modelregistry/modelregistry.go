@@ -12,10 +12,12 @@ package modelregistry
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -94,6 +96,22 @@ func StartOn(t testing.TB, ip string) *Server {
 		return nil
 	})
 	return s
+}
+
+// Get reads one resource of the registry's REST API (APIPath + path) as JSON, with a plain HTTP
+// client rather than gangboost's: what the registry itself says. Anything but 200 fails t.
+func (s *Server) Get(t testing.TB, path string, query url.Values) map[string]any {
+	t.Helper()
+	resp, err := http.Get(s.URL + APIPath + path + "?" + query.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s %v: %s %v %v", path, query, resp.Status, err, v)
+	}
+	return v
 }
 
 // startDatabase runs a MariaDB server in a folder of its own (as the mysql user when the test

@@ -250,6 +250,21 @@ func (s *Server) Put(t testing.TB, bucket, key string, data []byte) {
 	}
 }
 
+// Get reads bucket/key whole.
+func (s *Server) Get(t testing.TB, bucket, key string) []byte {
+	t.Helper()
+	obj, err := s.Client.GetObject(context.Background(), bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		t.Fatalf("get %s/%s: %v", bucket, key, err)
+	}
+	defer obj.Close()
+	b, err := io.ReadAll(obj)
+	if err != nil {
+		t.Fatalf("read %s/%s: %v", bucket, key, err)
+	}
+	return b
+}
+
 type countingWriter struct {
 	http.ResponseWriter
 	status int

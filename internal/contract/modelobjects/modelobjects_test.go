@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -68,20 +67,6 @@ func open(t *testing.T, cfg objectstore.Config, uri string) *Folder {
 	return f
 }
 
-func get(t *testing.T, srv *s3server.Server, key string) []byte {
-	t.Helper()
-	obj, err := srv.Client.GetObject(context.Background(), "models", key, minio.GetObjectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer obj.Close()
-	b, err := io.ReadAll(obj)
-	if err != nil {
-		t.Fatalf("read %s: %v", key, err)
-	}
-	return b
-}
-
 func TestPublishWritesACompleteVersionOnce(t *testing.T) {
 	srv, cfg := store(t)
 	ctx := context.Background()
@@ -93,7 +78,7 @@ func TestPublishWritesACompleteVersionOnce(t *testing.T) {
 	if err := f.Publish(ctx, "model.json", model, &modeldir.Metadata{Objective: "multi:softprob", Producer: "job-a"}, false); err != nil {
 		t.Fatal(err)
 	}
-	if got := get(t, srv, "team/iris/v1/model.json"); !bytes.Equal(got, model) {
+	if got := srv.Get(t, "models", "team/iris/v1/model.json"); !bytes.Equal(got, model) {
 		t.Fatalf("model object %q, want %q", got, model)
 	}
 	md, err := f.ReadMetadata(ctx)
@@ -120,7 +105,7 @@ func TestPublishWritesACompleteVersionOnce(t *testing.T) {
 	if !isExists(err, "job-a") {
 		t.Fatalf("second publish: %v, want an ExistsError naming job-a", err)
 	}
-	if got := get(t, srv, "team/iris/v1/model.json"); !bytes.Equal(got, model) {
+	if got := srv.Get(t, "models", "team/iris/v1/model.json"); !bytes.Equal(got, model) {
 		t.Fatalf("a refused publish changed the model to %q", got)
 	}
 	// The same job (a retried step) may, and so may overwrite.
@@ -130,7 +115,7 @@ func TestPublishWritesACompleteVersionOnce(t *testing.T) {
 	if err := f.Publish(ctx, "model.json", []byte("new"), &modeldir.Metadata{Producer: "job-b"}, true); err != nil {
 		t.Fatalf("overwrite: %v", err)
 	}
-	if md, err := f.ReadMetadata(ctx); err != nil || md.Producer != "job-b" || string(get(t, srv, "team/iris/v1/model.json")) != "new" {
+	if md, err := f.ReadMetadata(ctx); err != nil || md.Producer != "job-b" || string(srv.Get(t, "models", "team/iris/v1/model.json")) != "new" {
 		t.Fatalf("after overwrite: %+v, %v", md, err)
 	}
 }
@@ -165,7 +150,7 @@ func TestAnInterruptedUploadIsNoVersion(t *testing.T) {
 	if err := f.Publish(ctx, "model.json", []byte("whole"), &modeldir.Metadata{Producer: "job-a"}, false); err != nil {
 		t.Fatalf("the interrupted job's retry: %v", err)
 	}
-	if md, err := f.ReadMetadata(ctx); err != nil || string(get(t, srv, "iris/v2/model.json")) != "whole" || md.Producer != "job-a" {
+	if md, err := f.ReadMetadata(ctx); err != nil || string(srv.Get(t, "models", "iris/v2/model.json")) != "whole" || md.Producer != "job-a" {
 		t.Fatalf("after the retry: %+v, %v", md, err)
 	}
 }
@@ -202,7 +187,7 @@ func TestRacingPublishersOneWins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := get(t, srv, "iris/v3/model.json")
+	model := srv.Get(t, "models", "iris/v3/model.json")
 	sum := sha256.Sum256(model)
 	if hex.EncodeToString(sum[:]) != md.ModelSHA256 || string(model) != "model "+strings.TrimPrefix(md.Producer, "job-") {
 		t.Fatalf("the version holds %q under %s's metadata (sha256 %s)", model, md.Producer, md.ModelSHA256)

@@ -3,7 +3,6 @@ package register_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,21 +20,6 @@ import (
 	"github.com/gangboost/gangboost/test/modelregistry"
 	"github.com/gangboost/gangboost/test/s3server"
 )
-
-// get reads one REST resource of the registry as JSON, without gangboost's client.
-func get(t *testing.T, reg *modelregistry.Server, path string, query url.Values) map[string]any {
-	t.Helper()
-	resp, err := http.Get(reg.URL + modelregistry.APIPath + path + "?" + query.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var v map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s %v: %s %v %v", path, query, resp.Status, err, v)
-	}
-	return v
-}
 
 func prop(t *testing.T, obj map[string]any, name string) any {
 	t.Helper()
@@ -73,15 +57,15 @@ func TestRegisterAndRecordServing(t *testing.T) {
 		t.Fatalf("record %+v: want a created version with an artifact", rec)
 	}
 	// Read back through the registry's REST API.
-	rm := get(t, reg, "/registered_model", url.Values{"name": {"iris"}})
-	mv := get(t, reg, "/model_version", url.Values{"name": {"run-1a2b3c4d"}, "parentResourceId": {rm["id"].(string)}})
+	rm := reg.Get(t, "/registered_model", url.Values{"name": {"iris"}})
+	mv := reg.Get(t, "/model_version", url.Values{"name": {"run-1a2b3c4d"}, "parentResourceId": {rm["id"].(string)}})
 	for name, want := range map[string]any{"trainer.eval-mlogloss": 0.31, "trainer.eval-merror": 0.05, "evaluate.accuracy": 0.9667,
 		"evaluate.logloss": 0.1234, register.PropRunID: "1a2b3c4d-run", register.PropSHA256: strings.Repeat("ab", 32), "trainer.rounds": 10.0} {
 		if got := prop(t, mv, name); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("version property %s = %v, want %v", name, got, want)
 		}
 	}
-	arts := get(t, reg, "/model_versions/"+mv["id"].(string)+"/artifacts", nil)
+	arts := reg.Get(t, "/model_versions/"+mv["id"].(string)+"/artifacts", nil)
 	items, _ := arts["items"].([]any)
 	if len(items) != 1 {
 		t.Fatalf("artifacts %v, want one", arts)
@@ -106,12 +90,12 @@ func TestRegisterAndRecordServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := get(t, reg, "/serving_environment", url.Values{"name": {"team-a"}})
-	is := get(t, reg, "/inference_service", url.Values{"name": {"iris"}, "parentResourceId": {env["id"].(string)}})
+	env := reg.Get(t, "/serving_environment", url.Values{"name": {"team-a"}})
+	is := reg.Get(t, "/inference_service", url.Values{"name": {"iris"}, "parentResourceId": {env["id"].(string)}})
 	if is["id"] != isID || is["modelVersionId"] != rec.ModelVersionID || is["desiredState"] != "DEPLOYED" {
 		t.Errorf("inference service %v: want version %s deployed", is, rec.ModelVersionID)
 	}
-	serves := get(t, reg, "/inference_services/"+isID+"/serves", nil)
+	serves := reg.Get(t, "/inference_services/"+isID+"/serves", nil)
 	if items, _ := serves["items"].([]any); len(items) != 1 || items[0].(map[string]any)["modelVersionId"] != rec.ModelVersionID {
 		t.Errorf("serve records %v: want one of version %s", serves, rec.ModelVersionID)
 	}
@@ -125,7 +109,7 @@ func TestRegisterAndRecordServing(t *testing.T) {
 	if id, err := c.RecordServing(ctx, rec2, register.Serving{Name: "iris", Namespace: "team-a", Runtime: "gangboost-xgboost"}); err != nil || id != isID {
 		t.Fatalf("recording the promotion: %s, %v; want the same InferenceService %s", id, err, isID)
 	}
-	if is := get(t, reg, "/inference_services/"+isID, nil); is["modelVersionId"] != rec2.ModelVersionID {
+	if is := reg.Get(t, "/inference_services/"+isID, nil); is["modelVersionId"] != rec2.ModelVersionID {
 		t.Errorf("after the promotion the registry says %v serves, want %s", is["modelVersionId"], rec2.ModelVersionID)
 	}
 }
@@ -178,7 +162,7 @@ func TestRegistryStorageInitializer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A version registered without an artifact (another client's half-done registration).
-	rm := get(t, reg, "/registered_model", url.Values{"name": {"iris"}})
+	rm := reg.Get(t, "/registered_model", url.Values{"name": {"iris"}})
 	body := fmt.Sprintf(`{"name":"bare","registeredModelId":%q}`, rm["id"])
 	resp, err := http.Post(reg.URL+modelregistry.APIPath+"/model_versions", "application/json", strings.NewReader(body))
 	if err != nil || resp.StatusCode != http.StatusCreated {

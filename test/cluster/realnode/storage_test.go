@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -89,10 +87,10 @@ func TestS3ModelOnRealNode(t *testing.T) {
 		}
 	}
 	modelFile := filepath.Join(t.TempDir(), "model.json")
-	if err := os.WriteFile(modelFile, getObject(t, srv, "models", "team-a/iris/v1/model.json"), 0o644); err != nil {
+	if err := os.WriteFile(modelFile, srv.Get(t, "models", "team-a/iris/v1/model.json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv.Put(t, "models", "team-a/iris/v2/model.json", append(getObject(t, srv, "models", "team-a/iris/v2/model.json"), '\n'))
+	srv.Put(t, "models", "team-a/iris/v2/model.json", append(srv.Get(t, "models", "team-a/iris/v2/model.json"), '\n'))
 
 	// The credentials as KServe reads them: a Secret annotated with the endpoint, named by the
 	// predictor's service account.
@@ -165,20 +163,6 @@ func TestS3ModelOnRealNode(t *testing.T) {
 	}
 }
 
-func getObject(t *testing.T, srv *s3server.Server, bucket, key string) []byte {
-	t.Helper()
-	obj, err := srv.Client.GetObject(context.Background(), bucket, key, minio.GetObjectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer obj.Close()
-	b, err := io.ReadAll(obj)
-	if err != nil {
-		t.Fatalf("read %s/%s: %v", bucket, key, err)
-	}
-	return b
-}
-
 // TestModelRegistryURIOnRealNode: an InferenceService with storageUri model-registry://iris/v1 on
 // the real node. The registry's own storage initializer (its cmd/csi, built into the tool cache,
 // as its ClusterStorageContainer from manifests/kserve) asks the real registry for the version's
@@ -238,7 +222,7 @@ func TestModelRegistryURIOnRealNode(t *testing.T) {
 		t.Fatalf("train: %v\n%s", err, out)
 	}
 	modelFile := filepath.Join(t.TempDir(), "model.json")
-	if err := os.WriteFile(modelFile, getObject(t, srv, "models", "team-a/iris/v1/model.json"), 0o644); err != nil {
+	if err := os.WriteFile(modelFile, srv.Get(t, "models", "team-a/iris/v1/model.json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	rc, err := register.New(reg.URL, "")
