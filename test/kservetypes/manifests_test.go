@@ -69,6 +69,8 @@ func decodeStrict(doc []byte) (client.Object, error) {
 		obj = &v1alpha1.ClusterServingRuntime{}
 	case v1beta1.SchemeGroupVersion.WithKind("InferenceService"):
 		obj = &v1beta1.InferenceService{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ClusterStorageContainer"):
+		obj = &v1alpha1.ClusterStorageContainer{}
 	case batchv1.SchemeGroupVersion.WithKind("Job"):
 		obj = &batchv1.Job{}
 	default:
@@ -623,21 +625,28 @@ func TestKnativeAcceptsRuntimes(t *testing.T) {
 	}
 }
 
+// storageContainer decodes a ClusterStorageContainer of manifests/kserve, strictly.
+func storageContainer(t *testing.T, file string) *v1alpha1.ClusterStorageContainer {
+	t.Helper()
+	b, err := os.ReadFile("../../manifests/kserve/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := decodeStrict(b)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	csc, ok := obj.(*v1alpha1.ClusterStorageContainer)
+	if !ok {
+		t.Fatalf("%s holds a %T, not a ClusterStorageContainer", file, obj)
+	}
+	return csc
+}
+
 // The storage initializer's ClusterStorageContainer is one KServe's own types take strictly, and
 // KServe's own matching picks it for gangboost's s3:// model URIs and nothing else.
 func TestClusterStorageContainerClaimsS3(t *testing.T) {
-	b, err := os.ReadFile("../../manifests/kserve/clusterstoragecontainer.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := yaml.YAMLToJSON(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var csc v1alpha1.ClusterStorageContainer
-	if strict, err := sigsjson.UnmarshalStrict(js, &csc, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields); err != nil || len(strict) > 0 {
-		t.Fatalf("not a ClusterStorageContainer: %v %v", err, strict)
-	}
+	csc := storageContainer(t, "clusterstoragecontainer.yaml")
 	c := csc.Spec.Container
 	if c.Name != "storage-initializer" || c.Image != "ghcr.io/gangboost/gangboost-storage-initializer:0.1.0" {
 		t.Errorf("container %s image %s: KServe recognises only the name storage-initializer; want gangboost's image", c.Name, c.Image)
@@ -658,18 +667,7 @@ func TestClusterStorageContainerClaimsS3(t *testing.T) {
 // The registry's storage initializer claims model-registry:// and nothing else, and sets the
 // variables its v0.3.0 main reads.
 func TestModelRegistryStorageContainer(t *testing.T) {
-	b, err := os.ReadFile("../../manifests/kserve/model-registry-storage-container.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := yaml.YAMLToJSON(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var csc v1alpha1.ClusterStorageContainer
-	if strict, err := sigsjson.UnmarshalStrict(js, &csc, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields); err != nil || len(strict) > 0 {
-		t.Fatalf("not a ClusterStorageContainer: %v %v", err, strict)
-	}
+	csc := storageContainer(t, "model-registry-storage-container.yaml")
 	env := map[string]string{}
 	for _, e := range csc.Spec.Container.Env {
 		env[e.Name] = e.Value

@@ -20,10 +20,11 @@ import (
 	"github.com/gangboost/gangboost/test/testbin"
 )
 
-// trainerPid is the pid of the trainer process with RANK=rank whose command line holds marker
-// (its checkpoint folder: the test's claim), or 0. The pod runner maps the operator's
+// trainerPid is the pid of the trainer process whose rank is rank in the environment variable
+// rankVar (the Training Operator's RANK, Trainer v2's DMLC_TASK_ID) and whose command line holds
+// marker (its checkpoint folder: the test's claim), or 0. The pod runner maps the operator's
 // MASTER_ADDR to loopback, so the job's name is not in the environment.
-func trainerPid(marker string, rank int) int {
+func trainerPid(marker, rankVar string, rank int) int {
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
 		cmdline, err := os.ReadFile(filepath.Join(p, "cmdline"))
@@ -35,12 +36,54 @@ func trainerPid(marker string, rank int) int {
 			continue
 		}
 		vars := strings.Split(string(env), "\x00")
-		if slices.Contains(vars, "RANK="+strconv.Itoa(rank)) {
+		if slices.Contains(vars, rankVar+"="+strconv.Itoa(rank)) {
 			pid, _ := strconv.Atoi(filepath.Base(p))
 			return pid
 		}
 	}
 	return 0
+}
+
+// killAfterCheckpoint kills (SIGKILL, as the OOM killer or a lost node would end it) the trainer
+// of rank (in rankVar) once a checkpoint is in ckDir, and sends the newest checkpoint's name then;
+// the channel closes without one when nothing was killed within d.
+func killAfterCheckpoint(ckDir, rankVar string, rank int, d time.Duration) <-chan string {
+	killed := make(chan string, 1)
+	go func() {
+		deadline := time.Now().Add(d)
+		for time.Now().Before(deadline) {
+			if m, _ := filepath.Glob(filepath.Join(ckDir, "round-*.ckpt")); len(m) > 0 {
+				if pid := trainerPid(ckDir, rankVar, rank); pid > 0 {
+					if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+						killed <- filepath.Base(m[len(m)-1])
+						return
+					}
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		close(killed)
+	}()
+	return killed
+}
+
+// uninterruptedModel is the model the resume tests' training gives without interruption: a local
+// gang of rank 0 and workers more ranks with the same settings (iris, 3000 rounds of depth 2, one
+// thread, a fifth held out).
+func uninterruptedModel(t *testing.T, workers int) []byte {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "whole")
+	out, err := exec.Command(filepath.Join(testbin.Dir(t), "gangboost-train"), "--local", strconv.Itoa(workers), "--dataset", "iris", "--label", "species",
+		"--eval-fraction", "0.2", "--objective", "multi:softprob", "--num-round", "3000", "--max-depth", "2", "--nthread", "1",
+		"--model-dir", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("uninterrupted gang: %v\n%s", err, out)
+	}
+	whole, err := os.ReadFile(filepath.Join(dir, "model.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return whole
 }
 
 // TestLaunchRestartedGangResumes: with restart_policy OnFailure, the Worker's trainer is killed
@@ -60,22 +103,7 @@ func TestLaunchRestartedGangResumes(t *testing.T) {
 	job := launch.JobName(launch.Identity{RunID: runID, TaskName: "train-iris"})
 	ckDir := filepath.Join(e.pvcDir, "checkpoints", "iris", "v1")
 
-	killed := make(chan string, 1)
-	go func() {
-		deadline := time.Now().Add(3 * time.Minute)
-		for time.Now().Before(deadline) {
-			if m, _ := filepath.Glob(filepath.Join(ckDir, "round-*.ckpt")); len(m) > 0 {
-				if pid := trainerPid(ckDir, 1); pid > 0 {
-					if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
-						killed <- filepath.Base(m[len(m)-1])
-						return
-					}
-				}
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		close(killed)
-	}()
+	killed := killAfterCheckpoint(ckDir, "RANK", 1, 3*time.Minute)
 
 	r := e.runComponent(s, 4*time.Minute)
 	first, ok := <-killed
@@ -112,17 +140,7 @@ func TestLaunchRestartedGangResumes(t *testing.T) {
 	}
 	// The same training uninterrupted (a local gang of the same two ranks and settings) gives the
 	// same model, byte for byte.
-	wholeDir := filepath.Join(t.TempDir(), "whole")
-	out, err := exec.Command(filepath.Join(testbin.Dir(t), "gangboost-train"), "--local", "1", "--dataset", "iris", "--label", "species",
-		"--eval-fraction", "0.2", "--objective", "multi:softprob", "--num-round", "3000", "--max-depth", "2", "--nthread", "1",
-		"--model-dir", wholeDir).CombinedOutput()
-	if err != nil {
-		t.Fatalf("uninterrupted gang: %v\n%s", err, out)
-	}
-	whole, err := os.ReadFile(filepath.Join(wholeDir, "model.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	whole := uninterruptedModel(t, 1)
 	resumed, err := os.ReadFile(filepath.Join(e.pvcDir, "models", "iris", "v1", "model.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -131,27 +149,6 @@ func TestLaunchRestartedGangResumes(t *testing.T) {
 		t.Errorf("the resumed job's model (%d bytes) differs from an uninterrupted gang's (%d bytes)", len(resumed), len(whole))
 	}
 	t.Logf("killed the Worker after %s; the gang resumed at round %d (%s after the start)", first, k, line.at.Sub(r.started).Round(time.Millisecond))
-}
-
-// trainJobRankPid is the pid of the trainer process of a TrainJob's rank (Trainer's DMLC_TASK_ID)
-// whose command line holds marker, or 0.
-func trainJobRankPid(marker string, rank int) int {
-	procs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, p := range procs {
-		cmdline, err := os.ReadFile(filepath.Join(p, "cmdline"))
-		if err != nil || !bytes.Contains(cmdline, []byte("gangboost-train")) || !bytes.Contains(cmdline, []byte(marker)) {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join(p, "environ"))
-		if err != nil {
-			continue
-		}
-		if slices.Contains(strings.Split(string(env), "\x00"), "DMLC_TASK_ID="+strconv.Itoa(rank)) {
-			pid, _ := strconv.Atoi(filepath.Base(p))
-			return pid
-		}
-	}
-	return 0
 }
 
 // TestLaunchTrainJobRestartedGangResumes: a TrainJob's rank 1 is killed (SIGKILL) once rank 0 has
@@ -167,22 +164,7 @@ func TestLaunchTrainJobRestartedGangResumes(t *testing.T) {
 		"nthread": 1, "checkpoint_every_rounds": 300,
 	})
 	ckDir := filepath.Join(e.pvcDir, "checkpoints", "iris", "v1")
-	killed := make(chan string, 1)
-	go func() {
-		deadline := time.Now().Add(4 * time.Minute)
-		for time.Now().Before(deadline) {
-			if m, _ := filepath.Glob(filepath.Join(ckDir, "round-*.ckpt")); len(m) > 0 {
-				if pid := trainJobRankPid(ckDir, 1); pid > 0 {
-					if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
-						killed <- filepath.Base(m[len(m)-1])
-						return
-					}
-				}
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		close(killed)
-	}()
+	killed := killAfterCheckpoint(ckDir, "DMLC_TASK_ID", 1, 4*time.Minute)
 	r := e.runComponent(s, 6*time.Minute)
 	first, ok := <-killed
 	if !ok {
@@ -198,16 +180,12 @@ func TestLaunchTrainJobRestartedGangResumes(t *testing.T) {
 	if len(md.ResumedAt) != 1 || md.ResumedAt[0]%300 != 0 || md.ResumedAt[0] < 300 || md.Rounds != 3000 {
 		t.Fatalf("metadata resumed_at %v, rounds %d (first checkpoint seen %s): want one resume at a checkpoint", md.ResumedAt, md.Rounds, first)
 	}
-	wholeDir := filepath.Join(t.TempDir(), "whole")
-	out, err := exec.Command(filepath.Join(testbin.Dir(t), "gangboost-train"), "--local", strconv.Itoa(trainJobNodes-1), "--dataset", "iris", "--label", "species",
-		"--eval-fraction", "0.2", "--objective", "multi:softprob", "--num-round", "3000", "--max-depth", "2", "--nthread", "1",
-		"--model-dir", wholeDir).CombinedOutput()
+	whole := uninterruptedModel(t, trainJobNodes-1)
+	resumed, err := os.ReadFile(filepath.Join(e.pvcDir, "models", "iris", "v1", "model.json"))
 	if err != nil {
-		t.Fatalf("uninterrupted gang: %v\n%s", err, out)
+		t.Fatal(err)
 	}
-	whole, _ := os.ReadFile(filepath.Join(wholeDir, "model.json"))
-	resumed, _ := os.ReadFile(filepath.Join(e.pvcDir, "models", "iris", "v1", "model.json"))
-	if len(whole) == 0 || !bytes.Equal(whole, resumed) {
+	if !bytes.Equal(whole, resumed) {
 		t.Errorf("the resumed TrainJob's model (%d bytes) differs from an uninterrupted gang's (%d bytes)", len(resumed), len(whole))
 	}
 	t.Logf("killed rank 1 after %s; the new gang resumed at round %d", first, md.ResumedAt[0])

@@ -128,19 +128,26 @@ func serveThroughKServe(t *testing.T, c *cluster.Cluster, ns, claim, claimDir, m
 	t.Logf("V2 infer at %s answers libxgboost's %d values for %s", ep.URL, len(want), svc.ModelURI)
 }
 
-// applyServingRuntimes applies manifests/clusterservingruntime.yaml, its containers' images
-// being this run's runtime image, imported into the node: with imagePullPolicy Never the kubelet
-// takes it from containerd (there is no registry) and says so if it is missing.
-func applyServingRuntimes(t *testing.T, c *cluster.Cluster) {
+// manifestObjects decodes the objects of a file under the checkout's manifests/.
+func manifestObjects(t *testing.T, path ...string) []*unstructured.Unstructured {
 	t.Helper()
 	root, err := repodir.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := cluster.DecodeFiles(filepath.Join(root, "manifests", "clusterservingruntime.yaml"))
+	objs, err := cluster.DecodeFiles(filepath.Join(append([]string{root, "manifests"}, path...)...))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return objs
+}
+
+// applyServingRuntimes applies manifests/clusterservingruntime.yaml, its containers' images
+// being this run's runtime image, imported into the node: with imagePullPolicy Never the kubelet
+// takes it from containerd (there is no registry) and says so if it is missing.
+func applyServingRuntimes(t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	objs := manifestObjects(t, "clusterservingruntime.yaml")
 	wantImage := "ghcr.io/gangboost/gangboost-runtime:" + imageVersion
 	for _, o := range objs {
 		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "containers")

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangboost/gangboost/internal/kube/kserveapi"
-	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
 	deploykube "github.com/gangboost/gangboost/internal/steps/deploy/kube"
 	"github.com/gangboost/gangboost/internal/steps/register"
@@ -33,14 +32,7 @@ import (
 // run imported.
 func applyStorageContainer(t *testing.T, c *cluster.Cluster) {
 	t.Helper()
-	root, err := repodir.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := cluster.DecodeFiles(filepath.Join(root, "manifests", "kserve", "clusterstoragecontainer.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := manifestObjects(t, "kserve", "clusterstoragecontainer.yaml")
 	for _, o := range objs {
 		want := "ghcr.io/gangboost/gangboost-storage-initializer:" + imageVersion
 		if img, _, _ := unstructured.NestedString(o.Object, "spec", "container", "image"); img != want {
@@ -184,14 +176,7 @@ func TestModelRegistryURIOnRealNode(t *testing.T) {
 	if err := c.ImportBinary(ctx, csiImage, reg.CSI); err != nil {
 		t.Fatal(err)
 	}
-	root, err := repodir.Root()
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := cluster.DecodeFiles(filepath.Join(root, "manifests", "kserve", "model-registry-storage-container.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := manifestObjects(t, "kserve", "model-registry-storage-container.yaml")
 	for _, o := range objs {
 		for _, f := range []struct {
 			value string

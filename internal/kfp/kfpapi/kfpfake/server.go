@@ -293,23 +293,34 @@ func filterName(raw string) (string, bool, error) {
 	return v, true, nil
 }
 
+// listQuery reads a list request's namespace and name filter as the API server does, after
+// checking the caller may list resource there; when ok is false the answer is written.
+func (s *Server) listQuery(w http.ResponseWriter, r *http.Request, resource string) (ns, name string, filtered, ok bool) {
+	q := r.URL.Query()
+	ns = q.Get("namespace")
+	if !s.allowed(w, r, ns, "list", resource) {
+		return "", "", false, false
+	}
+	name, filtered, err := filterName(q.Get("filter"))
+	if err != nil {
+		gatewayError(w, http.StatusBadRequest, 3, "Invalid input error: failed to parse filter: "+err.Error())
+		return "", "", false, false
+	}
+	return ns, name, filtered, true
+}
+
 func (s *Server) listPipelines(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		gatewayError(w, http.StatusMethodNotAllowed, 12, "Method Not Allowed")
 		return
 	}
-	q := r.URL.Query()
-	if !s.allowed(w, r, q.Get("namespace"), "list", "pipelines") {
-		return
-	}
-	name, filtered, err := filterName(q.Get("filter"))
-	if err != nil {
-		gatewayError(w, http.StatusBadRequest, 3, "Invalid input error: failed to parse filter: "+err.Error())
+	ns, name, filtered, ok := s.listQuery(w, r, "pipelines")
+	if !ok {
 		return
 	}
 	list := []any{}
 	for _, p := range s.pipelines {
-		if (!filtered || p.Name == name) && p.Namespace == q.Get("namespace") {
+		if (!filtered || p.Name == name) && p.Namespace == ns {
 			list = append(list, pipelineJSON(p))
 		}
 	}
@@ -507,18 +518,13 @@ func experimentJSON(e *Experiment) map[string]any {
 func (s *Server) experimentsEndpoint(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
-		q := r.URL.Query()
-		if !s.allowed(w, r, q.Get("namespace"), "list", "experiments") {
-			return
-		}
-		name, filtered, err := filterName(q.Get("filter"))
-		if err != nil {
-			gatewayError(w, http.StatusBadRequest, 3, "Invalid input error: failed to parse filter: "+err.Error())
+		ns, name, filtered, ok := s.listQuery(w, r, "experiments")
+		if !ok {
 			return
 		}
 		list := []any{}
 		for _, e := range s.experiments {
-			if (!filtered || e.Name == name) && e.Namespace == q.Get("namespace") {
+			if (!filtered || e.Name == name) && e.Namespace == ns {
 				list = append(list, experimentJSON(e))
 			}
 		}
