@@ -27,6 +27,13 @@ type Config struct {
 	Insecure bool
 }
 
+// FromInputs is the store the steps' inputs object_store_endpoint, object_store_region and
+// object_store_path_style ("true" or not) name; get reads an input's value, or def.
+func FromInputs(get func(name, def string) string) Config {
+	return Config{Endpoint: get("object_store_endpoint", ""), Region: get("object_store_region", ""),
+		PathStyle: get("object_store_path_style", "false") == "true"}
+}
+
 // KFPMinIOEndpoint is the in-cluster MinIO service of a Kubeflow Pipelines install, where a
 // minio:// artifact URI points when no endpoint is given.
 const KFPMinIOEndpoint = "http://minio-service.kubeflow:9000"

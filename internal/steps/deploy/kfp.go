@@ -3,12 +3,12 @@ package deploy
 import (
 	"errors"
 	"fmt"
-	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 	"math"
 	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 )
 
 // The deploy-inferenceservice component's outputs (components/deploy-inferenceservice/component.yaml).
@@ -125,8 +125,7 @@ func ServiceFromExecutor(e *kfp.Executor, defaultNamespace string) (*Service, er
 	}
 	s.ServiceAccount = in.String("service_account", "")
 	s.PriorityClass = in.String("priority_class", "")
-	s.ObjectStore = objectstore.Config{Endpoint: in.String("object_store_endpoint", ""), Region: in.String("object_store_region", ""),
-		PathStyle: in.String("object_store_path_style", "false") == "true"}
+	s.ObjectStore = objectstore.FromInputs(in.String)
 	if c, p, err := ParseModelURI(s.ModelURI); err == nil {
 		s.Claim, s.ModelPath = c, p
 		if c != claimInput {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
-	"github.com/gangboost/gangboost/internal/steps/register"
 	"io"
 	"math"
 	"os"
@@ -15,7 +13,9 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 	"github.com/gangboost/gangboost/internal/steps/promote/policy"
+	"github.com/gangboost/gangboost/internal/steps/register"
 )
 
 // The evaluate component's outputs (components/evaluate/component.yaml).
@@ -95,8 +95,7 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
 		ModelURI: str("model_uri", ""), Tolerance: tolerance, Protocol: str("protocol", ProtocolBoth),
 		Timeout: time.Duration(timeout) * time.Second, Claim: str("pvc_mount_path", "/mnt/pvc"), ClaimName: str("pvc_name", "gangboost-models"),
 		Log: log, AuthTokenPath: str("auth_token_path", ""),
-		ObjectStore: objectstore.Config{Endpoint: str("object_store_endpoint", ""), Region: str("object_store_region", ""),
-			PathStyle: str("object_store_path_style", "false") == "true"},
+		ObjectStore: objectstore.FromInputs(str),
 	}
 	champion := Rival{URL: str("champion_url", ""), ModelURI: str("champion_model_uri", "")}
 	p := PolicyInputs{Mode: str("promote_policy", policy.IfBetter), Metric: str("promote_metric", ""), MinImprovement: in.Float("min_improvement", 0)}

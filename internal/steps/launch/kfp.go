@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"math"
 	"os"
 	"path"
@@ -13,8 +12,11 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 	"github.com/gangboost/gangboost/internal/steps/report"
 	"github.com/gangboost/gangboost/internal/training/dataset"
 	"github.com/gangboost/gangboost/internal/training/trainflags"
@@ -79,8 +81,7 @@ func JobFromExecutor(e *kfp.Executor, d Defaults) (*Job, string, error) {
 		Image:           str("image", d.Image),
 		Workers:         int32(integer("workers", 1, 0, math.MaxInt32)),
 		Data: Data{Train: str("train_data", ""), Eval: str("eval_data", ""), Dataset: str("dataset", ""),
-			ObjectStore: ObjectStore{Endpoint: str("object_store_endpoint", ""), Region: str("object_store_region", ""),
-				PathStyle: str("object_store_path_style", "false") == "true", Secret: str("object_store_secret", ""),
+			ObjectStore: ObjectStore{Config: objectstore.FromInputs(str), Secret: str("object_store_secret", ""),
 				AccessKeyKey: str("object_store_access_key_key", DefaultAccessKeyKey), SecretKeyKey: str("object_store_secret_key_key", DefaultSecretKeyKey)}},
 		Resources: Resources{CPU: str("cpu", "1"), Memory: str("memory", "1Gi"), GPUs: integer("gpus", 0, 0, math.MaxInt32)},
 		Claim:     str("pvc_name", ""),

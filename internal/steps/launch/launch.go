@@ -70,8 +70,8 @@ type Data struct {
 // Kubernetes Secret whose keys become the pods' AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (as
 // Kubeflow Pipelines' own mlpipeline-minio-artifact secret, keys accesskey and secretkey, is used).
 type ObjectStore struct {
-	Endpoint, Region string
-	PathStyle        bool
+	// Config is the endpoint, region and addressing (the trainer's --s3-* flags).
+	objectstore.Config
 	// Secret names the Secret; empty: the pods get no credentials from a Secret.
 	Secret                     string
 	AccessKeyKey, SecretKeyKey string
@@ -280,8 +280,7 @@ func (j *Job) modelObjects() (*modelobjects.Folder, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := j.Data.ObjectStore
-	return modelobjects.Open(uri, objectstore.Config{Endpoint: o.Endpoint, Region: o.Region, PathStyle: o.PathStyle}, "launch "+j.Name)
+	return modelobjects.Open(uri, j.Data.ObjectStore.Config, "launch "+j.Name)
 }
 
 // ErrNoStoreCredentials is CheckModelVersion's and ReadModelMetadata's answer when the model goes

@@ -13,7 +13,7 @@ import (
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/kfp"
-	"github.com/gangboost/gangboost/internal/training/dataset"
+	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 )
 
 // The prepare-data component's outputs (components/prepare-data/component.yaml).
@@ -69,8 +69,7 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, fetch Fetcher, log io.Wri
 	o := Options{
 		Dataset: str("dataset", "iris"), Name: str("name", "iris"), Label: str("label", ""),
 		TestFraction: fraction, Seed: seed, Claim: str("pvc_mount_path", "/mnt/pvc"), Fetch: fetch, Log: log,
-		ObjectStore: dataset.ObjectStore{Endpoint: str("object_store_endpoint", ""), Region: str("object_store_region", ""),
-			PathStyle: str("object_store_path_style", "false") == "true"},
+		ObjectStore: objectstore.FromInputs(str),
 	}
 	claimName := str("pvc_name", "gangboost-models")
 	var errs []error

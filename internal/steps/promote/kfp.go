@@ -3,13 +3,13 @@ package promote
 import (
 	"errors"
 	"fmt"
-	"github.com/gangboost/gangboost/internal/steps/register"
 	"math"
 	"strconv"
 	"time"
 
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
+	"github.com/gangboost/gangboost/internal/steps/register"
 )
 
 // The promote-model component's outputs (components/promote-model/component.yaml).
