@@ -154,6 +154,7 @@ var Parameters = []Parameter{
 	{Name: "watch_seconds", Feeds: feeds(Promote, "watch_seconds")},
 	{Name: "max_error_rate", Feeds: feeds(Promote, "max_error_rate")},
 	{Name: "max_p99_ms", Feeds: feeds(Promote, "max_p99_ms")},
+	{Name: "promotion_drain_seconds", Feeds: feeds(Promote, "drain_seconds")},
 	// Pod security: a platform's policy (a Kubeflow profile's Pod Security Standard, OpenShift's
 	// SCC ranges) applies to the trainer and the predictor pods alike, and the predictor reads
 	// what the trainer wrote on the same claim, so one setting serves both.

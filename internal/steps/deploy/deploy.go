@@ -274,7 +274,7 @@ func (d *Deployer) Deploy(ctx context.Context, s *Service) (*Result, error) {
 		}
 		return &Result{Endpoint: *ep}, nil
 	}
-	c := Challenger{Name: ChallengerName(s.Name, s.ModelURI), TrafficPercent: s.ChallengerTraffic, Champion: serving.ModelURI}
+	c := Challenger{Name: ChallengerName(s.Name, s.ModelURI, serving.StableName), TrafficPercent: s.ChallengerTraffic, Champion: serving.ModelURI}
 	if c.TrafficPercent > 0 {
 		// Never claim a split that does not happen: without one, the comparison is dark.
 		why := "the serving backend cannot split traffic"

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -32,6 +33,8 @@ type Serving struct {
 	ModelURI string
 	// PreviousModelURI is the champion before it (recorded at its promotion), "" when none.
 	PreviousModelURI string
+	// StableName is the champion's predictor name beside which challengers are named.
+	StableName string
 	// Challengers are the names of the challengers deployed beside it (KServe canaries).
 	Challengers []string
 }
@@ -97,8 +100,10 @@ const MaxChallengedName = 63 - len("--predictor") - 9
 
 // ChallengerName is a challenger's name for a model: its version folder made a DNS label
 // (models/iris/run-1a2b3c4d: run-1a2b3c4d), or "c" and 8 hex digits of the URI's sha256 where
-// the version does not make one or the service name leaves no room for it.
-func ChallengerName(service, modelURI string) string {
+// the version does not make one, the service name leaves no room for it, or a predictor beside
+// it has that name already (taken: the stable predictor's, say, when another store holds a
+// version of the same name).
+func ChallengerName(service, modelURI string, taken ...string) string {
 	room := min(maxChallengerName, 63-len(service)-len("--predictor"))
 	var b strings.Builder
 	for _, r := range strings.ToLower(path.Base(strings.TrimRight(modelURI, "/"))) {
@@ -110,7 +115,7 @@ func ChallengerName(service, modelURI string) string {
 		}
 	}
 	name := strings.Trim(b.String(), "-")
-	if name != "" && name[0] >= 'a' && name[0] <= 'z' && len(name) <= room && !strings.Contains(name, "--") {
+	if name != "" && name[0] >= 'a' && name[0] <= 'z' && len(name) <= room && !strings.Contains(name, "--") && !slices.Contains(taken, name) {
 		return name
 	}
 	sum := sha256.Sum256([]byte(modelURI))

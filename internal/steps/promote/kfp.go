@@ -31,6 +31,7 @@ var Inputs = []kfp.Input{
 	{Name: "watch_seconds", Type: kfp.Integer, Default: 0, Description: "before promoting, watch the challenger serve its share of the traffic this long: its error rate and p99 must stay within the bounds, or it is removed instead; 0: no watch"},
 	{Name: "max_error_rate", Type: kfp.Double, Default: 0.01, Description: "the watch's bound on the share of the challenger's inference requests that fail"},
 	{Name: "max_p99_ms", Type: kfp.Double, Default: 0.0, Description: "the watch's bound on the challenger's p99 latency in milliseconds; 0: none"},
+	{Name: "drain_seconds", Type: kfp.Integer, Default: 30, Description: "after a promotion moved the service's address, the replaced champion answers at its old address this long (a client or ingress that read it just before moves meanwhile), then it goes"},
 	{Name: "namespace", Type: kfp.String, Default: "", Description: "the InferenceService's namespace; default this step's namespace"},
 	{Name: "run_id", Type: kfp.String, Default: "", Description: "the run ({{$.pipeline_job_uuid}}), recorded with a promotion"},
 	{Name: "pvc_name", Type: kfp.String, Default: "gangboost-models", Description: "the PersistentVolumeClaim holding the models"},
@@ -70,6 +71,7 @@ func RequestFromExecutor(e *kfp.Executor, defaultNamespace string) (*Request, er
 	r.ChallengerURL = str("challenger_url", "")
 	watch := in.IntIn("watch_seconds", 0, 0, 24*3600)
 	r.Watch = Watch{Window: time.Duration(watch) * time.Second, MaxErrorRate: in.Float("max_error_rate", 0.01)}
+	r.Drain = time.Duration(in.IntIn("drain_seconds", 30, 0, 3600)) * time.Second
 	maxP99 := in.Float("max_p99_ms", 0)
 	verdict := str("promote", "")
 	claimName := str("pvc_name", "gangboost-models")

@@ -38,6 +38,9 @@ type Request struct {
 	HTTP          *http.Client
 	// Registry, when set, records which version serves the service once the verdict is applied.
 	Registry *register.Client
+	// Drain is how long a promotion keeps the replaced champion answering at its old address
+	// (the kube backend's PromotionDrain).
+	Drain time.Duration
 }
 
 // Result is what serves once the verdict is applied.

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/steps/deploy/kube"
 	"github.com/gangboost/gangboost/internal/steps/promote"
 )
 
@@ -31,6 +32,9 @@ func promoteModel(ctx context.Context, exec *kfp.Executor, kubeconfig string) er
 	})
 	if err != nil {
 		return err
+	}
+	if kb, ok := backend.(*kube.Backend); ok {
+		kb.PromotionDrain = req.Drain
 	}
 	res, err := promote.Run(ctx, backend, *req, os.Stdout)
 	if err != nil {

@@ -3,6 +3,7 @@ package realnode
 import (
 	"context"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -111,7 +112,7 @@ func TestPipelineOnRealNode(t *testing.T) {
 	if !ok || acc < 0.9 {
 		t.Errorf("served accuracy %v on the held-out rows, want >= 0.9", ev.Outputs["accuracy"])
 	}
-	if !strings.Contains(out.String(), "http://iris-predictor."+ns+".svc.cluster.local") {
+	if !regexp.MustCompile(`http://iris-run-[0-9a-f]{8}-predictor\.` + ns + `\.svc\.cluster\.local`).MatchString(out.String()) {
 		t.Errorf("run output does not name the predictor's Service url:\n%s", out.String())
 	}
 	t.Logf("served accuracy %.3f", acc)

@@ -60,6 +60,8 @@ func TestChampionChallengerOnRealNode(t *testing.T) {
 	}
 	hc := endpointHTTPClient(c)
 	backend.HTTPClient = hc
+	// Long enough for the client below, which reads the address before every call, to move.
+	backend.PromotionDrain = 2 * time.Second
 	service := func(v string) *deploy.Service {
 		return &deploy.Service{
 			Name: "iris", Namespace: ns, ModelURI: "pvc://" + claim + "/models/iris/" + v, Claim: claim, ModelPath: "models/iris/" + v,
@@ -144,6 +146,8 @@ func TestChampionChallengerOnRealNode(t *testing.T) {
 	challenger := uids(podsOf("v3"))
 	var calls, failed atomic.Int64
 	var lastErr atomic.Value
+	var addressesMu sync.Mutex
+	addresses := map[string]int{}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -160,6 +164,9 @@ func TestChampionChallengerOnRealNode(t *testing.T) {
 				continue
 			}
 			calls.Add(1)
+			addressesMu.Lock()
+			addresses[isvc.Status.Address.URL]++
+			addressesMu.Unlock()
 			resp, err := hc.Get(isvc.Status.Address.URL + "/v2/models/iris/ready")
 			if err == nil {
 				resp.Body.Close()
@@ -183,7 +190,11 @@ func TestChampionChallengerOnRealNode(t *testing.T) {
 	if err != nil || !res.Promoted || res.PreviousModelURI != "pvc://"+claim+"/models/iris/v1" {
 		t.Fatalf("promote: %+v, %v", res, err)
 	}
-	t.Logf("promoted in %s; a client calling the service's address: %d calls, %d failed (last: %v)", took.Round(time.Millisecond), calls.Load(), failed.Load(), lastErr.Load())
+	t.Logf("promoted in %s; a client calling the service's address: %d calls, %d failed (last: %v), by address %v", took.Round(time.Millisecond), calls.Load(), failed.Load(), lastErr.Load(), addresses)
+	if failed.Load() != 0 || len(addresses) != 2 {
+		t.Errorf("during the promotion a client reading the service's address before each call saw %d of %d calls fail (last: %v) across addresses %v; want none failed, and the address moved once",
+			failed.Load(), calls.Load(), lastErr.Load(), addresses)
+	}
 	var isvc kserveapi.InferenceService
 	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "iris"}, &isvc); err != nil {
 		t.Fatal(err)

@@ -207,8 +207,13 @@ func (e *deployEnv) checkOutputsGRPC(r *deployRun, name, grpcAddress string) {
 	if err := e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: name}, &isvc); err != nil {
 		e.t.Fatal(err)
 	}
+	// The stable predictor is named (after the model version it was created with), so that a
+	// promotion can keep it answering at its address while the address moves.
+	if isvc.Spec.Predictor.Name == "" {
+		e.t.Errorf("InferenceService %s has an unnamed stable predictor", name)
+	}
 	want := map[string]string{
-		"url":          fmt.Sprintf("http://%s-predictor.%s.svc.cluster.local", name, e.ns),
+		"url":          fmt.Sprintf("http://%s-%s-predictor.%s.svc.cluster.local", name, isvc.Spec.Predictor.Name, e.ns),
 		"external_url": isvc.Status.URL,
 		"grpc_address": grpcAddress,
 		"model_name":   name,
@@ -434,7 +439,8 @@ func TestDeployComponent(t *testing.T) {
 			t.Errorf("the step waited out its deadline; a crash-looping runtime should end the wait")
 		}
 		for _, want := range []string{
-			"iris is not ready: the runtime keeps failing: pod iris-predictor-",
+			"iris is not ready: the runtime keeps failing: pod iris-", // the stable predictor keeps the name it was created with
+			"-predictor-",
 			"(CrashLoopBackOff, ",
 			"gangboost-runtime: model load failed at start (--exit_on_load_failure): model iris is not ready: no model file in " + filepath.Join(e.pvcDir, "models", "missing", "v1"),
 			"condition PredictorReady=",
@@ -455,7 +461,7 @@ func TestDeployComponent(t *testing.T) {
 		p := params("pvc://"+claim+"/models/iris/v2", 120)
 		p["name"], p["runtime"], p["protocol_version"] = "iris-grpc", "gangboost-xgboost-grpc", "grpc-v2"
 		r := e.runDeploy(p, 3*time.Minute)
-		want := fmt.Sprintf("iris-grpc-predictor.%s.svc.cluster.local:80", e.ns)
+		want := fmt.Sprintf("iris-grpc-v2-predictor.%s.svc.cluster.local:80", e.ns)
 		e.checkOutputsGRPC(r, "iris-grpc", want)
 		host, port, _ := strings.Cut(r.param("grpc_address"), ":")
 		var portNum int32

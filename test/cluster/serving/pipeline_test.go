@@ -92,7 +92,7 @@ func checkPackageRun(t *testing.T, e *deployEnv, serviceAccount string) {
 	}
 	for _, want := range []string{
 		"PodGroup", "minMember 3, queue ml-training", "gang placed: 3/3 pods bound", "job Succeeded",
-		"iris ready after", "http://iris-predictor." + e.ns + ".svc.cluster.local",
+		"iris ready after", "-predictor." + e.ns + ".svc.cluster.local",
 		"compare with the trainer",
 	} {
 		if !strings.Contains(output, want) {

@@ -38,6 +38,9 @@ type Backend struct {
 	// HTTPClient makes the V1/V2 REST calls that check the Service answers; nil is
 	// http.DefaultClient (which follows HTTP_PROXY).
 	HTTPClient *http.Client
+	// PromotionDrain is how long a promotion keeps the replaced champion answering at its old
+	// address after KServe moved the service's address to the promoted model (see Promote).
+	PromotionDrain time.Duration
 
 	mu sync.Mutex
 	// applied is the resourceVersion an Apply left each service at, and what it changed.
@@ -73,7 +76,7 @@ func New(cfg *rest.Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{config: cfg, scheme: s, client: c, EventLimit: 10}, nil
+	return &Backend{config: cfg, scheme: s, client: c, EventLimit: 10, PromotionDrain: DefaultPromotionDrain}, nil
 }
 
 func key(s *deploy.Service) string { return s.Namespace + "/" + s.Name }
@@ -117,6 +120,7 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 	if err != nil {
 		return fmt.Errorf("build InferenceService %s: %w", s.Name, err)
 	}
+	isvc.Spec.Predictor.Name = stablePredictorName(s, &before)
 	u, err := ApplyConfiguration(isvc)
 	if err != nil {
 		return fmt.Errorf("build InferenceService %s: %w", s.Name, err)
@@ -132,6 +136,22 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 		specChanged: u.GetGeneration() != beforeGen, previous: previous, previousSHA: previousSHA, servingSpec: isvc.Spec.Predictor.Annotations[ServingSpecAnnotation]}
 	b.mu.Unlock()
 	return nil
+}
+
+// stablePredictorName is the name of s's stable predictor: the one it has (a promotion gave
+// it the promoted challenger's), or for a new service its model's challenger name, as a
+// promotion would have named it. A named stable predictor is what lets a promotion keep the
+// replaced champion answering at its address until the service's address moved (Promote):
+// KServe's canaries must be named. A service name too long for a named predictor leaves it
+// unnamed ({isvc}-predictor).
+func stablePredictorName(s *deploy.Service, existing *kserveapi.InferenceService) string {
+	if existing.ResourceVersion != "" {
+		return existing.Spec.Predictor.Name
+	}
+	if len(s.Name) > deploy.MaxChallengedName {
+		return ""
+	}
+	return deploy.ChallengerName(s.Name, s.ModelURI)
 }
 
 // Wait follows the InferenceService, its predictor pods and the namespace's events through

@@ -44,7 +44,7 @@ func (b *Backend) Serving(ctx context.Context, s *deploy.Service) (*deploy.Servi
 	if err != nil {
 		return nil, fmt.Errorf("read InferenceService %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	out := &deploy.Serving{ModelURI: modelURI(isvc.Spec.Predictor), PreviousModelURI: isvc.Spec.Predictor.Annotations[PreviousModelURIAnnotation]}
+	out := &deploy.Serving{ModelURI: modelURI(isvc.Spec.Predictor), PreviousModelURI: isvc.Spec.Predictor.Annotations[PreviousModelURIAnnotation], StableName: isvc.Spec.Predictor.Name}
 	for _, c := range isvc.Spec.Canary {
 		out.Challengers = append(out.Challengers, c.Predictor.Name)
 	}
@@ -241,14 +241,29 @@ func (b *Backend) challengerEndpoint(ctx context.Context, s *deploy.Service, c d
 	return &deploy.Endpoint{URL: "http://" + host, ModelName: s.Name, ExternalURL: champion.ExternalURL, GRPCAddress: grpcAddress(&svc, host)}, nil
 }
 
+// DefaultPromotionDrain is how long a promotion keeps the replaced champion answering at its
+// old address by default: time for a client that read the service's address just before the
+// promotion, and for an ingress that routes to it, to move to the new one.
+const DefaultPromotionDrain = 30 * time.Second
+
 // Promote makes challenger c the stable predictor: spec.predictor becomes the canary's spec (its
 // name, so KServe keeps its Deployment and pods; the stable replica bounds), the entry goes, and
 // the champion stays recorded on it (PreviousModelURIAnnotation). When c.Champion no longer
 // serves, the challenger is removed instead and the error says what serves. It returns once the
-// service is Ready on the promoted predictor.
+// service is Ready on the promoted predictor and the replaced champion has drained.
+//
+// The service's address is its stable predictor's Service ({isvc}-{name}-predictor), so it moves
+// with the promotion, and KServe v0.20 deletes the replaced predictor's Deployment and Service
+// in the same reconcile, before it moves status.address: a client calling the address it read
+// just before would fail. So the same patch keeps the replaced champion as a canary of its own
+// name with no traffic (its Deployment and Service stay, one replica), and once the address
+// moved and PromotionDrain passed, that entry goes. A service whose champion has no name (one
+// deployed before stable predictors were named) cannot keep it: its old address goes at once.
 func (b *Backend) Promote(ctx context.Context, s *deploy.Service, c deploy.Challenger) error {
 	var changed *deploy.ChampionChangedError
+	var drained *kserveapi.PredictorSpec
 	err := b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
+		drained = nil
 		if now := modelURI(isvc.Spec.Predictor); now != c.Champion {
 			changed = &deploy.ChampionChangedError{Service: s.Name, Compared: c.Champion, Serving: now}
 			return changed
@@ -257,10 +272,25 @@ func (b *Backend) Promote(ctx context.Context, s *deploy.Service, c deploy.Chall
 		if i < 0 {
 			return fmt.Errorf("InferenceService %s/%s has no challenger %s (canaries: %v): was it removed by another step?", s.Namespace, s.Name, c.Name, canaryNames(isvc))
 		}
+		champion := isvc.Spec.Predictor
 		stable := isvc.Spec.Canary[i].Predictor.DeepCopy()
-		stable.MinReplicas, stable.MaxReplicas = isvc.Spec.Predictor.MinReplicas, isvc.Spec.Predictor.MaxReplicas
+		stable.MinReplicas, stable.MaxReplicas = champion.MinReplicas, champion.MaxReplicas
 		isvc.Spec.Predictor = stable
 		isvc.Spec.Canary = slices.Delete(isvc.Spec.Canary, i, i+1)
+		// A champion still draining after an earlier promotion whose step did not finish
+		// (the model recorded before this champion) goes now.
+		if before := champion.Annotations[PreviousModelURIAnnotation]; before != "" {
+			isvc.Spec.Canary = slices.DeleteFunc(isvc.Spec.Canary, func(e kserveapi.CanarySpec) bool {
+				return e.TrafficPercent == 0 && modelURI(e.Predictor) == before
+			})
+		}
+		if champion.Name != "" {
+			d := champion.DeepCopy()
+			one := int32(1)
+			d.MinReplicas, d.MaxReplicas = &one, 0
+			isvc.Spec.Canary = append(isvc.Spec.Canary, kserveapi.CanarySpec{Predictor: d})
+			drained = &d
+		}
 		return nil
 	})
 	if errors.As(err, &changed) {
@@ -272,7 +302,36 @@ func (b *Backend) Promote(ctx context.Context, s *deploy.Service, c deploy.Chall
 	if err != nil {
 		return err
 	}
-	return b.waitPromoted(ctx, s, c)
+	if err := b.waitPromoted(ctx, s, c); err != nil {
+		return err
+	}
+	if drained == nil {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(b.PromotionDrain):
+	}
+	// The drained champion goes even when the step is being stopped: nothing else would
+	// remove it.
+	rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := b.removeDrained(rmCtx, s, drained); err != nil {
+		return fmt.Errorf("promoted %s, but the replaced champion %s still answers at its old address: %w", c.Name, modelURI(*drained), err)
+	}
+	return ctx.Err()
+}
+
+// removeDrained removes the canary entry that kept champion d answering at its old address,
+// if it is still that champion's (a rollback may have made it its challenger since).
+func (b *Backend) removeDrained(ctx context.Context, s *deploy.Service, d *kserveapi.PredictorSpec) error {
+	return b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
+		isvc.Spec.Canary = slices.DeleteFunc(isvc.Spec.Canary, func(e kserveapi.CanarySpec) bool {
+			return e.Predictor.Name == d.Name && e.TrafficPercent == 0 && modelURI(e.Predictor) == modelURI(*d) &&
+				e.Predictor.Annotations[ServingSpecAnnotation] == d.Annotations[ServingSpecAnnotation]
+		})
+		return nil
+	})
 }
 
 // waitPromoted waits until KServe serves the service from the promoted predictor: Ready, its
@@ -336,7 +395,7 @@ func (b *Backend) Rollback(ctx context.Context, namespace, name string, progress
 	if m := isvc.Spec.Predictor.Model; m != nil && m.ProtocolVersion != nil {
 		s.ProtocolVersion = *m.ProtocolVersion
 	}
-	c := deploy.Challenger{Name: deploy.ChallengerName(name, previous), Champion: current}
+	c := deploy.Challenger{Name: deploy.ChallengerName(name, previous, isvc.Spec.Predictor.Name), Champion: current}
 	p := isvc.Spec.Predictor.DeepCopy()
 	one := int32(1)
 	p.Name, p.MinReplicas, p.MaxReplicas = c.Name, &one, 0
