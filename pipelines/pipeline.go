@@ -14,6 +14,8 @@ import (
 
 	"github.com/gangboost/gangboost/components"
 	"github.com/gangboost/gangboost/internal/contract/version"
+	"github.com/gangboost/gangboost/internal/kube/storesecret"
+	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 )
 
 // Name is the pipeline's name (pipelineInfo.name, and the name it is uploaded under).
@@ -73,6 +75,15 @@ type Parameter struct {
 	Description string
 }
 
+// storeFeeds feeds an object-store input of the same name to every step that reaches the store.
+func storeFeeds(input string) []Target {
+	var t []Target
+	for _, task := range []string{PrepareData, Launch, Deploy, Evaluate} {
+		t = append(t, Target{task, input})
+	}
+	return t
+}
+
 func feeds(task string, inputs ...string) []Target {
 	t := make([]Target, 0, len(inputs))
 	for _, in := range inputs {
@@ -127,10 +138,17 @@ var Parameters = []Parameter{
 	{Name: "overwrite", Feeds: feeds(Launch, "overwrite")},
 	// Models in an object store instead of the claim.
 	{Name: "model_store", Feeds: feeds(Launch, "model_store")},
-	{Name: "object_store_endpoint", Feeds: append(append(feeds(Launch, "object_store_endpoint"), feeds(Deploy, "object_store_endpoint")...), feeds(Evaluate, "object_store_endpoint")...),
-		Description: "endpoint of s3:// data and of model_store: host:port, http://host:port or https://host:port; default AWS S3"},
-	{Name: "object_store_path_style", Feeds: append(append(feeds(Launch, "object_store_path_style"), feeds(Deploy, "object_store_path_style")...), feeds(Evaluate, "object_store_path_style")...)},
-	{Name: "object_store_secret", Feeds: feeds(Launch, "object_store_secret")},
+	// The object store of s3:// data and of model_store: by default what Kubeflow gives each
+	// profile namespace, its in-cluster store and the namespace's own key pair.
+	{Name: "object_store_endpoint", Feeds: storeFeeds("object_store_endpoint"), Default: objectstore.KFPMinIOEndpoint,
+		Description: "endpoint of s3:// data and of model_store: host:port, http://host:port or https://host:port; default Kubeflow's in-cluster store (empty: AWS S3)"},
+	{Name: "object_store_region", Feeds: storeFeeds("object_store_region")},
+	{Name: "object_store_path_style", Feeds: storeFeeds("object_store_path_style"), Default: "true",
+		Description: "true: address buckets as endpoint/bucket (MinIO, SeaweedFS, Ceph); false: bucket.endpoint (AWS S3)"},
+	{Name: "object_store_secret", Feeds: append(feeds(PrepareData, "object_store_secret"), feeds(Launch, "object_store_secret")...), Default: storesecret.KubeflowSecret,
+		Description: "Secret of the run's namespace with the store's key pair: prepare-data reads it for s3:// data, the trainer pods get it for s3:// data and model_store (Kubeflow creates mlpipeline-minio-artifact in each profile)"},
+	{Name: "object_store_access_key_key", Feeds: append(feeds(PrepareData, "object_store_access_key_key"), feeds(Launch, "object_store_access_key_key")...)},
+	{Name: "object_store_secret_key_key", Feeds: append(feeds(PrepareData, "object_store_secret_key_key"), feeds(Launch, "object_store_secret_key_key")...)},
 	{Name: "serving_service_account", Feeds: feeds(Deploy, "service_account")},
 	{Name: "serving_priority_class", Feeds: feeds(Deploy, "priority_class")},
 	// The Kubeflow Model Registry: evaluate registers the version with its metrics, promote-model

@@ -27,9 +27,15 @@ const (
 	AggregateToKubeflowEdit = "rbac.authorization.kubeflow.org/aggregate-to-kubeflow-edit"
 	// DefaultEditor is the service account KFP runs a profile's pipeline steps as.
 	DefaultEditor = "default-editor"
+	// KubeflowKubernetesEdit is Kubeflow's ClusterRole of core Kubernetes grants aggregated
+	// into kubeflow-edit.
+	KubeflowKubernetesEdit = "kubeflow-kubernetes-edit"
 	// KubeflowEditManifest is gangboost's file of ClusterRoles for KFP's run accounts.
 	KubeflowEditManifest = "manifests/kubeflow/aggregate-to-kubeflow-edit.yaml"
 )
+
+// KubeflowSecretsRule is kubeflow-kubernetes-edit's read of Secrets (Kubeflow's kubeflow-roles).
+var KubeflowSecretsRule = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch"}}
 
 // Profile is a Kubeflow profile namespace on the control plane: the namespace, its
 // default-editor service account and the RoleBinding of it to kubeflow-edit, nothing else (no
@@ -51,8 +57,16 @@ func (c *Cluster) NewProfile(t testing.TB, prefix string) *Profile {
 			{MatchLabels: map[string]string{AggregateToKubeflowEdit: "true"}},
 		}},
 	}
-	if err := c.Client.Create(ctx, edit); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create ClusterRole %s: %v", KubeflowEdit, err)
+	// What of Kubeflow's kubeflow-kubernetes-edit (aggregated into kubeflow-edit) the steps rely
+	// on: reading the namespace's Secrets, as KFP's launcher reads mlpipeline-minio-artifact.
+	kubernetesEdit := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: KubeflowKubernetesEdit, Labels: map[string]string{AggregateToKubeflowEdit: "true"}},
+		Rules:      []rbacv1.PolicyRule{KubeflowSecretsRule},
+	}
+	for _, cr := range []*rbacv1.ClusterRole{edit, kubernetesEdit} {
+		if err := c.Client.Create(ctx, cr); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create ClusterRole %s: %v", cr.Name, err)
+		}
 	}
 	p := &Profile{C: c, Namespace: prefix + "-" + rand.String(5)}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace, Labels: map[string]string{
@@ -113,7 +127,7 @@ func (c *Cluster) ApplyKubeflowEdit(t testing.TB) time.Duration {
 			return false, err
 		}
 		got = edit.Rules
-		return containsRules(got, want), nil
+		return containsRules(got, append(want, KubeflowSecretsRule)), nil
 	})
 	return time.Since(start)
 }
@@ -136,7 +150,13 @@ func (c *Cluster) RemoveKubeflowEdit(t testing.TB) {
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: KubeflowEdit}, &edit); err != nil {
 			return apierrors.IsNotFound(err), nil
 		}
-		return len(edit.Rules) == 0, nil
+		// Kubeflow's own grants (KubeflowSecretsRule) stay.
+		for _, r := range edit.Rules {
+			if !slices.Equal(r.Resources, KubeflowSecretsRule.Resources) || len(r.APIGroups) != 1 || r.APIGroups[0] != "" {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 }
 

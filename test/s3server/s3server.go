@@ -47,6 +47,7 @@ type Server struct {
 	Direct string
 	Client *minio.Client
 
+	bin      string
 	mu       sync.Mutex
 	requests []Request
 }
@@ -70,7 +71,7 @@ func Binary(ctx context.Context, log io.Writer) (string, error) {
 	}
 	mod := filepath.Join(root, "test", "s3server", "tools", "minio")
 	h := sha256.New()
-	for _, f := range []string{"go.mod", "go.sum"} {
+	for _, f := range []string{"go.mod", "go.sum", "iamuser/main.go"} {
 		b, err := os.ReadFile(filepath.Join(mod, f))
 		if err != nil {
 			return "", err
@@ -99,6 +100,7 @@ func Binary(ctx context.Context, log io.Writer) (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
+	// The admin helper (iamuser) is built first, so that the server's binary stands for both.
 	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return "", err
@@ -112,20 +114,27 @@ func Binary(ctx context.Context, log io.Writer) (string, error) {
 	}
 	fmt.Fprintf(log, "s3server: building the MinIO server into %s (the first build takes minutes)\n", bin)
 	start := time.Now()
-	tmp := bin + ".tmp"
-	cmd := exec.CommandContext(ctx, "nice", "-n", "10", "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", tmp, "github.com/minio/minio")
-	cmd.Dir = mod
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build the MinIO server in %s: %w\n%s", mod, err, out.String())
-	}
-	if err := os.Rename(tmp, bin); err != nil {
-		return "", err
+	for _, b := range []struct{ pkg, out string }{{"./iamuser", iamUserBinary(bin)}, {"github.com/minio/minio", bin}} {
+		tmp := b.out + ".tmp"
+		cmd := exec.CommandContext(ctx, "nice", "-n", "10", "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", tmp, b.pkg)
+		cmd.Dir = mod
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("build %s in %s: %w\n%s", b.pkg, mod, err, out.String())
+		}
+		if err := os.Rename(tmp, b.out); err != nil {
+			return "", err
+		}
 	}
 	fmt.Fprintf(log, "s3server: built the MinIO server in %s\n", time.Since(start).Round(time.Second))
 	return bin, nil
+}
+
+// iamUserBinary is where Binary puts the admin helper beside the server binary bin.
+func iamUserBinary(bin string) string {
+	return filepath.Join(filepath.Dir(bin), strings.Replace(filepath.Base(bin), "minio-", "iamuser-", 1))
 }
 
 // Start builds (once) and starts a MinIO server for t, stopped when t ends.
@@ -172,7 +181,7 @@ func Start(t testing.TB) *Server {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	s := &Server{Direct: direct}
+	s := &Server{Direct: direct, bin: bin}
 	s.Endpoint = s.startProxy(t, "127.0.0.1:0", direct)
 	s.Client, err = minio.New(strings.TrimPrefix(s.Endpoint, "http://"), &minio.Options{
 		Creds: credentials.NewStaticV4(AccessKey, SecretKey, ""), BucketLookup: minio.BucketLookupPath})
@@ -301,3 +310,27 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 	return s.b.Write(p)
 }
 func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// KubeflowNamespacePolicy is the access policy Kubeflow 1.11 gives a profile namespace's key pair
+// on its object store (bucket mlpipeline): the namespace's own private-artifacts/<ns>/ and
+// private/<ns>/, and the shared artifacts/ and shared/.
+func KubeflowNamespacePolicy(namespace string) string {
+	return fmt.Sprintf(`{"Version": "2012-10-17", "Statement": [
+  {"Effect": "Allow", "Action": ["s3:GetBucketLocation"], "Resource": ["arn:aws:s3:::mlpipeline"]},
+  {"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": ["arn:aws:s3:::mlpipeline"],
+   "Condition": {"StringLike": {"s3:prefix": ["artifacts/*", "private-artifacts/%[1]s/*", "private/%[1]s/*", "shared/*"]}}},
+  {"Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+   "Resource": ["arn:aws:s3:::mlpipeline/artifacts/*", "arn:aws:s3:::mlpipeline/private-artifacts/%[1]s/*",
+                "arn:aws:s3:::mlpipeline/private/%[1]s/*", "arn:aws:s3:::mlpipeline/shared/*"]}]}`, namespace)
+}
+
+// AddUser adds a user (its access key) with secretKey, allowed what policy (an IAM policy
+// document) allows, through MinIO's admin API.
+func (s *Server) AddUser(t testing.TB, accessKey, secretKey, policy string) {
+	t.Helper()
+	cmd := exec.Command(iamUserBinary(s.bin), s.Direct, AccessKey, SecretKey, accessKey, secretKey, "policy-"+accessKey)
+	cmd.Stdin = strings.NewReader(policy)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("add MinIO user %s: %v\n%s", accessKey, err, out)
+	}
+}

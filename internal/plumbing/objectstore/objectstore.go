@@ -25,7 +25,21 @@ type Config struct {
 	PathStyle bool
 	// Insecure talks plain HTTP to an endpoint given without a scheme.
 	Insecure bool
+	// Credentials, when set, sign the requests instead of the AWS_* environment: the key pair
+	// a step read from a Secret (object_store_secret). Never serialized.
+	Credentials *Credentials `json:"-"`
 }
+
+// Credentials are an access key pair and where it came from, for messages (e.g. "Secret
+// team-a/mlpipeline-minio-artifact").
+type Credentials struct {
+	AccessKey, SecretKey string
+	From                 string
+}
+
+// CanSign reports whether requests through cfg are signed: Credentials are set, or the
+// environment has them.
+func (cfg Config) CanSign() bool { return cfg.Credentials != nil || HasEnvCredentials() }
 
 // FromInputs is the store the steps' inputs object_store_endpoint, object_store_region and
 // object_store_path_style ("true" or not) name; get reads an input's value, or def.
@@ -70,10 +84,13 @@ func (l Location) URI() string { return l.Scheme + "://" + l.Bucket + "/" + l.Ke
 // step without it leaves checks of an object store to the pods that get the credentials.
 func HasEnvCredentials() bool { return os.Getenv("AWS_ACCESS_KEY_ID") != "" }
 
-// Client is a store's client and the endpoint it talks to, for messages.
+// Client is a store's client, the endpoint it talks to and whose key signs its requests, for
+// messages.
 type Client struct {
 	*minio.Client
 	Endpoint string
+	// Signer says whose key signs the requests ("" when none does).
+	Signer string
 }
 
 // New returns a client of the store a URI of scheme ("s3" or "minio") lives in. appInfo goes into
@@ -101,8 +118,15 @@ func New(cfg Config, scheme, appInfo string) (*Client, error) {
 	// Environment credentials only (no instance metadata lookups that hang outside AWS); without
 	// them requests go unsigned, which a public bucket accepts and a private one refuses with a
 	// message naming the variables.
+	creds, signer := credentials.NewEnvAWS(), ""
+	if HasEnvCredentials() {
+		signer = "the access key in AWS_ACCESS_KEY_ID"
+	}
+	if c := cfg.Credentials; c != nil {
+		creds, signer = credentials.NewStaticV4(c.AccessKey, c.SecretKey, ""), "the access key of "+c.From
+	}
 	cl, err := minio.New(endpoint, &minio.Options{
-		Creds:        credentials.NewEnvAWS(),
+		Creds:        creds,
 		Secure:       secure,
 		Region:       cfg.Region,
 		BucketLookup: lookup,
@@ -113,7 +137,7 @@ func New(cfg Config, scheme, appInfo string) (*Client, error) {
 	if appInfo != "" {
 		cl.SetAppInfo("gangboost", appInfo)
 	}
-	return &Client{Client: cl, Endpoint: cl.EndpointURL().String()}, nil
+	return &Client{Client: cl, Endpoint: cl.EndpointURL().String(), Signer: signer}, nil
 }
 
 // Explain says what a failed request on uri (doing what, e.g. "read model.json") means and what
@@ -122,12 +146,23 @@ func (c *Client) Explain(uri, what string, err error) error {
 	resp := minio.ToErrorResponse(err)
 	where := fmt.Sprintf("%s (endpoint %s)", uri, c.Endpoint)
 	switch resp.Code {
-	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "ExpiredToken":
-		creds := "no AWS_ACCESS_KEY_ID is set"
-		if HasEnvCredentials() {
-			creds = "the access key in AWS_ACCESS_KEY_ID"
+	case "AccessDenied":
+		if c.Signer == "" {
+			return fmt.Errorf("%s: %s: the object store refused the credentials: none are set, the request went unsigned (%s: %s): give object_store_secret (a Secret of the run's namespace; Kubeflow creates mlpipeline-minio-artifact in each profile) or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+				where, what, resp.Code, resp.Message)
 		}
-		return fmt.Errorf("%s: %s: the object store refused the credentials (%s: %s); %s: check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (on a cluster: the secret named by object_store_secret) and the bucket's policy",
+		bucket, key := resp.BucketName, resp.Key
+		if l, perr := ParseURI(uri); perr == nil {
+			bucket, key = l.Bucket, l.Key
+		}
+		return fmt.Errorf("%s: %s: the object store denied it to %s (%s: %s): the key's policy does not allow bucket %q, key %q. On Kubeflow each profile's key may use only s3://mlpipeline/private-artifacts/<namespace>/..., private/<namespace>/..., artifacts/... and shared/...: put the data under one of them, or have the store's admin extend the policy",
+			where, what, c.Signer, resp.Code, resp.Message, bucket, key)
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken":
+		creds := c.Signer
+		if creds == "" {
+			creds = "no credentials are set"
+		}
+		return fmt.Errorf("%s: %s: the object store refused the credentials (%s: %s); %s: check the Secret named by object_store_secret (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
 			where, what, resp.Code, resp.Message, creds)
 	case "NoSuchBucket":
 		bucket := resp.BucketName

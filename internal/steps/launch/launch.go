@@ -283,6 +283,12 @@ func (j *Job) modelObjects() (*modelobjects.Folder, error) {
 	return modelobjects.Open(uri, j.Data.ObjectStore.Config, "launch "+j.Name)
 }
 
+// UsesObjectStore reports whether the trainer reaches an object store: its data or its model
+// store is there.
+func (j *Job) UsesObjectStore() bool {
+	return j.ModelStore != "" || objectstore.IsURI(j.Data.Train) || objectstore.IsURI(j.Data.Eval)
+}
+
 // ErrNoStoreCredentials is CheckModelVersion's and ReadModelMetadata's answer when the model goes
 // to an object store that only the trainer pods have credentials for (object_store_secret), not
 // this step: the trainer then checks the version before it reads any data.
@@ -301,7 +307,7 @@ func (j *Job) CheckModelVersion(ctx context.Context, localClaim string) error {
 	where := "on claim " + j.Claim
 	if j.ModelStore != "" {
 		where = "in " + j.ModelStore
-		if j.Data.ObjectStore.Secret != "" && !objectstore.HasEnvCredentials() {
+		if j.Data.ObjectStore.Secret != "" && !j.Data.ObjectStore.CanSign() {
 			return ErrNoStoreCredentials
 		}
 		f, ferr := j.modelObjects()
@@ -335,7 +341,7 @@ func (j *Job) CheckModelVersion(ctx context.Context, localClaim string) error {
 // or the object store.
 func (j *Job) ReadModelMetadata(ctx context.Context, localClaim string) (*modeldir.Metadata, error) {
 	if j.ModelStore != "" {
-		if j.Data.ObjectStore.Secret != "" && !objectstore.HasEnvCredentials() {
+		if j.Data.ObjectStore.Secret != "" && !j.Data.ObjectStore.CanSign() {
 			return nil, ErrNoStoreCredentials
 		}
 		f, err := j.modelObjects()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/gangboost/gangboost/internal/kfp"
+	"github.com/gangboost/gangboost/internal/kube/storesecret"
 	"github.com/gangboost/gangboost/internal/kube/kubecfg"
 	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 	"github.com/gangboost/gangboost/internal/steps/launch"
@@ -48,7 +49,17 @@ func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string
 	if err != nil {
 		return err
 	}
-	// A version that exists is refused before anything is created.
+	// A version that exists is refused before anything is created: in an object store, with the
+	// key pair of the trainer pods' Secret where this step may read it.
+	if o := &job.Data.ObjectStore; !isLocal && job.ModelStore != "" && o.Secret != "" && !o.CanSign() {
+		if cfg, err := step.RESTConfig(); err == nil {
+			creds, err := storesecret.Read(ctx, cfg, storesecret.Ref{Namespace: job.Namespace, Name: o.Secret, AccessKeyKey: o.AccessKeyKey, SecretKeyKey: o.SecretKeyKey})
+			if err != nil {
+				fmt.Printf("model version %s/%s: %v\n", job.ModelName, job.ModelVersion, err)
+			}
+			o.Credentials = creds
+		}
+	}
 	if err := job.CheckModelVersion(ctx, localClaim); errors.Is(err, launch.ErrNoStoreCredentials) {
 		fmt.Printf("model version %s/%s not checked before the job (%v); the trainer checks it before reading any data\n", job.ModelName, job.ModelVersion, err)
 	} else if err != nil {

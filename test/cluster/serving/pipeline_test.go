@@ -3,6 +3,7 @@ package serving
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,7 @@ func TestPipelineOnCluster(t *testing.T) {
 	e := newDeployEnv(t)
 	e.c.ApplyRBAC(t, "launch-xgboostjob.yaml", e.ns)
 	e.c.ApplyRBAC(t, "pipeline-runner.yaml", e.ns)
-	checkPackageRun(t, e, pipelineRunner)
+	checkPackageRun(t, e, pipelineRunner, nil)
 }
 
 // removeRunObjects removes what a run leaves in e's namespace at the end of the test: the finished
@@ -54,8 +55,8 @@ func removeRunObjects(t *testing.T, e *deployEnv) {
 }
 
 // runPackage runs the committed pipeline package in e's namespace with every step a pod under
-// serviceAccount.
-func runPackage(t *testing.T, e *deployEnv, serviceAccount string) (*localrun.Package, *localrun.Result, *cluster.StepPods, string, error) {
+// serviceAccount, with params over the tests' own (2 workers, 20 rounds).
+func runPackage(t *testing.T, e *deployEnv, serviceAccount string, params map[string]string) (*localrun.Package, *localrun.Result, *cluster.StepPods, string, error) {
 	t.Helper()
 	root, err := cluster.RepoRoot()
 	if err != nil {
@@ -70,10 +71,12 @@ func runPackage(t *testing.T, e *deployEnv, serviceAccount string) (*localrun.Pa
 	pods := &cluster.StepPods{C: e.c, Namespace: e.ns, ServiceAccount: serviceAccount}
 	var out syncbuf.Buffer
 	start := time.Now()
+	p := map[string]string{"workers": "2", "num_round": "20"}
+	maps.Copy(p, params)
 	res, err := localrun.Run(ctx, localrun.Options{
 		Package: pkg, Backend: localrun.BackendKubernetes, Executor: pods,
 		Claims:  map[string]string{claim: e.pvcDir},
-		Params:  map[string]string{"workers": "2", "num_round": "20"},
+		Params:  p,
 		WorkDir: t.TempDir(), BinDir: testbin.Dir(t), Out: &out,
 	})
 	t.Logf("pipeline ran in %s", time.Since(start).Round(time.Millisecond))
@@ -81,12 +84,13 @@ func runPackage(t *testing.T, e *deployEnv, serviceAccount string) (*localrun.Pa
 }
 
 // checkPackageRun runs the package as serviceAccount in e's namespace (the steps' default: no
-// namespace parameter) and checks each step's pod and what the steps left on the cluster.
-func checkPackageRun(t *testing.T, e *deployEnv, serviceAccount string) {
+// namespace parameter) with params and checks each step's pod and what the steps left on the
+// cluster; it returns the run's output.
+func checkPackageRun(t *testing.T, e *deployEnv, serviceAccount string, params map[string]string) string {
 	t.Helper()
 	removeRunObjects(t, e)
 	ctx := context.Background()
-	pkg, res, pods, output, err := runPackage(t, e, serviceAccount)
+	pkg, res, pods, output, err := runPackage(t, e, serviceAccount, params)
 	if err != nil {
 		t.Fatalf("pipeline run: %v\n%s\ncomponent logs:\n%s", err, output, e.c.LogTails(30))
 	}
@@ -176,6 +180,7 @@ func checkPackageRun(t *testing.T, e *deployEnv, serviceAccount string) {
 		localrun.WriteText(&text, res)
 		t.Errorf("served accuracy %v on the held-out rows, want >= 0.9:\n%s", ev.Outputs["accuracy"], text.String())
 	}
+	return output
 }
 
 // tokenMounted reports whether the pod mounts a projected service-account token (the

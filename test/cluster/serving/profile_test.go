@@ -2,14 +2,21 @@ package serving
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
+	"github.com/gangboost/gangboost/internal/kube/storesecret"
 	"github.com/gangboost/gangboost/test/cluster"
+	"github.com/gangboost/gangboost/test/s3server"
+	"github.com/gangboost/gangboost/test/testbin"
 )
 
 // TestPipelineInKubeflowProfile runs the package as a multi-user Kubeflow platform runs it: in a
@@ -27,7 +34,7 @@ func TestPipelineInKubeflowProfile(t *testing.T) {
 	removeRunObjects(t, e)
 
 	// Refused: kubeflow-edit aggregates nothing of gangboost's yet.
-	_, res, _, output, err := runPackage(t, e, cluster.DefaultEditor)
+	_, res, _, output, err := runPackage(t, e, cluster.DefaultEditor, nil)
 	if err == nil {
 		t.Fatalf("the package ran as %s without gangboost's roles:\n%s", cluster.DefaultEditor, output)
 	}
@@ -52,5 +59,64 @@ func TestPipelineInKubeflowProfile(t *testing.T) {
 	took := c.ApplyKubeflowEdit(t)
 	t.Logf("kubeflow-edit aggregated gangboost-edit %s after the apply", took.Round(1e6))
 	t.Cleanup(func() { c.RemoveKubeflowEdit(t) })
-	checkPackageRun(t, e, cluster.DefaultEditor)
+
+	// The data set from the platform's object store, as Kubeflow 1.11 sets it up: bucket
+	// mlpipeline, the namespace's own key pair in its Secret mlpipeline-minio-artifact, a policy
+	// that lets that key use only the namespace's prefixes (and the shared ones). The package's
+	// defaults name that Secret; the endpoint is the test's MinIO instead of Kubeflow's service.
+	store := s3server.Start(t)
+	store.MakeBucket(t, "mlpipeline")
+	const key, secret = "team-key", "team-secret-0123456789"
+	store.AddUser(t, key, secret, s3server.KubeflowNamespacePolicy(profile.Namespace))
+	iris, err := os.ReadFile(filepath.Join(testbin.Root(t), "internal", "training", "dataset", "iris.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := "private-artifacts/" + profile.Namespace + "/data/iris.csv"
+	other := "private-artifacts/other-team/data/iris.csv"
+	store.Put(t, "mlpipeline", own, iris)
+	store.Put(t, "mlpipeline", other, iris)
+	if err := c.Client.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: storesecret.KubeflowSecret, Namespace: profile.Namespace},
+		Data:       map[string][]byte{storesecret.KubeflowAccessKeyKey: []byte(key), storesecret.KubeflowSecretKeyKey: []byte(secret)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	params := func(object string) map[string]string {
+		return map[string]string{"dataset": "s3://mlpipeline/" + object, "label": "species", "object_store_endpoint": store.Endpoint}
+	}
+
+	// Another namespace's prefix: refused by the store, and prepare-data says so.
+	_, res, _, output, err = runPackage(t, e, cluster.DefaultEditor, params(other))
+	if err == nil {
+		t.Fatalf("the package read another namespace's data:\n%s", output)
+	}
+	for _, want := range []string{"s3://mlpipeline/" + other, "denied it to the access key of Secret " + profile.Namespace + "/" + storesecret.KubeflowSecret,
+		`bucket "mlpipeline", key "` + other + `"`, "private-artifacts/<namespace>/"} {
+		if !strings.Contains(output, want) {
+			t.Errorf("the refused read's output lacks %q:\n%s", want, output)
+		}
+	}
+	for _, line := range strings.Split(output, "\n") {
+		if strings.Contains(line, "denied it to") {
+			t.Logf("refused: %s", strings.TrimSpace(line))
+		}
+	}
+	if task := res.Task("launch-xgboostjob"); task != nil && task.State == localrun.StateSucceeded {
+		t.Error("the run went on to train after prepare-data was refused")
+	}
+
+	// The namespace's own prefix: the whole package runs on it.
+	store.ResetRequests()
+	output = checkPackageRun(t, e, cluster.DefaultEditor, params(own))
+	if want := "reading s3://mlpipeline/" + own + " with the key pair of Secret " + profile.Namespace + "/" + storesecret.KubeflowSecret; !strings.Contains(output, want) {
+		t.Errorf("run output lacks %q", want)
+	}
+	read := false
+	for _, r := range store.Requests() {
+		read = read || (r.Method == "GET" && r.Key == own && r.Status == 200)
+	}
+	if !read {
+		t.Errorf("the store served no GET of %s: %+v", own, store.Requests())
+	}
 }

@@ -64,7 +64,7 @@ func XGBoostJob(j *launch.Job) (*kubeflowv1.XGBoostJob, error) {
 					Ports: []corev1.ContainerPort{{
 						Name: kubeflowv1.XGBoostJobDefaultPortName, ContainerPort: j.Port, Protocol: corev1.ProtocolTCP,
 					}},
-					Env:          objectStoreEnv(j.Data.ObjectStore),
+					Env:          objectStoreEnv(j),
 					Resources:    corev1.ResourceRequirements{Requests: res.DeepCopy(), Limits: res.DeepCopy()},
 					VolumeMounts: []corev1.VolumeMount{{Name: volumeName, MountPath: j.MountPath}},
 					// A failing rank's last lines become the container's termination
@@ -200,9 +200,13 @@ func copyID(p *int64) *int64 {
 }
 
 // objectStoreEnv gives the trainer the object store's credentials from the Secret, as
-// secretKeyRef env variables (the values never appear in the job object).
-func objectStoreEnv(o launch.ObjectStore) []corev1.EnvVar {
-	if o.Secret == "" {
+// secretKeyRef env variables (the values never appear in the job object), when the trainer
+// reaches a store: its data or its model is there. A job whose data and model are on the claim
+// does not depend on the Secret (the pipeline names Kubeflow's per-namespace Secret by default,
+// which a cluster without Kubeflow lacks).
+func objectStoreEnv(j *launch.Job) []corev1.EnvVar {
+	o := j.Data.ObjectStore
+	if o.Secret == "" || !j.UsesObjectStore() {
 		return nil
 	}
 	ref := func(key string) *corev1.EnvVarSource {

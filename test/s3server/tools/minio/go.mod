@@ -6,6 +6,8 @@ go 1.26
 
 tool github.com/minio/minio
 
+require github.com/minio/madmin-go/v3 v3.0.109
+
 require (
 	aead.dev/mem v0.2.0 // indirect
 	aead.dev/minisign v0.3.0 // indirect
@@ -156,7 +158,6 @@ require (
 	github.com/minio/highwayhash v1.0.3 // indirect
 	github.com/minio/kms-go/kes v0.3.1 // indirect
 	github.com/minio/kms-go/kms v0.5.1-0.20250225090116-4e64ce8d0f35 // indirect
-	github.com/minio/madmin-go/v3 v3.0.109 // indirect
 	github.com/minio/mc v0.0.0-20250313080218-cf909e1063a9 // indirect
 	github.com/minio/md5-simd v1.1.2 // indirect
 	github.com/minio/minio v0.0.0-20260212201848-7aac2a2c5b7c // indirect
