@@ -14,6 +14,7 @@ import (
 
 	"github.com/gangboost/gangboost/test/cluster"
 	"github.com/gangboost/gangboost/test/cluster/podrunner"
+	"github.com/gangboost/gangboost/test/nbrun"
 	"github.com/gangboost/gangboost/test/testbin"
 )
 
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 // the job trains. The notebook's own asserts check each step; the test reads what its cells
 // showed (their outputs, never their source, which holds the same words).
 func TestGangSchedulingNotebook(t *testing.T) {
-	requirePython(t)
+	nbrun.Require(t)
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		t.Fatalf("kubectl not found: %v", err)
 	}
@@ -55,14 +56,13 @@ func TestGangSchedulingNotebook(t *testing.T) {
 	if keep := os.Getenv("GANGBOOST_KEEP_NOTEBOOKS"); keep != "" {
 		out = filepath.Join(keep, "gang-scheduling.executed.ipynb")
 	}
-	cmd := exec.Command(debianPython, "-c", execute, filepath.Join(testbin.Root(t), "notebooks", "gang-scheduling.ipynb"), out,
-		filepath.Join(testbin.Root(t), "notebooks"))
+	cmd := nbrun.Command(filepath.Join(testbin.Root(t), "notebooks", "gang-scheduling.ipynb"), out, filepath.Join(testbin.Root(t), "notebooks"))
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "NAMESPACE="+ns,
 		"GANGBOOST_MANIFESTS="+filepath.Join(testbin.Root(t), "manifests"))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("notebook failed: %v\n%s\ncontrol plane logs:\n%s", err, b, c.LogTails(40))
 	}
-	shown := outputsText(t, out)
+	shown := nbrun.OutputsText(t, out)
 	for _, want := range []string{"Unschedulable=True", "is bound: the free GPU stays free", "pods bound", "Succeeded",
 		"2 of 2 pods of the gang exist, 0 bound", "all 2 pods bound"} {
 		if !strings.Contains(shown, want) {

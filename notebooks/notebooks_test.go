@@ -18,29 +18,9 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/test/evaltest"
+	"github.com/gangboost/gangboost/test/nbrun"
 	"github.com/gangboost/gangboost/test/testbin"
 )
-
-// debianPython is Debian's interpreter, for which python3-nbclient, -ipykernel, -matplotlib,
-// -requests and -numpy are installed (scripts/deps.sh).
-const debianPython = "/usr/bin/python3"
-
-// execute runs a notebook with nbclient and writes the executed copy to out; a cell that raises
-// fails with its traceback.
-const execute = `
-import sys, nbformat
-from nbclient import NotebookClient
-nb = nbformat.read(sys.argv[1], as_version=4)
-NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": sys.argv[3]}}).execute()
-nbformat.write(nb, sys.argv[2])
-`
-
-func requirePython(t *testing.T) {
-	t.Helper()
-	if err := exec.Command(debianPython, "-c", "import nbclient, nbformat, ipykernel, matplotlib, requests, numpy").Run(); err != nil {
-		t.Fatalf("%s cannot import nbclient, nbformat, ipykernel, matplotlib, requests and numpy (apt-get install python3-nbclient python3-ipykernel python3-matplotlib python3-requests python3-numpy): %v", debianPython, err)
-	}
-}
 
 // startRuntime serves the iris model on a free port and returns its base URL.
 func startRuntime(t *testing.T) string {
@@ -70,10 +50,10 @@ func startRuntime(t *testing.T) string {
 
 // TestPredictNotebook runs predict.ipynb as a user would reach the model: straight at the runtime
 // (make demo, port-forward), from a notebook pod in the cluster behind an authorization policy
-// (the endpoint derived from the namespace, the service-account token from its file), and through
+// (a cluster Service's address, the service-account token from its file), and through
 // an ingress gateway that routes by Host and wants a bearer token.
 func TestPredictNotebook(t *testing.T) {
-	requirePython(t)
+	nbrun.Require(t)
 	url := startRuntime(t)
 	const token = "eyJhbGciOiJSUzI1NiJ9.gangboost-test-token"
 	tokenFile := filepath.Join(t.TempDir(), "token")
@@ -88,12 +68,14 @@ func TestPredictNotebook(t *testing.T) {
 		shows    string
 	}{
 		{"direct", "", func(string) []string { return []string{"GANGBOOST_ENDPOINT=" + url} }, "bearer token: none | Host: the endpoint's"},
-		// The endpoint the notebook derives from GANGBOOST_NAMESPACE is a cluster Service name: the
-		// gate, as the HTTP proxy, stands where cluster DNS and the predictor's sidecar would.
-		{"in cluster, service-account token", "iris-predictor.team-a.svc.cluster.local", func(gate string) []string {
-			return []string{"GANGBOOST_ENDPOINT=", "GANGBOOST_NAMESPACE=team-a", "GANGBOOST_TOKEN_PATH=" + tokenFile,
+		// A cluster Service's address (what the notebook reads from the InferenceService's status
+		// in a pod, test/cluster/serving's TestPredictNotebookInProfile) and the pod's
+		// service-account token from its file: the gate, as the HTTP proxy, stands where cluster
+		// DNS and the predictor's sidecar would.
+		{"in cluster, service-account token", "iris-v1-predictor.team-a.svc.cluster.local", func(gate string) []string {
+			return []string{"GANGBOOST_ENDPOINT=http://iris-v1-predictor.team-a.svc.cluster.local", "GANGBOOST_TOKEN_PATH=" + tokenFile,
 				"http_proxy=" + gate, "HTTP_PROXY=" + gate, "no_proxy=", "NO_PROXY="}
-		}, "http://iris-predictor.team-a.svc.cluster.local iris\nbearer token: " + tokenFile},
+		}, "http://iris-v1-predictor.team-a.svc.cluster.local iris\nbearer token: " + tokenFile},
 		{"ingress gateway, token and Host", "iris.team-a.example.com", func(gate string) []string {
 			return []string{"GANGBOOST_ENDPOINT=" + gate, "GANGBOOST_TOKEN=" + token, "GANGBOOST_HOST_HEADER=iris.team-a.example.com"}
 		}, "bearer token: GANGBOOST_TOKEN | Host: iris.team-a.example.com"},
@@ -109,14 +91,14 @@ func TestPredictNotebook(t *testing.T) {
 			if keep := os.Getenv("GANGBOOST_KEEP_NOTEBOOKS"); keep != "" {
 				out = filepath.Join(keep, "predict."+strings.ReplaceAll(c.name, " ", "_")+".executed.ipynb") // to look at what it shows
 			}
-			cmd := exec.Command(debianPython, "-c", execute, filepath.Join(testbin.Root(t), "notebooks", "predict.ipynb"), out, t.TempDir())
+			cmd := nbrun.Command(filepath.Join(testbin.Root(t), "notebooks", "predict.ipynb"), out, t.TempDir())
 			cmd.Env = append(append(os.Environ(), "GANGBOOST_MODEL=iris",
 				"GANGBOOST_MODEL_METADATA="+filepath.Join(testbin.Root(t), "runtime", "testdata", "models", "iris", "metadata.json"),
 				"MPLBACKEND=module://matplotlib_inline.backend_inline"), c.env(gateURL)...)
 			if b, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("notebook failed: %v\n%s", err, b)
 			}
-			shown := outputsText(t, out)
+			shown := nbrun.OutputsText(t, out)
 			for _, want := range []string{c.shows, "binary and JSON answers agree", "setosa", "image/png", "shape [1 5] has 5 features per row"} {
 				if !strings.Contains(shown, want) {
 					t.Errorf("executed notebook's outputs lack %q:\n%s", want, shown)
@@ -196,59 +178,6 @@ func startAuthGate(t *testing.T, backend, host, token string) *authGate {
 	}
 	g.passed.Store(0)
 	return g
-}
-
-// outputsText is what the cells of an executed notebook showed, and nothing of their source:
-// printed text, results' and displays' text/plain (each preceded by its MIME types, so an
-// image shows as image/png) and errors.
-func outputsText(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nb struct {
-		Cells []struct {
-			Outputs []struct {
-				Text   any            `json:"text"`
-				Data   map[string]any `json:"data"`
-				EName  string         `json:"ename"`
-				EValue string         `json:"evalue"`
-			} `json:"outputs"`
-		} `json:"cells"`
-	}
-	if err := json.Unmarshal(b, &nb); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	// nbformat stores multi-line text as a string or a list of lines.
-	text := func(v any) string {
-		switch v := v.(type) {
-		case string:
-			return v
-		case []any:
-			var sb strings.Builder
-			for _, l := range v {
-				s, _ := l.(string)
-				sb.WriteString(s)
-			}
-			return sb.String()
-		}
-		return ""
-	}
-	var sb strings.Builder
-	for _, c := range nb.Cells {
-		for _, o := range c.Outputs {
-			sb.WriteString(text(o.Text))
-			for mime := range o.Data {
-				sb.WriteString(mime + "\n")
-			}
-			sb.WriteString(text(o.Data["text/plain"]) + "\n")
-			if o.EName != "" {
-				sb.WriteString(o.EName + ": " + o.EValue + "\n")
-			}
-		}
-	}
-	return sb.String()
 }
 
 // The committed notebooks carry no outputs: what they show comes from running them.

@@ -21,6 +21,7 @@ import (
 	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/contract/modelobjects"
+	"github.com/gangboost/gangboost/internal/kube/storesecret"
 	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 	"github.com/gangboost/gangboost/internal/training/dataset"
 	"github.com/gangboost/gangboost/internal/training/trainflags"
@@ -80,8 +81,8 @@ type ObjectStore struct {
 // DefaultAccessKeyKey and DefaultSecretKeyKey are the keys of Kubeflow Pipelines'
 // mlpipeline-minio-artifact secret.
 const (
-	DefaultAccessKeyKey = "accesskey"
-	DefaultSecretKeyKey = "secretkey"
+	DefaultAccessKeyKey = storesecret.KubeflowAccessKeyKey
+	DefaultSecretKeyKey = storesecret.KubeflowSecretKeyKey
 )
 
 // Job is one training job, independent of the backend that runs it.

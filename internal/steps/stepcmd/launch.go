@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/gangboost/gangboost/internal/kfp"
-	"github.com/gangboost/gangboost/internal/kube/storesecret"
 	"github.com/gangboost/gangboost/internal/kube/kubecfg"
+	"github.com/gangboost/gangboost/internal/kube/storesecret"
 	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 	"github.com/gangboost/gangboost/internal/steps/launch"
 	"github.com/gangboost/gangboost/internal/steps/launch/kube"

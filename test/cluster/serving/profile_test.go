@@ -2,19 +2,24 @@ package serving
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	kubeflowv1 "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
+	"github.com/gangboost/gangboost/internal/kube/kserveapi"
 	"github.com/gangboost/gangboost/internal/kube/storesecret"
 	"github.com/gangboost/gangboost/test/cluster"
+	"github.com/gangboost/gangboost/test/nbrun"
 	"github.com/gangboost/gangboost/test/s3server"
 	"github.com/gangboost/gangboost/test/testbin"
 )
@@ -119,4 +124,66 @@ func TestPipelineInKubeflowProfile(t *testing.T) {
 	if !read {
 		t.Errorf("the store served no GET of %s: %+v", own, store.Requests())
 	}
+
+	checkNotebookInProfile(t, c, profile.Namespace, e.pvcDir)
+}
+
+// checkNotebookInProfile runs notebooks/predict.ipynb as a Kubeflow notebook pod of the profile
+// runs it: no endpoint given, so it reads the InferenceService's status.address.url from the API
+// server with the pod's service account (default-editor: its token, the cluster's CA, the
+// namespace, where Kubernetes mounts them), then calls the model there (cluster DNS and the
+// Service stand in the test's Service proxy).
+func checkNotebookInProfile(t *testing.T, c *cluster.Cluster, namespace, pvcDir string) {
+	t.Helper()
+	nbrun.Require(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tok, err := c.Kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, cluster.DefaultEditor, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := c.Config.CAData
+	if len(ca) == 0 {
+		if ca, err = os.ReadFile(c.Config.CAFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sa := t.TempDir()
+	for name, data := range map[string][]byte{"token": []byte(tok.Status.Token), "ca.crt": ca, "namespace": []byte(namespace)} {
+		if err := os.WriteFile(filepath.Join(sa, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api, err := url.Parse(c.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := cluster.ServiceProxy(ctx, c.Kube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var isvc kserveapi.InferenceService
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "iris"}, &isvc); err != nil || isvc.Status.Address == nil {
+		t.Fatalf("InferenceService iris: %v, address %v", err, isvc.Status.Address)
+	}
+	metadata, _ := filepath.Glob(filepath.Join(pvcDir, "models", "iris", "*", "metadata.json"))
+	if len(metadata) == 0 {
+		t.Fatal("no model metadata on the claim")
+	}
+	out := filepath.Join(t.TempDir(), "predict.executed.ipynb")
+	cmd := nbrun.Command(filepath.Join(testbin.Root(t), "notebooks", "predict.ipynb"), out, t.TempDir())
+	cmd.Env = append(os.Environ(), "GANGBOOST_ENDPOINT=", "GANGBOOST_NAMESPACE=", "GANGBOOST_MODEL=iris", "GANGBOOST_MODEL_METADATA="+metadata[0],
+		"GANGBOOST_SERVICE_ACCOUNT_DIR="+sa, "KUBERNETES_SERVICE_HOST="+api.Hostname(), "KUBERNETES_SERVICE_PORT="+api.Port(),
+		"http_proxy=http://"+proxy, "HTTP_PROXY=http://"+proxy, "https_proxy=", "HTTPS_PROXY=", "no_proxy=", "NO_PROXY=",
+		"MPLBACKEND=module://matplotlib_inline.backend_inline")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("notebook failed: %v\n%s", err, b)
+	}
+	shown := nbrun.OutputsText(t, out)
+	for _, want := range []string{isvc.Status.Address.URL + " iris", "binary and JSON answers agree", "setosa"} {
+		if !strings.Contains(shown, want) {
+			t.Errorf("the notebook's outputs lack %q:\n%s", want, shown)
+		}
+	}
+	t.Logf("the notebook found %s through the API as %s/%s", isvc.Status.Address.URL, namespace, cluster.DefaultEditor)
 }

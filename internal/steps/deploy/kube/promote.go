@@ -130,6 +130,15 @@ func (b *Backend) addCanary(ctx context.Context, s *deploy.Service, c deploy.Cha
 	if err != nil {
 		return err
 	}
+	// An API server whose InferenceService schema has no spec.canary (KServe before v0.20)
+	// prunes the entry and answers success: nothing would ever come up beside the champion.
+	var now kserveapi.InferenceService
+	if err := b.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &now); err != nil {
+		return fmt.Errorf("read InferenceService %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	if !slices.ContainsFunc(now.Spec.Canary, func(e kserveapi.CanarySpec) bool { return e.Predictor.Name == c.Name }) {
+		return fmt.Errorf("InferenceService %s/%s kept no spec.canary entry %s: this cluster's KServe has no canary predictors (they came with KServe v0.20; Kubeflow 1.11 ships v0.15), so no challenger can run beside the champion; set promotion=replace to roll the service out to the new model without a comparison, or upgrade KServe", s.Namespace, s.Name, c.Name)
+	}
 	b.mu.Lock()
 	if b.applied == nil {
 		b.applied = map[string]appliedVersion{}
