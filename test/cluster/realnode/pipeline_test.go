@@ -2,6 +2,8 @@ package realnode
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangboost/gangboost/internal/contract/version"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
@@ -116,4 +119,48 @@ func TestPipelineOnRealNode(t *testing.T) {
 		t.Errorf("run output does not name the predictor's Service url:\n%s", out.String())
 	}
 	t.Logf("served accuracy %.3f", acc)
+
+	// A second run of the package beside the first one's model, as KFP runs the next training:
+	// deploy puts the new model beside the champion as a challenger, evaluate compares both, and
+	// promote-model (policy always here, so that the promotion itself runs in its pod) makes it
+	// the stable predictor, keeping the replaced one answering at its old address for the drain.
+	first := res.Task("launch-xgboostjob").Outputs["model_uri"]
+	params["num_round"], params["promote_policy"], params["promotion_drain_seconds"] = "10", "always", "2"
+	steps2 := &cluster.StepPods{C: c, Namespace: ns, ServiceAccount: "gangboost-pipeline-runner", RealNode: true}
+	var out2 syncbuf.Buffer
+	t0 = time.Now()
+	res2, err := localrun.Run(ctx, localrun.Options{
+		Package: pkg, Backend: localrun.BackendKubernetes, Executor: steps2,
+		Claims: map[string]string{claim: claimDir}, Params: params,
+		WorkDir: t.TempDir(), BinDir: bin, Out: &out2,
+	})
+	if err != nil || res2.State != localrun.StateSucceeded {
+		t.Fatalf("second pipeline run (%s): %v\n%s\ncomponent logs:\n%s", time.Since(t0).Round(time.Millisecond), err, out2.String(), c.LogTails(30))
+	}
+	t.Logf("second pipeline run in %s", time.Since(t0).Round(time.Millisecond))
+	second := res2.Task("launch-xgboostjob").Outputs["model_uri"]
+	promote := res2.Task("promote-model").Outputs
+	if second == first || promote["promoted"] != "true" || promote["serving_model_uri"] != second || promote["previous_model_uri"] != first {
+		t.Errorf("second run: model %v over %v, promote-model outputs %v; want the second promoted with the first recorded", second, first, promote)
+	}
+	for _, want := range []string{"beside it as challenger", "promoted challenger"} {
+		if !strings.Contains(out2.String(), want) {
+			t.Errorf("second run output lacks %q", want)
+		}
+	}
+	var isvc kserveapi.InferenceService
+	if err := c.Client.Get(bg, client.ObjectKey{Namespace: ns, Name: "iris"}, &isvc); err != nil {
+		t.Fatal(err)
+	}
+	if got := modelURIOf(isvc); got != second || len(isvc.Spec.Canary) != 0 || isvc.Status.Address == nil {
+		t.Fatalf("after the second run the service serves %s with %d canaries (address %v); want %v alone", got, len(isvc.Spec.Canary), isvc.Status.Address, second)
+	}
+	version := strings.TrimPrefix(fmt.Sprint(second), "pvc://"+claim+"/")
+	rows := irisRows
+	got, want := inferWith(t, endpointHTTPClient(c), isvc.Status.Address.URL, "iris", rows, 4), libxgboostPredict(t, filepath.Join(claimDir, version, "model.json"), rows, 4)
+	for i := range want {
+		if len(got) != len(want) || math.Abs(float64(got[i]-want[i])) > 1e-6 {
+			t.Fatalf("the promoted service answers %v; libxgboost on %s gives %v", got, second, want)
+		}
+	}
 }

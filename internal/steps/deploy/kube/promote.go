@@ -328,7 +328,10 @@ func (b *Backend) Promote(ctx context.Context, s *deploy.Service, c deploy.Chall
 	if err := b.removeDrained(rmCtx, s, drained); err != nil {
 		return fmt.Errorf("promoted %s, but the replaced champion %s still answers at its old address: %w", c.Name, modelURI(*drained), err)
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("promoted %s; stopped during the drain, the replaced champion %s removed early: %w", c.Name, modelURI(*drained), err)
+	}
+	return nil
 }
 
 // removeDrained removes the canary entry that kept champion d answering at its old address,
