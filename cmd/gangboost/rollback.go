@@ -20,8 +20,9 @@ func rollback(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	namespace := fs.String("namespace", "", "the InferenceService's namespace; default the kubeconfig context's")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, else the in-cluster service account")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long the previous model may take to answer before the rollback is abandoned (the current model serves on)")
+	drain := fs.Duration("drain", deploykube.DefaultPromotionDrain, "how long the model rolled back from still answers at its old address once the service's address moved (0 to 1h)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: gangboost rollback [--namespace NS] [--kubeconfig FILE] [--timeout D] NAME")
+		fmt.Fprintln(fs.Output(), "usage: gangboost rollback [--namespace NS] [--kubeconfig FILE] [--timeout D] [--drain D] NAME")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -30,7 +31,7 @@ func rollback(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return 2
 	}
-	if fs.NArg() != 1 || *timeout <= 0 {
+	if fs.NArg() != 1 || *timeout <= 0 || *drain < 0 || *drain > time.Hour {
 		fs.Usage()
 		return 2
 	}
@@ -53,7 +54,8 @@ func rollback(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "gangboost rollback:", err)
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	b.PromotionDrain = *drain
+	ctx, cancel := context.WithTimeout(ctx, *timeout+*drain)
 	defer cancel()
 	ep, model, err := b.Rollback(ctx, ns, fs.Arg(0), func(line string) { fmt.Fprintln(stdout, line) })
 	if err != nil {
