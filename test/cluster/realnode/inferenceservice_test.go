@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -275,41 +276,57 @@ func inferThroughService(t *testing.T, base, nodeIP, model string, rows []float3
 // inferWith is inferThroughService with the client hc.
 func inferWith(t *testing.T, hc *http.Client, base, model string, rows []float32, ncol int) []float32 {
 	t.Helper()
-	u, err := url.JoinPath(base, "v2", "models", model, "infer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := json.Marshal(map[string]any{"inputs": []map[string]any{{
-		"name": "input-0", "datatype": "FP32", "shape": []int{len(rows) / ncol, ncol}, "data": rows}}})
 	// The service is Ready once its pod is; kube-proxy routes the ClusterIP to the pod once the
 	// EndpointSlice controller has listed it as ready and kube-proxy has synced that, a moment
 	// later. Until then a connection is refused (kube-proxy's rule for a Service without
 	// endpoints) or, from this host, leaves by the default route to whatever answers there: a
 	// client retries, as evaluate does.
 	t0 := time.Now()
-	var raw []byte
 	var before string
 	for {
-		resp, err := hc.Post(u, "application/json", bytes.NewReader(body))
+		got, err := tryInfer(hc, base, model, rows, ncol)
 		if err == nil {
-			raw, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
+			if before != "" {
+				t.Logf("the Service answered %s after the InferenceService was Ready; before: %s", time.Since(t0).Round(time.Millisecond), before)
 			}
-			err = fmt.Errorf("%s (Server %q): %s", resp.Status, resp.Header.Get("Server"), raw)
+			return got
+		}
+		var bad *badAnswerError
+		if errors.As(err, &bad) {
+			t.Fatal(err)
 		}
 		if before == "" {
 			before = err.Error()
 		}
-		// A hang guard, not a figure: the wait is logged below.
+		// A hang guard, not a figure: the wait is logged above.
 		if time.Since(t0) > 90*time.Second {
-			t.Fatalf("V2 infer through the Service at %s: %v", u, err)
+			t.Fatalf("V2 infer through the Service at %s: %v", base, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if before != "" {
-		t.Logf("the Service answered %s after the InferenceService was Ready; before: %s", time.Since(t0).Round(time.Millisecond), before)
+}
+
+// badAnswerError is a 200 answer that is not the model's V2 answer.
+type badAnswerError struct{ msg string }
+
+func (e *badAnswerError) Error() string { return e.msg }
+
+// tryInfer makes one V2 REST call of rows to model at base and returns output-0.
+func tryInfer(hc *http.Client, base, model string, rows []float32, ncol int) ([]float32, error) {
+	u, err := url.JoinPath(base, "v2", "models", model, "infer")
+	if err != nil {
+		return nil, err
+	}
+	body, _ := json.Marshal(map[string]any{"inputs": []map[string]any{{
+		"name": "input-0", "datatype": "FP32", "shape": []int{len(rows) / ncol, ncol}, "data": rows}}})
+	resp, err := hc.Post(u, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s (Server %q): %s", resp.Status, resp.Header.Get("Server"), raw)
 	}
 	var out struct {
 		ModelName string `json:"model_name"`
@@ -319,9 +336,9 @@ func inferWith(t *testing.T, hc *http.Client, base, model string, rows []float32
 		} `json:"outputs"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil || out.ModelName != model || len(out.Outputs) == 0 || out.Outputs[0].Name != "output-0" {
-		t.Fatalf("POST %s answered %s (%v), want model_name %s and output-0", u, raw, err, model)
+		return nil, &badAnswerError{fmt.Sprintf("POST %s answered %s (%v), want model_name %s and output-0", u, raw, err, model)}
 	}
-	return out.Outputs[0].Data
+	return out.Outputs[0].Data, nil
 }
 
 // libxgboostPredict is libxgboost's own prediction (what Booster.predict returns) for the model

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gangboost/gangboost/internal/kube/kserveapi"
+	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
 	deploykube "github.com/gangboost/gangboost/internal/steps/deploy/kube"
 	"github.com/gangboost/gangboost/internal/steps/promote"
@@ -310,6 +311,59 @@ func TestChampionChallengerOnRealNode(t *testing.T) {
 		t.Errorf("the champion's pods changed during the broken challenger: %s, were %s", now, before)
 	}
 	check("the champion after the broken challenger", afterBroken.Status.Address.URL, "v3")
+
+	// Without the CLI: README's kubectl lines (read from README, the namespace swapped) roll the
+	// service out to the previous model, the winner the rollback replaced.
+	script := readmeRollbackPatch(t, ns)
+	t0 = time.Now()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("README's rollback patch: %v\n%s", err, out)
+	}
+	wantWinner := want(winner)
+	cluster.WaitFor(t, 2*time.Minute, "the service answers as "+winner+" after README's patch", func(ctx context.Context) (bool, error) {
+		var isvc kserveapi.InferenceService
+		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "iris"}, &isvc); err != nil || !isvc.Status.IsReady() || isvc.Status.Address == nil {
+			return false, nil
+		}
+		got, err := tryInfer(hc, isvc.Status.Address.URL, "iris", irisRows, 4)
+		if err != nil || len(got) != len(wantWinner) {
+			return false, nil
+		}
+		for i := range got {
+			if math.Abs(float64(got[i]-wantWinner[i])) > 1e-6 {
+				return false, nil
+			}
+		}
+		return modelURIOf(isvc) == "pvc://"+claim+"/models/iris/"+winner, nil
+	})
+	t.Logf("README's kubectl rollback: the service answered as %s %s after the patch", winner, time.Since(t0).Round(time.Millisecond))
+}
+
+// readmeRollbackPatch is README's kubectl rollback (the sh block that reads the previous model
+// and patches the InferenceService), for namespace ns instead of the example's team-a.
+func readmeRollbackPatch(t *testing.T, ns string) string {
+	t.Helper()
+	root, err := repodir.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const start = "```sh\nprev=$(kubectl get isvc iris -n team-a"
+	i := strings.Index(string(b), start)
+	if i < 0 {
+		t.Fatalf("README has no block starting %q", start)
+	}
+	block := string(b[i+len("```sh\n"):])
+	block = block[:strings.Index(block, "```")]
+	if !strings.Contains(block, "kubectl patch isvc iris -n team-a") {
+		t.Fatalf("README's rollback block has no kubectl patch:\n%s", block)
+	}
+	return strings.ReplaceAll(block, "-n team-a", "-n "+ns)
 }
 
 func modelURIOf(isvc kserveapi.InferenceService) string {
