@@ -84,6 +84,11 @@ func storeFeeds(input string) []Target {
 	return t
 }
 
+// secretFeeds feeds an input naming the store's Secret (or its keys) to every step that reads it.
+func secretFeeds(input string) []Target {
+	return []Target{{PrepareData, input}, {Launch, input}, {Evaluate, input}}
+}
+
 func feeds(task string, inputs ...string) []Target {
 	t := make([]Target, 0, len(inputs))
 	for _, in := range inputs {
@@ -145,10 +150,10 @@ var Parameters = []Parameter{
 	{Name: "object_store_region", Feeds: storeFeeds("object_store_region")},
 	{Name: "object_store_path_style", Feeds: storeFeeds("object_store_path_style"), Default: "true",
 		Description: "true: address buckets as endpoint/bucket (MinIO, SeaweedFS, Ceph); false: bucket.endpoint (AWS S3)"},
-	{Name: "object_store_secret", Feeds: append(feeds(PrepareData, "object_store_secret"), feeds(Launch, "object_store_secret")...), Default: storesecret.KubeflowSecret,
-		Description: "Secret of the run's namespace with the store's key pair: prepare-data reads it for s3:// data, the trainer pods get it for s3:// data and model_store (Kubeflow creates mlpipeline-minio-artifact in each profile)"},
-	{Name: "object_store_access_key_key", Feeds: append(feeds(PrepareData, "object_store_access_key_key"), feeds(Launch, "object_store_access_key_key")...)},
-	{Name: "object_store_secret_key_key", Feeds: append(feeds(PrepareData, "object_store_secret_key_key"), feeds(Launch, "object_store_secret_key_key")...)},
+	{Name: "object_store_secret", Feeds: secretFeeds("object_store_secret"), Default: storesecret.KubeflowSecret,
+		Description: "Secret of the run's namespace with the store's key pair: prepare-data reads it for s3:// data and evaluate for an s3:// model's metadata, the trainer pods get it for s3:// data and model_store (Kubeflow creates mlpipeline-minio-artifact in each profile)"},
+	{Name: "object_store_access_key_key", Feeds: secretFeeds("object_store_access_key_key")},
+	{Name: "object_store_secret_key_key", Feeds: secretFeeds("object_store_secret_key_key")},
 	{Name: "serving_service_account", Feeds: feeds(Deploy, "service_account")},
 	{Name: "serving_priority_class", Feeds: feeds(Deploy, "priority_class")},
 	// The Kubeflow Model Registry: evaluate registers the version with its metrics, promote-model

@@ -111,7 +111,7 @@ func (s *Service) ReadModelSHA256(ctx context.Context) error {
 		return nil // the registry's storage initializer resolves it in the pod
 	}
 	if s.InObjectStore() {
-		if !objectstore.HasEnvCredentials() {
+		if !s.ObjectStore.CanSign() {
 			return nil
 		}
 		f, err := s.ModelObjects()

@@ -16,6 +16,7 @@ import (
 	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 	"github.com/gangboost/gangboost/internal/steps/promote/policy"
 	"github.com/gangboost/gangboost/internal/steps/register"
+	"github.com/gangboost/gangboost/internal/steps/storecreds"
 )
 
 // The evaluate component's outputs (components/evaluate/component.yaml).
@@ -41,7 +42,7 @@ var Inputs = []kfp.Input{
 	{Name: "test_path", Type: kfp.String, Description: "the test CSV on the claim (prepare-data's test_path)"},
 	{Name: "label", Type: kfp.String, Description: "the label column"},
 	{Name: "model_uri", Type: kfp.String, Default: "", Description: "pvc://<claim>/models/<model>/<version> or s3://<bucket>/<prefix>/<model>/<version>/: compare with the trainer's metadata.json there; empty: no comparison"},
-	{Name: "object_store_endpoint", Type: kfp.String, Default: "", Description: "endpoint of an s3:// model_uri (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"},
+	{Name: "object_store_endpoint", Type: kfp.String, Default: "", Description: "endpoint of an s3:// model_uri (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or object_store_secret)"},
 	{Name: "object_store_region", Type: kfp.String, Default: "", Description: "object store region; default the bucket's"},
 	{Name: "object_store_path_style", Type: kfp.String, Default: "false", Description: "true: address buckets as endpoint/bucket (MinIO, Ceph)"},
 	{Name: "tolerance", Type: kfp.Double, Default: 0.02, Description: "largest allowed |served - trainer| per compared metric; negative: report only"},
@@ -58,7 +59,7 @@ var Inputs = []kfp.Input{
 	{Name: "run_id", Type: kfp.String, Default: "", Description: "the run ({{$.pipeline_job_uuid}}), recorded with the model version in the registry"},
 }
 
-func init() { Inputs = append(Inputs, register.Inputs...) }
+func init() { Inputs = append(append(Inputs, storecreds.Inputs...), register.Inputs...) }
 
 // Component is the evaluate component run from image; component.yaml is generated from it.
 func Component(image string) *kfp.Component {
@@ -84,8 +85,9 @@ func Component(image string) *kfp.Component {
 
 // RunExecutor runs the component: it evaluates and writes the outputs. When the served model
 // disagrees with the trainer the outputs are still written (the report says why) and the error
-// is returned, so the step fails.
-func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
+// is returned, so the step fails. secrets reads object_store_secret for an s3:// model_uri when
+// the environment has no credentials.
+func RunExecutor(ctx context.Context, e *kfp.Executor, secrets storecreds.Reader, log io.Writer) error {
 	in := e.Params(Inputs)
 	str := in.String
 	tolerance := in.Float("tolerance", 0.02)
@@ -101,7 +103,11 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, log io.Writer) error {
 	p := PolicyInputs{Mode: str("promote_policy", policy.IfBetter), Metric: str("promote_metric", ""), MinImprovement: in.Float("min_improvement", 0)}
 	runID := str("run_id", "")
 	regURL, regToken := str("registry_url", ""), str("registry_token_path", "")
+	secret := storecreds.FromInputs(str)
 	if err := in.Err(); err != nil {
+		return err
+	}
+	if err := secret.Apply(ctx, secrets, o.ModelURI, &o.ObjectStore, log); err != nil {
 		return err
 	}
 	// A registry that cannot be reached is found before any evaluation; nothing is written then.

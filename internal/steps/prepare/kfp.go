@@ -13,8 +13,8 @@ import (
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/kfp"
-	"github.com/gangboost/gangboost/internal/kube/storesecret"
 	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
+	"github.com/gangboost/gangboost/internal/steps/storecreds"
 )
 
 // The prepare-data component's outputs (components/prepare-data/component.yaml).
@@ -41,11 +41,10 @@ var Inputs = []kfp.Input{
 	{Name: "object_store_endpoint", Type: kfp.String, Default: "", Description: "endpoint of s3:// data: host:port, http://host:port or https://host:port; default AWS S3, for minio:// http://minio-service.kubeflow:9000; credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (kfp-kubernetes use_secret_as_env)"},
 	{Name: "object_store_region", Type: kfp.String, Default: "", Description: "object store region; default the bucket's"},
 	{Name: "object_store_path_style", Type: kfp.String, Default: "false", Description: "true: address buckets as endpoint/bucket (MinIO, Ceph)"},
-	{Name: "object_store_secret", Type: kfp.String, Default: "", Description: "a Secret of the run's namespace holding the store's key pair, which the step reads for s3:// and minio:// data when AWS_ACCESS_KEY_ID is not set (Kubeflow gives each profile mlpipeline-minio-artifact); empty: the environment's credentials or none"},
-	{Name: "object_store_access_key_key", Type: kfp.String, Default: storesecret.KubeflowAccessKeyKey, Description: "the Secret's key holding the access key"},
-	{Name: "object_store_secret_key_key", Type: kfp.String, Default: storesecret.KubeflowSecretKeyKey, Description: "the Secret's key holding the secret key"},
 	{Name: "max_matrix_bytes", Type: kfp.Integer, Default: 0, Description: "most bytes the parsed rows may take as a dense matrix (rows x features x 4 bytes), checked as they are parsed; 0: an eighth of the memory the step may take"},
 }
+
+func init() { Inputs = append(Inputs, storecreds.Inputs...) }
 
 // Component is the prepare-data component run from image; component.yaml is generated from it.
 func Component(image string) *kfp.Component {
@@ -63,14 +62,10 @@ func Component(image string) *kfp.Component {
 	}
 }
 
-// SecretReader reads the object store's key pair from a Secret of the step's namespace
-// (storesecret.Read through the step's service account).
-type SecretReader func(ctx context.Context, name, accessKeyKey, secretKeyKey string) (*objectstore.Credentials, error)
-
 // RunExecutor runs the component: it reads the ExecutorInput's parameters, prepares the data set
 // and writes the outputs. secrets reads object_store_secret when the data set is in an object
 // store and the environment has no credentials.
-func RunExecutor(ctx context.Context, e *kfp.Executor, fetch Fetcher, secrets SecretReader, log io.Writer) error {
+func RunExecutor(ctx context.Context, e *kfp.Executor, fetch Fetcher, secrets storecreds.Reader, log io.Writer) error {
 	in := e.Params(Inputs)
 	str := in.String
 	fraction := in.Float("test_fraction", 0.2)
@@ -81,7 +76,7 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, fetch Fetcher, secrets Se
 		ObjectStore: objectstore.FromInputs(str),
 	}
 	claimName := str("pvc_name", "gangboost-models")
-	secret, accessKeyKey, secretKeyKey := str("object_store_secret", ""), str("object_store_access_key_key", storesecret.KubeflowAccessKeyKey), str("object_store_secret_key_key", storesecret.KubeflowSecretKeyKey)
+	secret := storecreds.FromInputs(str)
 	var errs []error
 	positive := func(name string, def int64) int64 {
 		v := in.Int(name, def)
@@ -106,16 +101,8 @@ func RunExecutor(ctx context.Context, e *kfp.Executor, fetch Fetcher, secrets Se
 	if err := claim.CheckName(claimName); err != nil {
 		return err
 	}
-	if secret != "" && objectstore.IsURI(o.Dataset) && !objectstore.HasEnvCredentials() {
-		if secrets == nil {
-			return fmt.Errorf("object_store_secret %s: this step cannot read Secrets here; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY instead", secret)
-		}
-		creds, err := secrets(ctx, secret, accessKeyKey, secretKeyKey)
-		if err != nil {
-			return err
-		}
-		o.ObjectStore.Credentials = creds
-		fmt.Fprintf(log, "reading %s with the key pair of %s\n", o.Dataset, creds.From)
+	if err := secret.Apply(ctx, secrets, o.Dataset, &o.ObjectStore, log); err != nil {
+		return err
 	}
 	limitHeap()
 	res, err := Run(ctx, o)

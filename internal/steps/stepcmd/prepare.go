@@ -20,7 +20,8 @@ func Prepare(args []string) int {
 }
 
 // readStepSecret reads an object store's key pair from a Secret of the step's namespace, through
-// the step's service account (in a pod) or $KUBECONFIG.
+// the step's service account (in a pod) or $KUBECONFIG: the storecreds.Reader of prepare-data and
+// evaluate.
 func readStepSecret(ctx context.Context, name, accessKeyKey, secretKeyKey string) (*objectstore.Credentials, error) {
 	step := kubecfg.Load("")
 	cfg, err := step.RESTConfig()
