@@ -12,6 +12,6 @@ import (
 // model's metrics, the latency of its calls and an HTML report.
 func Evaluate(args []string) int {
 	return kfp.RunComponent("evaluate", args, nil, func(ctx context.Context, e *kfp.Executor) error {
-		return evaluate.RunExecutor(ctx, e, readStepSecret, os.Stdout)
+		return evaluate.RunExecutor(ctx, e, secretReader("", ""), os.Stdout)
 	})
 }

@@ -10,11 +10,11 @@ import (
 
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/kube/kubecfg"
-	"github.com/gangboost/gangboost/internal/kube/storesecret"
 	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 	"github.com/gangboost/gangboost/internal/steps/launch"
 	"github.com/gangboost/gangboost/internal/steps/launch/kube"
 	"github.com/gangboost/gangboost/internal/steps/launch/local"
+	"github.com/gangboost/gangboost/internal/steps/storecreds"
 )
 
 // Launch is launch-xgboostjob: it trains a model as a gang-scheduled XGBoostJob (or, with
@@ -51,13 +51,10 @@ func launchJob(ctx context.Context, exec *kfp.Executor, kubeconfig, image string
 	}
 	// A version that exists is refused before anything is created: in an object store, with the
 	// key pair of the trainer pods' Secret where this step may read it.
-	if o := &job.Data.ObjectStore; !isLocal && job.ModelStore != "" && o.Secret != "" && !o.CanSign() {
-		if cfg, err := step.RESTConfig(); err == nil {
-			creds, err := storesecret.Read(ctx, cfg, storesecret.Ref{Namespace: job.Namespace, Name: o.Secret, AccessKeyKey: o.AccessKeyKey, SecretKeyKey: o.SecretKeyKey})
-			if err != nil {
-				fmt.Printf("model version %s/%s: %v\n", job.ModelName, job.ModelVersion, err)
-			}
-			o.Credentials = creds
+	if o := &job.Data.ObjectStore; !isLocal {
+		secret := storecreds.Secret{Name: o.Secret, AccessKeyKey: o.AccessKeyKey, SecretKeyKey: o.SecretKeyKey}
+		if err := secret.Apply(ctx, secretReader(kubeconfig, job.Namespace), job.ModelStore, &o.Config, os.Stdout); err != nil {
+			fmt.Printf("model version %s/%s: %v\n", job.ModelName, job.ModelVersion, err)
 		}
 	}
 	if err := job.CheckModelVersion(ctx, localClaim); errors.Is(err, launch.ErrNoStoreCredentials) {

@@ -121,10 +121,8 @@ func serveThroughKServe(t *testing.T, c *cluster.Cluster, ns, claim, claimDir, m
 	if len(got) != len(want) {
 		t.Fatalf("V2 infer at %s: %d values %v, libxgboost gives %d %v", ep.URL, len(got), got, len(want), want)
 	}
-	for i := range got {
-		if math.Abs(float64(got[i]-want[i])) > 1e-6 {
-			t.Fatalf("V2 infer at %s: %v, libxgboost gives %v", ep.URL, got, want)
-		}
+	if !sameAnswers(got, want) {
+		t.Fatalf("V2 infer at %s: %v, libxgboost gives %v", ep.URL, got, want)
 	}
 	t.Logf("V2 infer at %s answers libxgboost's %d values for %s", ep.URL, len(want), svc.ModelURI)
 }
@@ -339,6 +337,20 @@ func tryInfer(hc *http.Client, base, model string, rows []float32, ncol int) ([]
 		return nil, &badAnswerError{fmt.Sprintf("POST %s answered %s (%v), want model_name %s and output-0", u, raw, err, model)}
 	}
 	return out.Outputs[0].Data, nil
+}
+
+// sameAnswers reports whether got holds want's values, each within 1e-6: the runtime's answer
+// and libxgboost's for the same model file and rows.
+func sameAnswers(got, want []float32) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range want {
+		if math.Abs(float64(got[i]-want[i])) > 1e-6 {
+			return false
+		}
+	}
+	return true
 }
 
 // libxgboostPredict is libxgboost's own prediction (what Booster.predict returns) for the model

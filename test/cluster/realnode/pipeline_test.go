@@ -3,7 +3,6 @@ package realnode
 import (
 	"context"
 	"fmt"
-	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -158,9 +157,7 @@ func TestPipelineOnRealNode(t *testing.T) {
 	version := strings.TrimPrefix(fmt.Sprint(second), "pvc://"+claim+"/")
 	rows := irisRows
 	got, want := inferWith(t, endpointHTTPClient(c), isvc.Status.Address.URL, "iris", rows, 4), libxgboostPredict(t, filepath.Join(claimDir, version, "model.json"), rows, 4)
-	for i := range want {
-		if len(got) != len(want) || math.Abs(float64(got[i]-want[i])) > 1e-6 {
-			t.Fatalf("the promoted service answers %v; libxgboost on %s gives %v", got, second, want)
-		}
+	if !sameAnswers(got, want) {
+		t.Fatalf("the promoted service answers %v; libxgboost on %s gives %v", got, second, want)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,10 +81,8 @@ func TestChampionChallengerOnRealNode(t *testing.T) {
 	check := func(what, url string, v string) {
 		t.Helper()
 		got, w := inferWith(t, hc, url, "iris", irisRows, 4), want(v)
-		for i := range w {
-			if len(got) != len(w) || math.Abs(float64(got[i]-w[i])) > 1e-6 {
-				t.Fatalf("%s at %s answers %v; libxgboost on %s gives %v", what, url, got, v, w)
-			}
+		if !sameAnswers(got, w) {
+			t.Fatalf("%s at %s answers %v; libxgboost on %s gives %v", what, url, got, v, w)
 		}
 	}
 	podsOf := func(v string) []corev1.Pod {
@@ -328,15 +325,7 @@ func TestChampionChallengerOnRealNode(t *testing.T) {
 			return false, nil
 		}
 		got, err := tryInfer(hc, isvc.Status.Address.URL, "iris", irisRows, 4)
-		if err != nil || len(got) != len(wantWinner) {
-			return false, nil
-		}
-		for i := range got {
-			if math.Abs(float64(got[i]-wantWinner[i])) > 1e-6 {
-				return false, nil
-			}
-		}
-		return modelURIOf(isvc) == "pvc://"+claim+"/models/iris/"+winner, nil
+		return err == nil && sameAnswers(got, wantWinner) && modelURIOf(isvc) == "pvc://"+claim+"/models/iris/"+winner, nil
 	})
 	t.Logf("README's kubectl rollback: the service answered as %s %s after the patch", winner, time.Since(t0).Round(time.Millisecond))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,10 +116,8 @@ func TestS3ModelOnRealNode(t *testing.T) {
 	}
 	t.Logf("ready from s3:// in %s", time.Since(t0).Round(time.Millisecond))
 	got, want := inferWith(t, hc, r.URL, "iris-s3", irisRows, 4), libxgboostPredict(t, modelFile, irisRows, 4)
-	for i := range want {
-		if len(got) != len(want) || math.Abs(float64(got[i]-want[i])) > 1e-6 {
-			t.Fatalf("the predictor answers %v; libxgboost on the model object gives %v", got, want)
-		}
+	if !sameAnswers(got, want) {
+		t.Fatalf("the predictor answers %v; libxgboost on the model object gives %v", got, want)
 	}
 	var pods corev1.PodList
 	if err := c.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{kserveapi.PodLabel: "iris-s3"}); err != nil || len(pods.Items) == 0 {
@@ -241,10 +238,8 @@ func TestModelRegistryURIOnRealNode(t *testing.T) {
 	}
 	t.Logf("ready from model-registry:// in %s", time.Since(t0).Round(time.Millisecond))
 	got, want := inferWith(t, hc, r.URL, "iris-registry", irisRows, 4), libxgboostPredict(t, modelFile, irisRows, 4)
-	for i := range want {
-		if len(got) != len(want) || math.Abs(float64(got[i]-want[i])) > 1e-6 {
-			t.Fatalf("the predictor answers %v; libxgboost on the registered model gives %v", got, want)
-		}
+	if !sameAnswers(got, want) {
+		t.Fatalf("the predictor answers %v; libxgboost on the registered model gives %v", got, want)
 	}
 }
 

@@ -75,10 +75,11 @@ func challengerPredictor(s *deploy.Service, c deploy.Challenger) (kserveapi.Pred
 
 // patchService changes the InferenceService with change and patches it, with the
 // resourceVersion it read as a precondition; on a conflict it reads and changes it again. An
-// error from change ends it.
-func (b *Backend) patchService(ctx context.Context, s *deploy.Service, change func(*kserveapi.InferenceService) error) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var isvc kserveapi.InferenceService
+// error from change ends it. It returns the InferenceService as the API server stored it.
+func (b *Backend) patchService(ctx context.Context, s *deploy.Service, change func(*kserveapi.InferenceService) error) (*kserveapi.InferenceService, error) {
+	var isvc kserveapi.InferenceService
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		isvc = kserveapi.InferenceService{}
 		if err := b.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &isvc); err != nil {
 			return fmt.Errorf("read InferenceService %s/%s: %w", s.Namespace, s.Name, err)
 		}
@@ -86,8 +87,13 @@ func (b *Backend) patchService(ctx context.Context, s *deploy.Service, change fu
 		if err := change(&isvc); err != nil {
 			return err
 		}
+		// Patch leaves the server's answer in isvc.
 		return b.client.Patch(ctx, &isvc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager))
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &isvc, nil
 }
 
 // ApplyChallenger adds challenger c to the InferenceService's canaries (or replaces the entry of
@@ -102,7 +108,7 @@ func (b *Backend) ApplyChallenger(ctx context.Context, s *deploy.Service, c depl
 
 // addCanary adds predictor p as canary c, as long as c.Champion is still the service's model.
 func (b *Backend) addCanary(ctx context.Context, s *deploy.Service, c deploy.Challenger, p kserveapi.PredictorSpec) error {
-	err := b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
+	stored, err := b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
 		if now := modelURI(isvc.Spec.Predictor); now != c.Champion {
 			return &deploy.ChampionChangedError{Service: s.Name, Compared: c.Champion, Serving: now}
 		}
@@ -132,11 +138,7 @@ func (b *Backend) addCanary(ctx context.Context, s *deploy.Service, c deploy.Cha
 	}
 	// An API server whose InferenceService schema has no spec.canary (KServe before v0.20)
 	// prunes the entry and answers success: nothing would ever come up beside the champion.
-	var now kserveapi.InferenceService
-	if err := b.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &now); err != nil {
-		return fmt.Errorf("read InferenceService %s/%s: %w", s.Namespace, s.Name, err)
-	}
-	if !slices.ContainsFunc(now.Spec.Canary, func(e kserveapi.CanarySpec) bool { return e.Predictor.Name == c.Name }) {
+	if !slices.ContainsFunc(stored.Spec.Canary, func(e kserveapi.CanarySpec) bool { return e.Predictor.Name == c.Name }) {
 		return fmt.Errorf("InferenceService %s/%s kept no spec.canary entry %s: this cluster's KServe has no canary predictors (they came with KServe v0.20; Kubeflow 1.11 ships v0.15), so no challenger can run beside the champion; set promotion=replace to roll the service out to the new model without a comparison, or upgrade KServe", s.Namespace, s.Name, c.Name)
 	}
 	b.mu.Lock()
@@ -271,7 +273,7 @@ const DefaultPromotionDrain = 30 * time.Second
 func (b *Backend) Promote(ctx context.Context, s *deploy.Service, c deploy.Challenger) error {
 	var changed *deploy.ChampionChangedError
 	var drained *kserveapi.PredictorSpec
-	err := b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
+	_, err := b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
 		drained = nil
 		if now := modelURI(isvc.Spec.Predictor); now != c.Champion {
 			changed = &deploy.ChampionChangedError{Service: s.Name, Compared: c.Champion, Serving: now}
@@ -337,13 +339,14 @@ func (b *Backend) Promote(ctx context.Context, s *deploy.Service, c deploy.Chall
 // removeDrained removes the canary entry that kept champion d answering at its old address,
 // if it is still that champion's (a rollback may have made it its challenger since).
 func (b *Backend) removeDrained(ctx context.Context, s *deploy.Service, d *kserveapi.PredictorSpec) error {
-	return b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
+	_, err := b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
 		isvc.Spec.Canary = slices.DeleteFunc(isvc.Spec.Canary, func(e kserveapi.CanarySpec) bool {
 			return e.Predictor.Name == d.Name && e.TrafficPercent == 0 && modelURI(e.Predictor) == modelURI(*d) &&
 				e.Predictor.Annotations[ServingSpecAnnotation] == d.Annotations[ServingSpecAnnotation]
 		})
 		return nil
 	})
+	return err
 }
 
 // waitPromoted waits until KServe serves the service from the promoted predictor: Ready, its
@@ -371,7 +374,7 @@ func (b *Backend) waitPromoted(ctx context.Context, s *deploy.Service, c deploy.
 // Deployment and Service); nothing else changes. A challenger already gone is not an error.
 func (b *Backend) Reject(ctx context.Context, s *deploy.Service, c deploy.Challenger) error {
 	errGone := errors.New("gone")
-	err := b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
+	_, err := b.patchService(ctx, s, func(isvc *kserveapi.InferenceService) error {
 		i := slices.IndexFunc(isvc.Spec.Canary, func(e kserveapi.CanarySpec) bool { return e.Predictor.Name == c.Name })
 		if i < 0 {
 			return errGone
