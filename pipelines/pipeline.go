@@ -203,6 +203,7 @@ type Output struct{ Task, Parameter string }
 var Wires = map[Target]Output{
 	{Launch, "train_data"}:   {PrepareData, "train_path"},
 	{Launch, "eval_data"}:    {PrepareData, "test_path"},
+	{Launch, "data_schema"}:  {PrepareData, "schema_path"},
 	{Launch, "label"}:        {PrepareData, "label"},
 	{Deploy, "model_uri"}:    {Launch, "model_uri"},
 	{Evaluate, "url"}:        {Deploy, "url"},

@@ -18,9 +18,10 @@ func TestLaunchGetsAValidJob(t *testing.T) {
 	rv := RunValues{
 		Parameters: map[string]*structpb.Value{"workers": structpb.NewNumberValue(3), "max_depth": structpb.NewStringValue("4")},
 		Outputs: map[string]map[string]*structpb.Value{PrepareData: {
-			"train_path": structpb.NewStringValue("datasets/iris/train.csv"),
-			"test_path":  structpb.NewStringValue("datasets/iris/test.csv"),
-			"label":      structpb.NewStringValue("species"),
+			"train_path":  structpb.NewStringValue("datasets/iris/train.csv"),
+			"test_path":   structpb.NewStringValue("datasets/iris/test.csv"),
+			"schema_path": structpb.NewStringValue("datasets/iris/schema.json"),
+			"label":       structpb.NewStringValue("species"),
 		}},
 		Placeholders: map[string]string{"{{$.pipeline_job_uuid}}": "0b7c3f8e-6b1e-4a51-a1e4-6d2f0f1c9a10", "{{$.pipeline_task_name}}": Launch},
 	}
@@ -44,7 +45,7 @@ func TestLaunchGetsAValidJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	if j.Workers != 3 || j.Claim != "gangboost-models" || j.MountPath != "/mnt/pvc" || local != "/mnt/pvc" ||
-		j.Data.Train != "datasets/iris/train.csv" || j.Data.Eval != "datasets/iris/test.csv" ||
+		j.Data.Train != "datasets/iris/train.csv" || j.Data.Eval != "datasets/iris/test.csv" || j.Data.Schema != "datasets/iris/schema.json" ||
 		j.Identity.RunID != "0b7c3f8e-6b1e-4a51-a1e4-6d2f0f1c9a10" || j.Identity.TaskName != Launch {
 		t.Errorf("job = %+v (local %s)", j, local)
 	}

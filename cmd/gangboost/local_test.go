@@ -6,12 +6,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
+	"math/rand"
 	"net/url"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,6 +29,7 @@ import (
 	"github.com/gangboost/gangboost/internal/plumbing/syncbuf"
 	"github.com/gangboost/gangboost/test/leaktest"
 	"github.com/gangboost/gangboost/test/testbin"
+	"github.com/parquet-go/parquet-go"
 )
 
 // The demo tests run `gangboost pipeline run --local` as `make demo` does: the built binaries
@@ -471,4 +475,109 @@ func TestLocalDemoModelsInObjectStore(t *testing.T) {
 		}
 	}
 	assertNothingLeft(t, work, mark, nil)
+}
+
+// TestLocalDemoParquetCategories runs the package on a Parquet file whose color column holds
+// category names (as pandas writes its category dtype): prepare-data writes their codes and names
+// them in schema.json, the trainer takes the column as categorical from that schema, the model
+// says so and its metadata.json names the codes, and the served model is evaluated on the codes.
+func TestLocalDemoParquetCategories(t *testing.T) {
+	bin := requireDemoBinaries(t)
+	work := t.TempDir()
+	data := filepath.Join(t.TempDir(), "colors.parquet")
+	names := writeColorsParquet(t, data, 1500)
+	var out lockedBuffer
+	mark := leaktest.New()
+	cmd := demoCommand(bin, work, mark, 20, "--param", "dataset="+data, "--param", "label=y", "--param", "dataset_name=colors",
+		"--param", "model_name=colors", "--param", "objective=binary:logistic")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("gangboost pipeline run --local on Parquet categories: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	if !strings.Contains(text, `column "color" names 6 categories`) {
+		t.Errorf("prepare-data did not say it coded the color column:\n%s", text)
+	}
+	claimDir := filepath.Join(work, "pvc", "gangboost-models")
+	var schema struct {
+		Columns []struct {
+			Name, Type string
+			Categories []string
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(claimDir, "datasets", "colors", "schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if c := schema.Columns[1]; c.Name != "color" || c.Type != "category" || !slices.Equal(c.Categories, names) {
+		t.Fatalf("schema.json's color column: %+v, want type category with %q", c, names)
+	}
+	mds, _ := filepath.Glob(filepath.Join(claimDir, "models", "colors", "*", "metadata.json"))
+	if len(mds) != 1 {
+		t.Fatalf("model folders: %v", mds)
+	}
+	md, err := modeldir.ReadMetadata(filepath.Dir(mds[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(md.Categories["color"], names) || len(md.Categories) != 1 {
+		t.Errorf("metadata.json categories %q, want color: %q", md.Categories, names)
+	}
+	model, err := os.ReadFile(filepath.Join(filepath.Dir(mds[0]), "model.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(model, []byte(`"feature_types":["q","c","q"]`)) {
+		t.Errorf("the model's feature types do not make color categorical: %s", regexp.MustCompile(`"feature_types":\[[^\]]*\]`).Find(model))
+	}
+	// The label follows the color, whose effect changes sign back and forth along the codes.
+	m := regexp.MustCompile(`accuracy\s+([0-9.]+)`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no accuracy in the summary:\n%s", text)
+	}
+	if acc, _ := strconv.ParseFloat(m[1], 64); acc < 0.9 {
+		t.Errorf("accuracy %v on the served model, want at least 0.9:\n%s", acc, text)
+	}
+	assertNothingLeft(t, work, mark, nil)
+}
+
+// writeColorsParquet writes n rows of x0, color (a category name, dictionary-encoded strings),
+// x1 and a label y that the color mostly decides, and returns the color names sorted.
+func writeColorsParquet(t *testing.T, path string, n int) []string {
+	t.Helper()
+	type row struct {
+		X0    float64 `parquet:"x0"`
+		Color string  `parquet:"color,dict"`
+		X1    float64 `parquet:"x1"`
+		Y     int64   `parquet:"y"`
+	}
+	effect := map[string]float64{"red": 2, "green": -2, "blue": 1.5, "amber": -1.5, "violet": 2.5, "cyan": -2.5}
+	names := slices.Sorted(maps.Keys(effect))
+	r := rand.New(rand.NewSource(7))
+	rows := make([]row, n)
+	for i := range rows {
+		c := names[r.Intn(len(names))]
+		rows[i] = row{X0: r.NormFloat64(), Color: c, X1: r.NormFloat64()}
+		if effect[c]+0.3*rows[i].X0+0.3*rows[i].X1 > 0 {
+			rows[i].Y = 1
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[row](f)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return names
 }

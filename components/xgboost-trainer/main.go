@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gangboost/gangboost/internal/contract/dataschema"
 	"github.com/gangboost/gangboost/internal/plumbing/envflag"
 	"github.com/gangboost/gangboost/internal/plumbing/sysmem"
 	"github.com/gangboost/gangboost/internal/training/dataset"
@@ -74,10 +75,17 @@ func run(args []string) int {
 		f.MaxMatrixBytes = defaultMaxMatrix(log, f.Local+1)
 	}
 	limits := dataset.Limits{MaxLineBytes: int(f.MaxLineBytes), MaxMatrixBytes: int64(f.MaxMatrixBytes)}
+	var categories map[string][]string
+	if f.DataSchema != "" {
+		var err error
+		if categories, err = dataschema.ReadCategories(f.DataSchema); err != nil {
+			return usage(fmt.Errorf("--data-schema: %w", err))
+		}
+	}
 	job := train.Job{
 		Params: f.Params,
 		Train: dataset.Spec{Path: f.Train, Format: f.Format, Builtin: f.Dataset, Label: f.Label, Features: f.Features, Limits: limits,
-			ObjectStore: f.ObjectStore, Log: log},
+			Categories: categories, ObjectStore: f.ObjectStore, Log: log},
 		EvalFraction: f.EvalFraction,
 		ModelDir:     f.ModelDir,
 		ModelStore:   f.ObjectStore,
@@ -93,7 +101,7 @@ func run(args []string) int {
 	}
 	if f.Eval != "" {
 		job.Eval = &dataset.Spec{Path: f.Eval, Format: f.Format, Label: f.Label, Features: f.Features, Limits: limits,
-			ObjectStore: f.ObjectStore, Log: log}
+			Categories: categories, ObjectStore: f.ObjectStore, Log: log}
 	}
 	if err := job.Validate(); err != nil {
 		return usage(fmt.Errorf("bad flags: %w", err))

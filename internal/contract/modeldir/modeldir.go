@@ -37,13 +37,18 @@ func ModelFileName(format string) string { return "model." + format }
 // read by the runtime and the pipeline components. The JSON names are the contract: never rename
 // one.
 type Metadata struct {
-	ModelFile      string               `json:"model_file"`
-	ModelSHA256    string               `json:"model_sha256"`
-	Objective      string               `json:"objective"`
-	NumFeatures    int                  `json:"num_features"`
-	FeatureNames   []string             `json:"feature_names,omitempty"`
-	Label          string               `json:"label,omitempty"`
-	Classes        []string             `json:"classes,omitempty"`
+	ModelFile    string   `json:"model_file"`
+	ModelSHA256  string   `json:"model_sha256"`
+	Objective    string   `json:"objective"`
+	NumFeatures  int      `json:"num_features"`
+	FeatureNames []string `json:"feature_names,omitempty"`
+	Label        string   `json:"label,omitempty"`
+	Classes      []string `json:"classes,omitempty"`
+	// Categories names the categories of the features that were text (a Parquet string column,
+	// or a column prepare-data's schema.json names as categories): by feature name, the names in
+	// code order. The model takes a category's code, its position in the list; a request names
+	// a category by sending that code.
+	Categories     map[string][]string  `json:"categories,omitempty"`
 	NumClass       int                  `json:"num_class,omitempty"`
 	Rounds         int                  `json:"rounds"`
 	BestIteration  int                  `json:"best_iteration"`

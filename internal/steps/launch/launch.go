@@ -62,7 +62,9 @@ type Gang struct {
 // or a built-in data set.
 type Data struct {
 	Train, Eval string
-	Dataset     string // e.g. "iris"
+	// Schema is prepare-data's schema.json on the claim: the categories of its category columns.
+	Schema  string
+	Dataset string // e.g. "iris"
 	// ObjectStore reaches s3:// and minio:// data.
 	ObjectStore ObjectStore
 }
@@ -208,6 +210,16 @@ func (j *Job) TrainerArgs(root string) ([]string, error) {
 			return nil, fmt.Errorf("%s: %w", d.input, err)
 		}
 		args = append(args, d.flag, p)
+	}
+	if j.Data.Schema != "" {
+		if dataset.IsObjectURI(j.Data.Schema) {
+			return nil, fmt.Errorf("data_schema %s: the trainer reads the schema from the claim; give its path there (prepare-data's schema_path)", j.Data.Schema)
+		}
+		p, err := onClaim(root, j.Data.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("data_schema: %w", err)
+		}
+		args = append(args, "--data-schema", p)
 	}
 	if j.Data.Dataset != "" {
 		args = append(args, "--dataset", j.Data.Dataset)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
+	"github.com/gangboost/gangboost/internal/contract/dataschema"
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 	"github.com/gangboost/gangboost/internal/steps/storecreds"
@@ -19,10 +20,11 @@ import (
 
 // The prepare-data component's outputs (components/prepare-data/component.yaml).
 const (
-	OutputTrainPath = "train_path"
-	OutputTestPath  = "test_path"
-	OutputLabel     = "label"
-	OutputDataset   = "dataset"
+	OutputTrainPath  = "train_path"
+	OutputTestPath   = "test_path"
+	OutputSchemaPath = "schema_path"
+	OutputLabel      = "label"
+	OutputDataset    = "dataset"
 )
 
 // Inputs are the component's input parameters.
@@ -56,6 +58,7 @@ func Component(image string) *kfp.Component {
 		Outputs: []kfp.Output{
 			{Name: OutputTrainPath, Type: kfp.String, Description: "train.csv, claim-relative (launch-xgboostjob's train_data)"},
 			{Name: OutputTestPath, Type: kfp.String, Description: "test.csv, claim-relative (launch-xgboostjob's eval_data, evaluate's test_path)"},
+			{Name: OutputSchemaPath, Type: kfp.String, Description: "schema.json, claim-relative (launch-xgboostjob's data_schema: it names the categories of categorical columns)"},
 			{Name: OutputLabel, Type: kfp.String, Description: "the label column"},
 			{Name: OutputDataset, Artifact: "system.Dataset", Description: "schema.json, with rows, train_rows, test_rows, columns, label and classes as metadata"},
 		},
@@ -118,21 +121,24 @@ func writeOutputs(e *kfp.Executor, res *Result, claimName string) error {
 		return err
 	}
 	s := res.Schema
-	for name, v := range map[string]string{OutputTrainPath: res.TrainPath, OutputTestPath: res.TestPath, OutputLabel: s.Label} {
+	for name, v := range map[string]string{OutputTrainPath: res.TrainPath, OutputTestPath: res.TestPath, OutputSchemaPath: res.SchemaPath, OutputLabel: s.Label} {
 		if err := e.SetParameter(name, v); err != nil {
 			return err
 		}
 	}
-	columns, classes := make([]any, len(s.Columns)), make([]any, len(s.Classes))
-	for i, c := range s.ColumnNames() {
-		columns[i] = c
+	columns, classes, categorical := make([]any, len(s.Columns)), make([]any, len(s.Classes)), []any{}
+	for i, c := range s.Columns {
+		columns[i] = c.Name
+		if c.Type == dataschema.TypeCategory {
+			categorical = append(categorical, c.Name)
+		}
 	}
 	for i, c := range s.Classes {
 		classes[i] = c
 	}
 	md := map[string]any{
 		"rows": s.Rows, "train_rows": s.TrainRows, "test_rows": s.TestRows,
-		"columns": columns, "label": s.Label, "label_type": s.LabelType, "classes": classes,
+		"columns": columns, "categorical": categorical, "label": s.Label, "label_type": s.LabelType, "classes": classes,
 		"source": s.Source, "test_fraction": s.TestFraction, "seed": s.Seed, "stratified": s.Stratified,
 		"train_path": res.TrainPath, "test_path": res.TestPath,
 		// Where the files are: the artifact itself holds schema.json, which the UI can show.

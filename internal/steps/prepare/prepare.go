@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
+	"github.com/gangboost/gangboost/internal/contract/dataschema"
 	"github.com/gangboost/gangboost/internal/plumbing/sysmem"
 	"github.com/gangboost/gangboost/internal/training/dataset"
 )
@@ -120,7 +121,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		SchemaPath: path.Join(rel, SchemaFile), Schema: schema}
 	logf("wrote %s (%d rows) and %s (%d rows) to the claim at %s; label %q%s",
 		res.TrainPath, train.Rows, res.TestPath, test.Rows, o.Claim, schema.Label, classNote(schema))
+	for _, c := range schema.Columns {
+		if c.Type == dataschema.TypeCategory {
+			logf("column %q names %d categories %s: the split files hold their codes (a name's position), which %s records", c.Name, len(c.Categories), clip(c.Categories), res.SchemaPath)
+		}
+	}
 	return res, nil
+}
+
+// clip is names for a log line: the first few.
+func clip(names []string) string {
+	const few = 5
+	if len(names) <= few {
+		return fmt.Sprintf("%q", names)
+	}
+	return fmt.Sprintf("%q and %d more", names[:few], len(names)-few)
 }
 
 func classNote(s *Schema) string {
@@ -138,6 +153,13 @@ func checkText(source string, s *Schema) error {
 	for i, c := range s.Columns {
 		if !utf8.ValidString(c.Name) {
 			return &dataset.DataError{File: source, Msg: fmt.Sprintf("column %d name %q is not UTF-8 text: save the CSV as UTF-8", i+1, c.Name)}
+		}
+	}
+	for _, c := range s.Columns {
+		for _, name := range c.Categories {
+			if !utf8.ValidString(name) {
+				return &dataset.DataError{File: source, Msg: fmt.Sprintf("column %q: category %q is not UTF-8 text: write the data as UTF-8", c.Name, name)}
+			}
 		}
 	}
 	for _, c := range s.Classes {

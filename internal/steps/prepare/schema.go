@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gangboost/gangboost/internal/contract/dataschema"
+
 	"github.com/gangboost/gangboost/internal/training/dataset"
 )
 
@@ -14,10 +16,11 @@ import (
 type Schema struct {
 	Source string `json:"source"`
 	// Columns are the columns of train.csv and test.csv in file order: the features, then the
-	// label.
-	Columns  []Column `json:"columns"`
-	Features []string `json:"features"`
-	Label    string   `json:"label"`
+	// label. A categorical feature (a text column of the data set) holds category codes, and
+	// its column names the categories.
+	Columns  []dataschema.Column `json:"columns"`
+	Features []string            `json:"features"`
+	Label    string              `json:"label"`
 	// LabelType is "string" (class names), "integer" or "float".
 	LabelType string `json:"label_type"`
 	// Classes are the class labels in class-index order, as the trainer numbers them: sorted
@@ -36,13 +39,6 @@ type Schema struct {
 	Test         string         `json:"test"`
 }
 
-// Column is one column of the split files; Type is "float" for features, the label's type for
-// the label.
-type Column struct {
-	Name string `json:"name"`
-	Type string `json:"type"`
-}
-
 // ColumnNames are the columns' names in file order.
 func (s *Schema) ColumnNames() []string {
 	names := make([]string, len(s.Columns))
@@ -56,10 +52,14 @@ func newSchema(m, train, test *dataset.Matrix, classes []string, labelType strin
 	s := &Schema{Label: m.LabelName, LabelType: labelType, Stratified: stratified,
 		Features: m.FeatureNames, Rows: m.Rows, TrainRows: train.Rows, TestRows: test.Rows,
 		Train: TrainFile, Test: TestFile}
-	for _, f := range m.FeatureNames {
-		s.Columns = append(s.Columns, Column{Name: f, Type: "float"})
+	for j, f := range m.FeatureNames {
+		c := dataschema.Column{Name: f, Type: dataschema.TypeFloat}
+		if m.Categories != nil && m.Categories[j] != nil {
+			c.Type, c.Categories = dataschema.TypeCategory, m.Categories[j]
+		}
+		s.Columns = append(s.Columns, c)
 	}
-	s.Columns = append(s.Columns, Column{Name: m.LabelName, Type: labelType})
+	s.Columns = append(s.Columns, dataschema.Column{Name: m.LabelName, Type: labelType})
 	if stratified {
 		s.Classes = classes
 		s.TrainClasses, s.TestClasses = classCounts(train), classCounts(test)

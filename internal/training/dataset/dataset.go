@@ -56,6 +56,14 @@ type Matrix struct {
 	Partial bool
 	// BytesRead is what the load read from its files or object store (sharded reads only).
 	BytesRead int64
+	// Categories holds, per feature column, the sorted category names of a text column (a
+	// Parquet string column) whose values are then positions in that list: the column is
+	// categorical. Nil entries are numeric columns; nil when no column is text. With Partial the
+	// lists cover this rank's rows only, and the ranks agree on them (Recode).
+	Categories [][]string
+	// UnseenCategories counts the values of text columns that a fixed list (Spec.Categories)
+	// lacks: they are missing values.
+	UnseenCategories int
 }
 
 // Row returns row i's feature values (a view into Data).
@@ -86,6 +94,11 @@ type Spec struct {
 	// from this file: an evaluation file must use the training data's class indices even when it
 	// lacks some class. A label outside Classes is an error.
 	Classes []string
+	// Categories, when set, fixes the category names of text feature columns by feature name
+	// instead of deriving them from this file: an evaluation file must use the training data's
+	// codes. A name outside its column's list is a missing value (counted in
+	// Matrix.UnseenCategories): the model has no code for it.
+	Categories map[string][]string
 	// NumFeatures, when > 0, fixes Cols of a LibSVM file (e.g. to the training data's), instead
 	// of max feature index + 1 of this file; a larger index is an error.
 	NumFeatures int
@@ -173,6 +186,14 @@ func (e *MatrixTooLargeError) Error() string {
 
 // Load reads the data set spec names and keeps shard s's rows.
 func Load(spec Spec, s Shard) (*Matrix, error) {
+	m, err := load(spec, s)
+	if err != nil {
+		return nil, err
+	}
+	return m, spec.nameCodes(m)
+}
+
+func load(spec Spec, s Shard) (*Matrix, error) {
 	switch {
 	case spec.Builtin != "" && spec.Path != "":
 		return nil, fmt.Errorf("data set: give a path (%q) or a built-in data set (%q), not both", spec.Path, spec.Builtin)
@@ -223,7 +244,11 @@ func LoadReader(r io.Reader, spec Spec, s Shard) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	return read(r)
+	m, err := read(r)
+	if err != nil {
+		return nil, err
+	}
+	return m, spec.nameCodes(m)
 }
 
 // reader checks spec (before any file is opened) and returns the parser of its format.
@@ -369,8 +394,11 @@ func (e *DataError) Error() string {
 		fmt.Fprintf(&b, ":%d", e.Line)
 	}
 	b.WriteString(": ")
-	if e.Column > 0 {
+	switch {
+	case e.Column > 0:
 		fmt.Fprintf(&b, "column %d %q: ", e.Column, e.ColumnName)
+	case e.ColumnName != "":
+		fmt.Fprintf(&b, "column %q: ", e.ColumnName)
 	}
 	b.WriteString(e.Msg)
 	return b.String()

@@ -31,6 +31,7 @@ type parquetFile struct {
 	labelName string
 	names     []string // feature names
 	kinds     []parquet.Kind
+	text      []bool // per feature: a string column, read as categories
 }
 
 func parquetError(p part, format string, args ...any) *DataError {
@@ -108,12 +109,18 @@ func openParquet(s store, p part, o csvOptions) (*parquetFile, error) {
 		if err != nil {
 			return nil, err
 		}
+		text := false
 		switch kind {
 		case parquet.Boolean, parquet.Int32, parquet.Int64, parquet.Float, parquet.Double:
+		case parquet.ByteArray:
+			// A string column (pandas' category dtype is written as one, dictionary-encoded):
+			// a categorical feature named by its values.
+			text = true
 		default:
 			return nil, &DataError{File: p.Name, Column: j + 1, ColumnName: header[j], Msg: fmt.Sprintf(
-				"the feature column holds %s values: features must be numbers (the trainer takes no categorical features); encode it as numbers, or leave it out with --features", kind)}
+				"the feature column holds %s values: features are numbers, or strings naming categories; encode it as either, or leave it out with --features", kind)}
 		}
+		pf.text = append(pf.text, text)
 		pf.featCols = append(pf.featCols, c)
 		pf.names = append(pf.names, header[j])
 		pf.kinds = append(pf.kinds, kind)
@@ -154,7 +161,8 @@ func (pf *parquetFile) rowGroupSpan(g int) (off, end int64) {
 
 // readRowGroup reads row group g into rows [row0, row0+n) of m's data and labels; db holds the
 // decoding buffers, reused across the row groups of a load.
-func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *labelSet, l Limits, db *decodeBuffers) error {
+// cats holds the category numbering of the text columns (nil for the numeric ones).
+func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *labelSet, cats []*categoryColumn, l Limits, db *decodeBuffers) error {
 	rg := pf.f.RowGroups()[g]
 	n := int(rg.NumRows())
 	off, end := pf.rowGroupSpan(g)
@@ -243,6 +251,17 @@ func (pf *parquetFile) readRowGroup(g int, data []float32, cols int, labels *lab
 		return nil
 	}
 	readFeature := func(j int) error {
+		if cat := cats[j]; cat != nil {
+			return readColumn(pf.featCols[j], pf.names[j], func(row int, v parquet.Value) string {
+				if v.IsNull() {
+					data[row*cols+j] = float32(math.NaN())
+					return ""
+				}
+				f, bad := cat.code(v.ByteArray())
+				data[row*cols+j] = f
+				return bad
+			}, nil)
+		}
 		return readColumn(pf.featCols[j], pf.names[j], func(row int, v parquet.Value) string {
 			f, bad := parquetNumber(v)
 			if bad != "" {

@@ -257,11 +257,17 @@ func loadParquetParts(st store, ps []part, spec Spec, s Shard, rows *atomic.Int6
 	m := &Matrix{Rows: total, Cols: cols, Data: make([]float32, total*cols), FeatureNames: slices.Clone(first.names), LabelName: first.labelName}
 	labels := newLabelSet(o.classes)
 	labels.reserve(total, !first.labelText)
+	cats := make([]*categoryColumn, cols)
+	for j, text := range first.text {
+		if text {
+			cats[j] = newCategoryColumn(spec.Categories[first.names[j]])
+		}
+	}
 	row := 0
 	var db decodeBuffers
 	for k, u := range units {
 		n := int(u.pf.f.RowGroups()[u.rg].NumRows())
-		if err := u.pf.readRowGroup(u.rg, m.Data[row*cols:(row+n)*cols], cols, labels, spec.Limits, &db); err != nil {
+		if err := u.pf.readRowGroup(u.rg, m.Data[row*cols:(row+n)*cols], cols, labels, cats, spec.Limits, &db); err != nil {
 			return nil, err
 		}
 		row += n
@@ -278,6 +284,7 @@ func loadParquetParts(st store, ps []part, spec Spec, s Shard, rows *atomic.Int6
 		err.File, err.ColumnName = spec.Path, first.labelName
 		return nil, err
 	}
+	finishCategories(m, cats)
 	return m, nil
 }
 

@@ -64,6 +64,6 @@ func SplitTrainTest(m *Matrix, testFraction float64, seed int64) (train, test *M
 // emptyLike returns a matrix with m's columns, names and whole-input facts and no rows.
 func (m *Matrix) emptyLike() *Matrix {
 	return &Matrix{Cols: m.Cols, FeatureNames: slices.Clone(m.FeatureNames), LabelName: m.LabelName, Partial: m.Partial,
-		Classes: slices.Clone(m.Classes), TotalRows: m.TotalRows, LabelMin: m.LabelMin, LabelMax: m.LabelMax,
+		Classes: slices.Clone(m.Classes), Categories: slices.Clone(m.Categories), TotalRows: m.TotalRows, LabelMin: m.LabelMin, LabelMax: m.LabelMax,
 		Data: []float32{}, Labels: []float32{}}
 }

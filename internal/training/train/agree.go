@@ -19,13 +19,15 @@ import (
 // heartbeats go on, so the gang watch never fires. Ranks differ when they read different data
 // (each pod mounts another file, a file changed while the gang started) or different settings.
 type schema struct {
-	Features     int               `json:"features"`
-	FeatureNames []string          `json:"feature_names"`
-	Label        string            `json:"label"`
-	Classes      []string          `json:"classes"` // in label-index order: the label mapping
-	NumClass     int               `json:"num_class"`
-	Eval         bool              `json:"eval"` // whether the rank evaluates on a second set
-	Params       map[string]string `json:"params"`
+	Features     int      `json:"features"`
+	FeatureNames []string `json:"feature_names"`
+	Label        string   `json:"label"`
+	Classes      []string `json:"classes"` // in label-index order: the label mapping
+	// Categories are the names of text feature columns in code order: the feature mapping.
+	Categories [][]string        `json:"categories,omitempty"`
+	NumClass   int               `json:"num_class"`
+	Eval       bool              `json:"eval"` // whether the rank evaluates on a second set
+	Params     map[string]string `json:"params"`
 }
 
 func newSchema(params Params, trainM, evalM *dataset.Matrix) schema {
@@ -33,7 +35,7 @@ func newSchema(params Params, trainM, evalM *dataset.Matrix) schema {
 	// Threads per rank may differ between machines without changing the model.
 	delete(p, "nthread")
 	return schema{Features: trainM.Cols, FeatureNames: trainM.FeatureNames, Label: trainM.LabelName,
-		Classes: trainM.Classes, NumClass: params.NumClass, Eval: evalM != nil, Params: p}
+		Classes: trainM.Classes, Categories: trainM.Categories, NumClass: params.NumClass, Eval: evalM != nil, Params: p}
 }
 
 // collective is the part of libxgboost's collective agree uses.

@@ -11,10 +11,12 @@ import (
 
 // agreeOnData completes the whole-input facts of matrices that ranks read in shares
 // (dataset.Matrix.Partial: part files, row groups or byte ranges): the total row count, the
-// label range and the class names of a text label, which each rank knows only for its own
-// rows. Afterwards every rank holds the same facts, and text labels index the same sorted class
-// list everywhere, as when every rank read the whole input. Without partial matrices it does
-// nothing (and calls no collective).
+// label range, the class names of a text label and the category names of text feature columns,
+// which each rank knows only for its own rows. Afterwards every rank holds the same facts, text
+// labels index the same sorted class list and text features the same sorted category lists
+// everywhere, as when every rank read the whole input. The categories are the training data's:
+// an evaluation row's category the training data lacks becomes a missing value. Without partial
+// matrices it does nothing (and calls no collective).
 func agreeOnData(c collective, rank, world int, trainM, evalM *dataset.Matrix) error {
 	if !trainM.Partial && (evalM == nil || !evalM.Partial) {
 		return nil
@@ -24,27 +26,32 @@ func agreeOnData(c collective, rank, world int, trainM, evalM *dataset.Matrix) e
 		ms = append(ms, evalM)
 	}
 	// Per rank and matrix: rows, label min, label max, whether labels are text; then the length
-	// of the rank's class list as JSON.
+	// of the rank's names (class and category lists) as JSON, and whether its training data has
+	// text columns.
 	const per = 4
-	slots := len(ms)*per + 1
+	slots := len(ms)*per + 2
 	all := make([]float64, world*slots)
 	mine := all[rank*slots : (rank+1)*slots]
-	var local []string
+	var local rankNames
 	for k, m := range ms {
 		v := mine[k*per : (k+1)*per]
 		v[0], v[1], v[2] = float64(m.Rows), float64(m.LabelMin), float64(m.LabelMax)
 		if m.Classes != nil {
 			v[3] = 1
-			local = append(local, m.Classes...)
+			local.Classes = append(local.Classes, m.Classes...)
 		}
 	}
-	slices.Sort(local)
-	local = slices.Compact(local)
+	slices.Sort(local.Classes)
+	local.Classes = slices.Compact(local.Classes)
+	local.Categories = trainM.Categories
 	js, err := json.Marshal(local)
 	if err != nil {
 		return err
 	}
 	mine[len(ms)*per] = float64(len(js))
+	if trainM.Categories != nil {
+		mine[len(ms)*per+1] = 1
+	}
 	if err := c.allreduceSum(all); err != nil {
 		return fmt.Errorf("agree on the data read in shares: %w", err)
 	}
@@ -78,11 +85,19 @@ func agreeOnData(c collective, rank, world int, trainM, evalM *dataset.Matrix) e
 		m.TotalRows = total
 		m.LabelMin, m.LabelMax = float32(lo), float32(hi)
 	}
-	if !text {
+	textCols := 0
+	for r := range world {
+		textCols += int(all[r*slots+len(ms)*per+1])
+	}
+	if textCols > 0 && textCols < world {
+		return &gangError{fmt.Errorf("%d of %d ranks read text feature columns (categories) and the others none: the part files disagree in their columns; every part needs the same column types",
+			textCols, world)}
+	}
+	if !text && textCols == 0 {
 		return nil
 	}
-	// The class names: every rank's list travels to every rank, one broadcast per rank.
-	var union []string
+	// The names: every rank's lists travel to every rank, one broadcast per rank.
+	var union rankNames
 	for r := range world {
 		buf := make([]byte, int(all[r*slots+len(ms)*per]))
 		if r == rank {
@@ -90,24 +105,56 @@ func agreeOnData(c collective, rank, world int, trainM, evalM *dataset.Matrix) e
 		}
 		if world > 1 {
 			if err := c.broadcast(buf, r); err != nil {
-				return fmt.Errorf("agree on the class names: %w", err)
+				return fmt.Errorf("agree on the class and category names: %w", err)
 			}
 		}
-		var names []string
+		var names rankNames
 		if err := json.Unmarshal(buf, &names); err != nil {
-			return fmt.Errorf("agree on the class names: from rank %d: %w", r, err)
+			return fmt.Errorf("agree on the class and category names: from rank %d: %w", r, err)
 		}
-		union = append(union, names...)
+		union.Classes = append(union.Classes, names.Classes...)
+		if union.Categories == nil && names.Categories != nil {
+			union.Categories = make([][]string, len(names.Categories))
+		}
+		if len(names.Categories) != len(union.Categories) {
+			return &gangError{fmt.Errorf("rank %d read %d feature columns, another rank %d: the part files disagree in their columns", r, len(names.Categories), len(union.Categories))}
+		}
+		for j, c := range names.Categories {
+			if c != nil && union.Categories[j] == nil {
+				union.Categories[j] = []string{} // a text column, whose rows may all be missing
+			}
+			union.Categories[j] = append(union.Categories[j], c...)
+		}
 	}
-	slices.Sort(union)
-	union = slices.Compact(union)
+	for j, c := range union.Categories {
+		if c != nil {
+			slices.Sort(c)
+			union.Categories[j] = slices.Compact(c)
+		}
+	}
+	for _, m := range ms {
+		m.Recode(union.Categories)
+	}
+	if !text {
+		return nil
+	}
+	slices.Sort(union.Classes)
+	union.Classes = slices.Compact(union.Classes)
 	for _, m := range ms {
 		for i, l := range m.Labels {
-			k, _ := slices.BinarySearch(union, m.Classes[int(l)])
+			k, _ := slices.BinarySearch(union.Classes, m.Classes[int(l)])
 			m.Labels[i] = float32(k)
 		}
-		m.Classes = union
-		m.LabelMin, m.LabelMax = 0, float32(len(union)-1)
+		m.Classes = union.Classes
+		m.LabelMin, m.LabelMax = 0, float32(len(union.Classes)-1)
 	}
 	return nil
+}
+
+// rankNames are the names one rank read: the classes of its text labels (training and
+// evaluation data), and the categories of its training data's text columns (nil for numeric
+// columns).
+type rankNames struct {
+	Classes    []string   `json:"classes,omitempty"`
+	Categories [][]string `json:"categories,omitempty"`
 }

@@ -194,11 +194,15 @@ func Run(ctx context.Context, job Job, cl gangenv.Cluster) (*Result, error) {
 	switch {
 	case job.Eval != nil:
 		spec := *job.Eval
-		// The evaluation set uses the training set's class indices and feature count.
+		// The evaluation set uses the training set's class indices, category codes and feature
+		// count.
 		spec.Classes, spec.NumFeatures = trainM.Classes, trainM.Cols
 		if trainM.Partial {
-			// This rank's classes are not all the classes: the ranks agree on them before boosting.
+			// This rank's classes and categories are not all of them: the ranks agree on them
+			// before boosting (categories a schema names stay fixed).
 			spec.Classes = nil
+		} else {
+			spec.Categories = trainM.CategoryMap()
 		}
 		if evalM, err = dataset.Load(spec, shard); err != nil {
 			return nil, err
@@ -384,9 +388,12 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 
 	// Every rank builds the same matrices in the same order: libxgboost synchronises column
 	// counts and sketches across ranks while building them.
-	types, err := params.FeatureTypes(trainM.FeatureNames)
+	types, err := featureTypes(params, trainM)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if evalM != nil && evalM.UnseenCategories > 0 {
+		log.Warn("evaluation data: categories the training data lacks are missing values", "values", evalM.UnseenCategories)
 	}
 	dtrain, err := matrix(trainM, types)
 	if err != nil {
@@ -555,7 +562,7 @@ func boost(job Job, cl gangenv.Cluster, trainM, evalM *dataset.Matrix, log *slog
 	md := &modeldir.Metadata{
 		ModelFile: modeldir.ModelFileName(job.ModelFormat), Objective: params.Objective, NumFeatures: nfeat,
 		FeatureNames: trainM.FeatureNames, Label: trainM.LabelName, Classes: trainM.Classes,
-		NumClass: params.NumClass, Rounds: rounds, BestIteration: best, BestScore: bestScore,
+		Categories: trainM.CategoryMap(), NumClass: params.NumClass, Rounds: rounds, BestIteration: best, BestScore: bestScore,
 		Metrics: metrics, Params: params.Map(), XGBoostVersion: xgb.Version(), WorldSize: cl.WorldSize,
 		TrainRows: trainM.Rows, ResumedAt: resumes,
 	}
@@ -600,6 +607,28 @@ func numClasses(m *dataset.Matrix) (int, error) {
 		return 0, fmt.Errorf("label %q: a multi-class objective needs at least 2 classes", m.LabelName)
 	}
 	return int(m.LabelMax) + 1, nil
+}
+
+// featureTypes are libxgboost's feature types of m's columns: "c" for the columns named
+// categorical and for text columns (whose values are category codes), "q" for the others; nil
+// when none is categorical.
+func featureTypes(params Params, m *dataset.Matrix) ([]string, error) {
+	types, err := params.FeatureTypes(m.FeatureNames)
+	if err != nil || m.Categories == nil {
+		return types, err
+	}
+	if types == nil {
+		types = make([]string, m.Cols)
+		for j := range types {
+			types[j] = "q"
+		}
+	}
+	for j, c := range m.Categories {
+		if c != nil {
+			types[j] = "c"
+		}
+	}
+	return types, nil
 }
 
 func matrix(m *dataset.Matrix, types []string) (*xgb.DMatrix, error) {

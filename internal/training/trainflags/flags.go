@@ -33,8 +33,11 @@ const DefaultGangStartTimeout = 5 * time.Minute
 type Flags struct {
 	Train, Eval, Dataset, Format, Label string
 	Features                            []string
-	EvalFraction                        float64
-	ModelDir, ModelFormat               string
+	// DataSchema is prepare-data's schema.json of the data: the categories its category
+	// columns' codes stand for.
+	DataSchema            string
+	EvalFraction          float64
+	ModelDir, ModelFormat string
 	// Producer is recorded in metadata.json as who wrote the model (launch-xgboostjob passes the
 	// job's name): an existing --model-dir this producer wrote may be replaced (a retried job).
 	Producer string
@@ -91,6 +94,7 @@ func New(name string) (*Flags, *flag.FlagSet) {
 	p := &f.Params
 	fs.StringVar(&f.Train, "train", "", "training data: a CSV (header row), Parquet or LibSVM file, a folder of part files, or s3://bucket/key, s3://bucket/prefix/ (part files), minio://bucket/key")
 	fs.StringVar(&f.Eval, "eval", "", "evaluation data (same format as --train)")
+	fs.StringVar(&f.DataSchema, "data-schema", "", "schema.json of the data (prepare-data writes it beside train.csv): its category columns are trained as categorical, their codes named by its category lists")
 	fs.StringVar(&f.Dataset, "dataset", "", "built-in data set instead of --train: iris")
 	fs.StringVar(&f.Format, "format", "", "data format: csv, parquet or libsvm (default: from the file extension)")
 	fs.StringVar(&f.ObjectStore.Endpoint, "s3-endpoint", "", "object store endpoint of s3:// data: host:port, http://host:port (plain HTTP) or https://host:port (default: AWS S3; for minio:// "+dataset.KFPMinIOEndpoint+"); credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
