@@ -67,7 +67,7 @@ func run(args []string) int {
 	if err := f.Finish(); err != nil {
 		return usage(err)
 	}
-	if err := checkGPU(f.Params); err != nil {
+	if err := checkGPU(f.Params, f.GPUs); err != nil {
 		return usage(err)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -217,8 +217,13 @@ func buildInfo() int {
 // checkGPU refuses a GPU setting (device=cuda, tree_method=gpu_hist) when the linked libxgboost
 // has no CUDA: it would fail inside libxgboost after the gang was scheduled, or train on the CPU
 // while the GPUs the gang holds stay idle.
-func checkGPU(p trainflags.Params) error {
+func checkGPU(p trainflags.Params, gpus int) error {
 	setting := p.UsesGPU()
+	if setting == "" && gpus > 0 {
+		// An image other than launch's own, whose build launch could not know: the pods hold
+		// the GPUs now, and training on the CPU beside them would hide that until the bill.
+		setting = fmt.Sprintf("--gpus %d (the pod holds %d GPU(s))", gpus, gpus)
+	}
 	if setting == "" {
 		return nil
 	}
@@ -228,7 +233,7 @@ func checkGPU(p trainflags.Params) error {
 	}
 	if cuda, _ := info["USE_CUDA"].(bool); !cuda {
 		return fmt.Errorf("%s: this gangboost-train links libxgboost %s built without CUDA (XGBuildInfo USE_CUDA false); "+
-			"train on the CPU (device cpu, tree_method hist) or use a trainer image built with a CUDA libxgboost", setting, xgb.Version())
+			"train on the CPU (gpus 0, device cpu, tree_method hist) or use a trainer image built with a CUDA libxgboost", setting, xgb.Version())
 	}
 	return nil
 }

@@ -518,6 +518,9 @@ func TestBadFlagsExitTwo(t *testing.T) {
 		// is read, naming the library and what to do.
 		{[]string{"--param", "device=cuda"}, "device=cuda: this gangboost-train links libxgboost 3.0.0 built without CUDA (XGBuildInfo USE_CUDA false)"},
 		{[]string{"--tree-method", "gpu_hist"}, "tree_method=gpu_hist: this gangboost-train links libxgboost 3.0.0 built without CUDA"},
+		// GPUs the pod holds (launch passes its gpus input): refused, whatever image launch knew.
+		{[]string{"--gpus", "1"}, "--gpus 1 (the pod holds 1 GPU(s)): this gangboost-train links libxgboost 3.0.0 built without CUDA"},
+		{[]string{"--gpus", "-1"}, "--gpus -1: want 0 or more"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

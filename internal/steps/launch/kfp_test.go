@@ -104,7 +104,7 @@ func TestJobFromExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Join(args, " ")
-	want := "--train /mnt/pvc/datasets/iris/train.csv --objective multi:softprob --num-round 20 --param grow_policy=lossguide --param max_bin=64 --checkpoint-dir /mnt/pvc/checkpoints/iris/run-r1 --model-dir /mnt/pvc/models/iris/run-r1 --producer " + j.Name
+	want := "--train /mnt/pvc/datasets/iris/train.csv --objective multi:softprob --num-round 20 --param grow_policy=lossguide --param max_bin=64 --gpus 1 --checkpoint-dir /mnt/pvc/checkpoints/iris/run-r1 --model-dir /mnt/pvc/models/iris/run-r1 --producer " + j.Name
 	if got != want {
 		t.Errorf("trainer args = %q\nwant %q", got, want)
 	}
@@ -178,8 +178,9 @@ func TestPlacementInputs(t *testing.T) {
 
 // GPU requests the trainer image's libxgboost cannot serve are refused by JobFromExecutor, before
 // any job exists, naming the image and the fix: the real CPU-only build of make build's
-// gangboost-train (Debian 13's libxgboost, USE_CUDA false) for the default image, nothing known
-// for another image (a user's own build passes).
+// gangboost-train (Debian 13's libxgboost, USE_CUDA false) for the default image. Another
+// image's build is not known here: its job passes, and its trainer gets --gpus to check its own
+// build when the pods start.
 func TestGPURequestsNeedACUDABuild(t *testing.T) {
 	bin := testbin.Built(t, "./components/xgboost-trainer")
 	build, err := TrainerBuildOf(bin)
@@ -212,8 +213,17 @@ func TestGPURequestsNeedACUDABuild(t *testing.T) {
 		}
 		// Another image's build is not known here: the request is the user's to make.
 		p["image"] = "registry.example.com/gangboost-cuda:1"
-		if _, _, err := JobFromExecutor(executor(t, p, t.TempDir()), d); err != nil {
+		j, _, err := JobFromExecutor(executor(t, p, t.TempDir()), d)
+		if err != nil {
 			t.Errorf("%s with image %s: %v", tc.name, p["image"], err)
+			continue
+		}
+		args, err := j.TrainerArgs("/mnt/pvc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gpus := slices.Index(args, "--gpus"); (tc.name == "gpus") != (gpus >= 0 && args[gpus+1] == "1") {
+			t.Errorf("%s: trainer args %v: want --gpus 1 exactly when gpus is 1", tc.name, args)
 		}
 	}
 	if _, _, err := JobFromExecutor(executor(t, base(), t.TempDir()), d); err != nil {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -236,6 +237,11 @@ func (j *Job) TrainerArgs(root string) ([]string, error) {
 		}
 	}
 	args = append(args, j.TrainerFlags...)
+	if j.Resources.GPUs > 0 {
+		// The trainer refuses GPUs its libxgboost cannot use (launch knows only its own
+		// image's build).
+		args = append(args, "--gpus", strconv.FormatInt(j.Resources.GPUs, 10))
+	}
 	dir, err := j.modelDir(root)
 	if err != nil {
 		return nil, err

@@ -35,8 +35,11 @@ type Flags struct {
 	Features                            []string
 	// DataSchema is prepare-data's schema.json of the data: the categories its category
 	// columns' codes stand for.
-	DataSchema            string
-	EvalFraction          float64
+	DataSchema   string
+	EvalFraction float64
+	// GPUs are the GPUs each rank's pod holds (launch-xgboostjob passes its gpus input): a
+	// libxgboost without CUDA refuses them at start instead of leaving them idle.
+	GPUs                  int
 	ModelDir, ModelFormat string
 	// Producer is recorded in metadata.json as who wrote the model (launch-xgboostjob passes the
 	// job's name): an existing --model-dir this producer wrote may be replaced (a retried job).
@@ -104,6 +107,7 @@ func New(name string) (*Flags, *flag.FlagSet) {
 	fs.StringVar(&f.Label, "label", "", "label column name (CSV; default for --dataset iris: species)")
 	fs.Var(&stringListFlag{&f.Features}, "features", "feature columns, comma-separated (default: every column but the label)")
 	fs.Var(&stringListFlag{&f.Params.Categorical}, "categorical", "feature columns trained as categorical, comma-separated: each holds category codes (integers from 0)")
+	fs.IntVar(&f.GPUs, "gpus", 0, "GPUs this rank's pod holds (launch-xgboostjob passes its gpus input): a gangboost-train whose libxgboost has no CUDA refuses them instead of training on the CPU while they sit idle")
 	fs.Float64Var(&f.EvalFraction, "eval-fraction", 0, "without --eval, hold out this fraction of the training rows for evaluation")
 	fs.StringVar(&f.ModelDir, "model-dir", "", "folder that receives model.json (or .ubj) and metadata.json, e.g. <pvc>/models/<model>/<version>, or an object store prefix s3://<bucket>/<prefix>/<model>/<version>/ (through the --s3-* settings; metadata.json is written last); it must not exist yet, unless --producer wrote it or with --overwrite (a model folder is then replaced whole)")
 	fs.StringVar(&f.Producer, "producer", "", "who writes the model, recorded in metadata.json (the job's name); an existing --model-dir the same producer wrote is replaced (a retried job)")
@@ -168,6 +172,9 @@ func (f *Flags) Finish() error {
 func (f *Flags) Validate() error {
 	if f.Local < 0 {
 		return fmt.Errorf("--local %d: want the number of Workers of a local gang (0: run one rank from the environment)", f.Local)
+	}
+	if f.GPUs < 0 {
+		return fmt.Errorf("--gpus %d: want 0 or more", f.GPUs)
 	}
 	if f.LocalRestarts < 0 {
 		return fmt.Errorf("--local-restarts %d: want 0 or more", f.LocalRestarts)

@@ -93,10 +93,11 @@ type step struct {
 	params map[string]any
 }
 
-// cudaTrainerImage stands for a user's gangboost build with a CUDA libxgboost: the steps that ask
-// for GPUs name it, since launch-xgboostjob refuses GPUs for its own image (Debian's libxgboost is
-// CPU-only) and cannot know another image's build. The process nodes run bin/gangboost-train for
-// it as for every image: these tests are about placing a gang on GPU nodes, not about CUDA.
+// cudaTrainerImage stands for a user's own build of the trainer image: the steps that ask for GPUs
+// name it, since launch-xgboostjob refuses GPUs for its own image (Debian's libxgboost is CPU-only)
+// and cannot know another image's build. The process nodes run bin/gangboost-train for it as for
+// every image, so a gang of it that starts refuses its GPUs (TestLaunchGPUsTheTrainerCannotUse);
+// the other tests are about gangs that cannot be placed.
 const cudaTrainerImage = "registry.example.com/gangboost-cuda:0.1.0"
 
 // newStep is the ExecutorInput KFP's driver would build for one task of a run, with the claim

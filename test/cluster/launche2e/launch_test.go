@@ -37,7 +37,7 @@ func TestLaunchTrainsAndAdopts(t *testing.T) {
 	requireTrainer(t)
 	e := newEnv(t, "launch")
 	runID := uuid.NewString()
-	s := e.newStep(runID, "train-iris", map[string]any{"model_name": "iris", "workers": 1, "gpus": 1, "image": cudaTrainerImage})
+	s := e.newStep(runID, "train-iris", map[string]any{"model_name": "iris", "workers": 1})
 	wantJob := launch.JobName(launch.Identity{RunID: runID, TaskName: "train-iris"})
 
 	r := e.runComponent(s, 4*time.Minute)
@@ -297,6 +297,27 @@ func TestLaunchTrainerFails(t *testing.T) {
 	// The log tail comes through pods/log (the API server proxies it to the node's log endpoint).
 	if !strings.Contains(all, "log tail:") || !strings.Contains(all, "open data: open ") || !strings.Contains(all, "datasets/missing/train.csv: no such file or directory") {
 		t.Errorf("failure does not show the failing pod's log tail")
+	}
+}
+
+// TestLaunchGPUsTheTrainerCannotUse: GPUs asked with an image whose build launch cannot know (not
+// its own): the gang is placed on the GPU nodes, and every rank's gangboost-train, told by --gpus
+// that its pod holds a GPU, refuses at start because its libxgboost has no CUDA; the step fails
+// with that message instead of a job that trains on the CPU beside idle GPUs.
+func TestLaunchGPUsTheTrainerCannotUse(t *testing.T) {
+	requireTrainer(t)
+	e := newEnv(t, "gpus")
+	s := e.newStep(uuid.NewString(), "train", map[string]any{"model_name": "iris", "workers": 1, "gpus": 1, "image": cudaTrainerImage})
+	r := e.runComponent(s, 3*time.Minute)
+	if r.exitCode == 0 || r.output != nil {
+		t.Fatalf("component exit %d, output %v: want a failure without outputs", r.exitCode, r.output)
+	}
+	all := r.text()
+	for _, want := range []string{"pods bound 2/2", "exited 2 (Error)",
+		"--gpus 1 (the pod holds 1 GPU(s)): this gangboost-train links libxgboost 3.0.0 built without CUDA"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the step's output lacks %q", want)
+		}
 	}
 }
 
