@@ -64,6 +64,9 @@ type Options struct {
 	// (RawDeployment mode); it adds a few seconds to the start, so only test
 	// binaries that serve models ask for it.
 	KServe bool
+	// KServeVersion is the KServe release to start: KServeVersion (the default) or
+	// KServeKubeflowVersion, the one Kubeflow's manifests install.
+	KServeVersion string
 	// TrainerV2 starts the JobSet controller and Kubeflow Trainer v2's
 	// controller manager with their webhooks, so TrainJobs run (gang
 	// scheduled by Volcano when their runtime asks for it); only test
@@ -84,6 +87,12 @@ func (o *Options) defaults() error {
 	}
 	if o.Log == nil {
 		o.Log = os.Stderr
+	}
+	if o.KServeVersion == "" {
+		o.KServeVersion = KServeVersion
+	}
+	if _, ok := kserveManagers[o.KServeVersion]; !ok {
+		return fmt.Errorf("KServe %s: the test plane has %s and %s", o.KServeVersion, KServeVersion, KServeKubeflowVersion)
 	}
 	if os.Getenv("GANGBOOST_KEEP_CLUSTER") != "" {
 		o.KeepDir = true
@@ -476,17 +485,20 @@ func (c *Cluster) applyCRDs(ctx context.Context) error {
 		return err
 	}
 	files = append(files, f...)
-	ks, err := ModuleDir(ctx, "github.com/kserve/kserve", kserveVersion)
+	ks, err := ModuleDir(ctx, "github.com/kserve/kserve", c.opts.KServeVersion)
 	if err != nil {
 		return err
+	}
+	// KServe's controller lists ClusterStorageContainers for every storageUri (and panics in
+	// v0.19 when the kind is unknown); v0.20 moved their CRD into a folder.
+	storageContainers := filepath.Join("clusterstoragecontainer", "serving.kserve.io_clusterstoragecontainers.yaml")
+	if c.opts.KServeVersion == KServeKubeflowVersion {
+		storageContainers = "serving.kserve.io_clusterstoragecontainers.yaml"
 	}
 	f, err = crdFiles(filepath.Join(ks, "config", "crd", "full"),
 		"serving.kserve.io_inferenceservices.yaml", "serving.kserve.io_servingruntimes.yaml",
 		"serving.kserve.io_clusterservingruntimes.yaml", "serving.kserve.io_trainedmodels.yaml",
-		"serving.kserve.io_inferencegraphs.yaml",
-		// KServe's controller lists ClusterStorageContainers for every
-		// storageUri (and panics in v0.19 when the kind is unknown).
-		filepath.Join("clusterstoragecontainer", "serving.kserve.io_clusterstoragecontainers.yaml"))
+		"serving.kserve.io_inferencegraphs.yaml", storageContainers)
 	if err != nil {
 		return err
 	}
@@ -500,8 +512,15 @@ func (c *Cluster) applyCRDs(ctx context.Context) error {
 
 const (
 	volcanoVersion = "v1.15.1"
-	kserveVersion  = "v0.20.0"
+	// KServeVersion is the test plane's KServe unless Options.KServeVersion names another.
+	KServeVersion = "v0.20.0"
+	// KServeKubeflowVersion is the KServe that Kubeflow 1.11's manifests install: the serving
+	// tier runs against it too (GANGBOOST_KSERVE_VERSION, make test).
+	KServeKubeflowVersion = "v0.15.2"
 )
+
+// kserveManagers names the controller manager binary of each KServe release the tools build.
+var kserveManagers = map[string]string{KServeVersion: "kserve-manager", KServeKubeflowVersion: "kserve-manager-v0.15"}
 
 func (c *Cluster) startControllerManager(ctx context.Context, p *pki) error {
 	port, err := FreePort()

@@ -103,6 +103,9 @@ func kserveRBAC(moduleDir string) ([]*unstructured.Unstructured, error) {
 	return objs, nil
 }
 
+// KServeVersion is the KServe release the control plane runs (Options.KServeVersion).
+func (c *Cluster) KServeVersion() string { return c.opts.KServeVersion }
+
 // startKServe runs KServe's controller manager (InferenceService,
 // TrainedModel and InferenceGraph controllers and every webhook of
 // config/webhook) as a local process under its own service account.
@@ -119,7 +122,7 @@ func kserveRBAC(moduleDir string) ([]*unstructured.Unstructured, error) {
 // Ready means the validating webhook has denied an invalid InferenceService
 // on a dry run.
 func (c *Cluster) startKServe(ctx context.Context) error {
-	moduleDir, err := ModuleDir(ctx, "github.com/kserve/kserve", kserveVersion)
+	moduleDir, err := ModuleDir(ctx, "github.com/kserve/kserve", c.opts.KServeVersion)
 	if err != nil {
 		return err
 	}
@@ -175,7 +178,7 @@ func (c *Cluster) startKServe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	proc, err := c.start("kserve-manager", c.Binaries["kserve-manager"], []string{
+	proc, err := c.start("kserve-manager", c.Binaries[kserveManagers[c.opts.KServeVersion]], []string{
 		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", metricsPort),
 		fmt.Sprintf("--health-probe-addr=127.0.0.1:%d", probePort),
 		fmt.Sprintf("--webhook-port=%d", webhookPort),

@@ -14,7 +14,7 @@ import (
 // config: the ConfigMap KServe's manager reads at start, in RawDeployment
 // mode without Istio, and its RBAC bound in the kserve namespace.
 func TestKServeConfig(t *testing.T) {
-	dir, err := ModuleDir(context.Background(), "github.com/kserve/kserve", kserveVersion)
+	dir, err := ModuleDir(context.Background(), "github.com/kserve/kserve", KServeVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

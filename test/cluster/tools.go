@@ -108,8 +108,17 @@ var Tools = []Tool{
 	},
 	{
 		Name:     "kserve",
-		Version:  kserveVersion,
-		Binaries: map[string]string{"kserve-manager": "github.com/kserve/kserve/cmd/manager"},
+		Version:  KServeVersion,
+		Binaries: map[string]string{kserveManagers[KServeVersion]: "github.com/kserve/kserve/cmd/manager"},
+		LDFlags:  "-s -w",
+	},
+	{
+		// Kubeflow 1.11's KServe, whose manager pins Kubernetes v0.32 and controller-runtime
+		// v0.19: a module of its own.
+		Name:     "kserve-v0.15",
+		Module:   "kserve015",
+		Version:  KServeKubeflowVersion,
+		Binaries: map[string]string{kserveManagers[KServeKubeflowVersion]: "github.com/kserve/kserve/cmd/manager"},
 		LDFlags:  "-s -w",
 	},
 	{

@@ -208,12 +208,14 @@ func (e *deployEnv) checkOutputsGRPC(r *deployRun, name, grpcAddress string) {
 		e.t.Fatal(err)
 	}
 	// The stable predictor is named (after the model version it was created with), so that a
-	// promotion can keep it answering at its address while the address moves.
-	if isvc.Spec.Predictor.Name == "" {
-		e.t.Errorf("InferenceService %s has an unnamed stable predictor", name)
+	// promotion can keep it answering at its address while the address moves; KServe v0.15 has
+	// no named predictors, and deploy leaves it unnamed there.
+	named := namedPredictors(e.c)
+	if named != (isvc.Spec.Predictor.Name != "") {
+		e.t.Errorf("InferenceService %s: stable predictor named %q on KServe %s, want a name: %v", name, isvc.Spec.Predictor.Name, e.c.KServeVersion(), named)
 	}
 	want := map[string]string{
-		"url":          fmt.Sprintf("http://%s-%s-predictor.%s.svc.cluster.local", name, isvc.Spec.Predictor.Name, e.ns),
+		"url":          fmt.Sprintf("http://%s.%s.svc.cluster.local", predictorObject(e.c, name, isvc.Spec.Predictor.Name), e.ns),
 		"external_url": isvc.Status.URL,
 		"grpc_address": grpcAddress,
 		"model_name":   name,
@@ -232,6 +234,19 @@ func (e *deployEnv) checkOutputsGRPC(r *deployRun, name, grpcAddress string) {
 			e.t.Errorf("output file %s = %q, want %q", k, r.files[k], v)
 		}
 	}
+}
+
+// namedPredictors reports whether the KServe of c names predictors (v0.20; not Kubeflow 1.11's
+// v0.15).
+func namedPredictors(c *cluster.Cluster) bool { return c.KServeVersion() != cluster.KServeKubeflowVersion }
+
+// predictorObject is KServe's name of the Deployment and Service of isvc's stable predictor, which
+// deploy names (named, after its model version) where KServe names predictors.
+func predictorObject(c *cluster.Cluster, isvc, named string) string {
+	if !namedPredictors(c) || named == "" {
+		return isvc + "-predictor"
+	}
+	return isvc + "-" + named + "-predictor"
 }
 
 // inferAt calls the model through the Service the url output names (http://<svc>.<ns>.svc...,
@@ -461,7 +476,7 @@ func TestDeployComponent(t *testing.T) {
 		p := params("pvc://"+claim+"/models/iris/v2", 120)
 		p["name"], p["runtime"], p["protocol_version"] = "iris-grpc", "gangboost-xgboost-grpc", "grpc-v2"
 		r := e.runDeploy(p, 3*time.Minute)
-		want := fmt.Sprintf("iris-grpc-v2-predictor.%s.svc.cluster.local:80", e.ns)
+		want := fmt.Sprintf("%s.%s.svc.cluster.local:80", predictorObject(e.c, "iris-grpc", "v2"), e.ns)
 		e.checkOutputsGRPC(r, "iris-grpc", want)
 		host, port, _ := strings.Cut(r.param("grpc_address"), ":")
 		var portNum int32

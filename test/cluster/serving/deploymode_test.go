@@ -76,7 +76,7 @@ func TestDeployWhenClusterDefaultIsServerless(t *testing.T) {
 	}
 	deployment := func() error {
 		var d appsv1.Deployment
-		return e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "iris-v1-predictor"}, &d)
+		return e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: predictorObject(e.c, "iris", "v1")}, &d)
 	}
 
 	t.Run("ClusterDefault", func(t *testing.T) {
@@ -90,7 +90,7 @@ func TestDeployWhenClusterDefaultIsServerless(t *testing.T) {
 			t.Error("the failure does not carry KServe's ServerlessModeRejected event")
 		}
 		if err := deployment(); !apierrors.IsNotFound(err) {
-			t.Errorf("Deployment iris-v1-predictor under the Serverless default: %v, want none", err)
+			t.Errorf("Deployment %s under the Serverless default: %v, want none", predictorObject(e.c, "iris", "v1"), err)
 		}
 		e.removeServices()
 	})
@@ -103,7 +103,7 @@ func TestDeployWhenClusterDefaultIsServerless(t *testing.T) {
 		e.checkOutputs(r, "iris")
 		t.Logf("ready after %s with the cluster's default Serverless", time.Since(start).Round(time.Millisecond))
 		if err := deployment(); err != nil {
-			t.Errorf("Deployment iris-v1-predictor: %v", err)
+			t.Errorf("Deployment %s: %v", predictorObject(e.c, "iris", "v1"), err)
 		}
 		var isvc kserveapi.InferenceService
 		if err := e.c.Client.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "iris"}, &isvc); err != nil {

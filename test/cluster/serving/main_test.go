@@ -9,6 +9,9 @@ import (
 	"github.com/gangboost/gangboost/test/cluster/podrunner"
 )
 
+// KServeVersionEnv names the KServe release the tier runs against (empty: cluster.KServeVersion).
+const KServeVersionEnv = "GANGBOOST_KSERVE_VERSION"
+
 func TestMain(m *testing.M) {
 	image, err := runtimeImage()
 	if err != nil {
@@ -18,6 +21,9 @@ func TestMain(m *testing.M) {
 	cluster.Main(m, cluster.Options{
 		Nodes:  []cluster.NodeSpec{{Name: "cpu-node-1", CPU: "8", Memory: "32Gi"}},
 		KServe: true,
+		// make test runs the tier a second time on Kubeflow 1.11's KServe
+		// (cluster.KServeKubeflowVersion).
+		KServeVersion: os.Getenv(KServeVersionEnv),
 		PodRunner: &podrunner.Options{
 			// The runtime image of manifests/clusterservingruntime.yaml has
 			// no command in the pod: its entrypoint is gangboost-runtime.

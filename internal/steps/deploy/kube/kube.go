@@ -125,7 +125,18 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 	if err != nil {
 		return fmt.Errorf("build InferenceService %s: %w", s.Name, err)
 	}
-	if err := b.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	err = b.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+	if err != nil && isvc.Spec.Predictor.Name != "" && predictorNameUnknown(err) {
+		// KServe before v0.20 (Kubeflow 1.11 ships v0.15) has no named predictors: its schema
+		// refuses the field. The predictor stays unnamed ({isvc}-predictor), which there moves
+		// with no promotion (it has no canaries to promote).
+		isvc.Spec.Predictor.Name = ""
+		if u, err = ApplyConfiguration(isvc); err != nil {
+			return fmt.Errorf("build InferenceService %s: %w", s.Name, err)
+		}
+		err = b.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+	}
+	if err != nil {
 		return fmt.Errorf("apply InferenceService %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	b.mu.Lock()
@@ -136,6 +147,12 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 		specChanged: u.GetGeneration() != beforeGen, previous: previous, previousSHA: previousSHA, servingSpec: isvc.Spec.Predictor.Annotations[ServingSpecAnnotation]}
 	b.mu.Unlock()
 	return nil
+}
+
+// predictorNameUnknown reports whether the API server refused an apply because its
+// InferenceService schema has no spec.predictor.name (KServe before v0.20).
+func predictorNameUnknown(err error) bool {
+	return strings.Contains(err.Error(), ".spec.predictor.name: field not declared in schema")
 }
 
 // stablePredictorName is the name of s's stable predictor: the one it has (a promotion gave
