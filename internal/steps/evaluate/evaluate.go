@@ -167,7 +167,13 @@ func Run(ctx context.Context, o Options) (*Summary, error) {
 	}
 
 	classes := knownClasses(md, testFile)
-	m, err := dataset.Load(dataset.Spec{Path: testFile, Format: "csv", Label: o.Label, Classes: classes}, dataset.Shard{})
+	// A categorical column holds the codes of the trainer's categories (prepare-data wrote them):
+	// each must be one of the model's.
+	var categories map[string][]string
+	if md != nil {
+		categories = md.Categories
+	}
+	m, err := dataset.Load(dataset.Spec{Path: testFile, Format: "csv", Label: o.Label, Classes: classes, Categories: categories}, dataset.Shard{})
 	if err != nil {
 		return nil, err
 	}

@@ -160,3 +160,25 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// A CSV that prepare-data wrote holds the codes of its schema's categories: Spec.Categories names
+// them, and a value that is no code of the list is refused naming the column and the row.
+func TestCSVCodesNamedBySchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "train.csv")
+	writeFile(t, path, []byte("x0,color,y\n0.5,2,1\n-0.5,,0\n0.1,0,1\n"))
+	names := []string{"amber", "blue", "cyan"}
+	m, err := Load(Spec{Path: path, Label: "y", Categories: map[string][]string{"color": names, "not-a-feature": {"a"}}}, Shard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Categories[0] != nil || !slices.Equal(m.Categories[1], names) || m.Row(0)[1] != 2 {
+		t.Fatalf("categories %q, row 0 %v; want color named %q and its code kept", m.Categories, m.Row(0), names)
+	}
+	for _, bad := range []string{"3", "1.5", "-1"} {
+		writeFile(t, path, []byte("x0,color,y\n0.5,0,1\n-0.5,"+bad+",0\n"))
+		_, err := Load(Spec{Path: path, Label: "y", Categories: map[string][]string{"color": names}}, Shard{})
+		if err == nil || !containsAll(err.Error(), `column "color"`, "row 2", "3 named categories", "integers from 0 to 2") {
+			t.Errorf("code %s: got %v, want the column, the row and the codes it may hold", bad, err)
+		}
+	}
+}
