@@ -170,6 +170,11 @@ func rowMarginsF[F featOffset](m *Model, out, row []float32, fp unsafe.Pointer) 
 	cp, val := unsafe.Pointer(&m.fast.cl[0]), m.fast.value
 	kp := unsafe.Pointer(&keys[0])
 	trees := m.trees
+	// With one output group the margin is summed in a register: added through out[0],
+	// each tree's addition waits for the store of the one before (a chain of some eight
+	// cycles a tree, longer than the walks it follows).
+	single := len(out) == 1
+	acc := out[0]
 	t := 0
 	for ; t+8 <= len(trees); t += 8 {
 		ts := trees[t : t+8 : t+8]
@@ -186,6 +191,17 @@ func rowMarginsF[F featOffset](m *Model, out, row []float32, fp unsafe.Pointer) 
 			i6 = step[F](fp, cp, kp, i6, 0)
 			i7 = step[F](fp, cp, kp, i7, 0)
 		}
+		if single {
+			acc += val[i0]
+			acc += val[i1]
+			acc += val[i2]
+			acc += val[i3]
+			acc += val[i4]
+			acc += val[i5]
+			acc += val[i6]
+			acc += val[i7]
+			continue
+		}
 		out[ts[0].group] += val[i0]
 		out[ts[1].group] += val[i1]
 		out[ts[2].group] += val[i2]
@@ -194,6 +210,9 @@ func rowMarginsF[F featOffset](m *Model, out, row []float32, fp unsafe.Pointer) 
 		out[ts[5].group] += val[i5]
 		out[ts[6].group] += val[i6]
 		out[ts[7].group] += val[i7]
+	}
+	if single {
+		out[0] = acc
 	}
 	for ; t < len(trees); t++ {
 		tr := &trees[t]
