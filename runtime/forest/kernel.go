@@ -108,6 +108,7 @@ func (m *Model) buildFast() {
 		f.feat32 = feat
 	}
 	m.fast = f
+	m.buildWide()
 }
 
 // rowKeys writes the keys of a row into lane of a group of n lanes' keys.
