@@ -102,3 +102,15 @@ func TestWideKernel(t *testing.T) {
 	}
 	t.Logf("%d zoo models on the wide kernel", taken)
 }
+
+// TestFloatKey: keys order as the floats they map, -0 and +0 alike.
+func TestFloatKey(t *testing.T) {
+	vals := []float32{float32(math.Inf(-1)), -math.MaxFloat32, -1, -math.SmallestNonzeroFloat32, float32(math.Copysign(0, -1)), 0,
+		math.SmallestNonzeroFloat32, 1, math.MaxFloat32, float32(math.Inf(1))}
+	for i := 1; i < len(vals); i++ {
+		a, b := floatKey(vals[i-1]), floatKey(vals[i])
+		if want := vals[i-1] < vals[i]; (a < b) != want || (a == b) == want {
+			t.Errorf("floatKey(%v) = %#x, floatKey(%v) = %#x: order differs from the floats'", vals[i-1], a, vals[i], b)
+		}
+	}
+}
