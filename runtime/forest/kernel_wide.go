@@ -48,8 +48,9 @@ const (
 	// written for four): a tree's tables are read once for 64 rows.
 	wideVectors = 4
 	// wideMinRows is the smallest batch the wide kernel takes: it walks 64 rows
-	// whatever the batch, in about the time the scalar kernels walk 16.
-	wideMinRows = 16
+	// whatever the batch, in about the time the scalar kernels walk 25 to 30
+	// (BenchmarkMargins: 2.2 to 3.3 ns a tree and row against 5 to 8).
+	wideMinRows = 32
 )
 
 // buildWide lays the trees out for the wide kernel, or leaves m.wide empty when the
