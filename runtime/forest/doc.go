@@ -42,8 +42,10 @@
 //
 // Trees are flattened into arrays, right child next to the left, and evaluated by
 // branch-free kernels that walk eight trees (one row) or eight rows (a block) at
-// once; see kernel.go. Batches large enough to pay for it are split across
-// GOMAXPROCS cores.
+// once; see kernel.go. On CPUs with AVX-512, batches of 32 rows or more of models
+// whose trees are at most 6 deep walk sixteen rows to a vector instead, each tree
+// stored as a full tree level by level (kernel_wide.go). Batches large enough to pay
+// for it are split across GOMAXPROCS cores.
 //
 // Sizes a model declares are bounded at load (classes, features, trees, nodes; see
 // model.go), so what a call allocates stays proportional to one row, whatever the

@@ -61,13 +61,16 @@ type fastTrees struct {
 const lanes = 8
 
 // floatKey maps a non-NaN float32 to a uint32 with the same order; -0 and +0 share a
-// key because they compare equal.
-func floatKey(v float32) uint32 {
-	if v == 0 {
-		return 1 << 31
-	}
-	b := math.Float32bits(v)
-	return b ^ (uint32(int32(b)>>31) | 1<<31)
+// key because they compare equal. See bitsKey.
+func floatKey(v float32) uint32 { return bitsKey(math.Float32bits(v)) }
+
+// bitsKey is floatKey of the float32 with bits b, in integer operations only and
+// without a branch (rowKeys runs it for every value of every row): a non-negative
+// value's bits with the top bit set, a negative value's bits negated, which is
+// 1<<31 for -0 as for +0 and falls as the value falls.
+func bitsKey(b uint32) uint32 {
+	neg := uint32(int32(b) >> 31)
+	return (b ^ neg) - neg + (^neg & (1 << 31))
 }
 
 // buildFast derives the key kernels' nodes from m.nodes.
@@ -108,20 +111,33 @@ func (m *Model) buildFast() {
 		f.feat32 = feat
 	}
 	m.fast = f
+	m.buildWide()
 }
 
-// rowKeys writes the keys of a row into lane of a group of n lanes' keys.
+// rowKeys writes the keys of a row into lane of a group of n lanes' keys. A missing
+// value's keys are chosen without a branch: which values are missing is as hard to
+// predict as the walks' directions.
 func rowKeys(keys []uint32, row []float32, lane, n int) {
 	nf := len(row)
 	keys = keys[:2*nf*n]
-	for f, v := range row {
-		lo, hi := uint32(0), uint32(math.MaxUint32)
-		if v == v {
-			lo = floatKey(v)
-			hi = lo
+	if lane < 0 || lane >= n {
+		panic("forest: rowKeys lane out of range")
+	}
+	// Every store lies inside keys[:2*nf*n]: f < nf and lane < n.
+	lo := unsafe.Pointer(&keys[lane])
+	hi := unsafe.Add(lo, nf*n*4)
+	for _, v := range row {
+		b := math.Float32bits(v)
+		k := bitsKey(b)
+		var miss uint32
+		if b&^(1<<31) > 0x7f800000 { // NaN
+			miss = math.MaxUint32
 		}
-		keys[f*n+lane] = lo
-		keys[(nf+f)*n+lane] = hi
+		// Not missing: k in both copies; missing: 0 (goes left) and 0xFFFFFFFF (right).
+		*(*uint32)(lo) = k &^ miss
+		*(*uint32)(hi) = k | miss
+		lo = unsafe.Add(lo, n*4)
+		hi = unsafe.Add(hi, n*4)
 	}
 }
 
@@ -134,9 +150,6 @@ func step[F featOffset](feat, cl, keys unsafe.Pointer, i uintptr, lane uintptr) 
 	k := uint64(*(*uint32)(unsafe.Add(keys, uintptr(f)+lane*4)))
 	return uintptr((k + *(*uint64)(unsafe.Add(cl, i*8))) >> 32)
 }
-
-// stackKeys is how many keys a row may need for rowMargins to keep them on the stack.
-const stackKeys = 1024
 
 // rowMargins evaluates one row, walking eight trees at once: one walk is a chain of
 // dependent loads, and independent chains keep the core busy while each waits. Leaf
@@ -156,20 +169,22 @@ func rowMarginsF[F featOffset](m *Model, out, row []float32, fp unsafe.Pointer) 
 	if len(m.fast.cl) == 0 {
 		return
 	}
-	var buf [stackKeys]uint32
-	var keys []uint32
-	if n := 2 * len(row) * m.lanes; n <= stackKeys {
-		keys = buf[:n]
-	} else {
-		s := scratchPool.Get().(*scratch)
-		defer scratchPool.Put(s)
-		s.keys = growKeys(s.keys, n)
-		keys = s.keys
-	}
+	// Keys come from the pool even when they would fit on the stack: Go zeroes a stack
+	// buffer on every call, and for 20 features (eight lanes apart) zeroing it and the
+	// stores waiting behind that took about half the time of a 16-tree model.
+	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
+	s.keys = growKeys(s.keys, 2*len(row)*m.lanes)
+	keys := s.keys
 	rowKeys(keys, row, 0, m.lanes)
 	cp, val := unsafe.Pointer(&m.fast.cl[0]), m.fast.value
 	kp := unsafe.Pointer(&keys[0])
 	trees := m.trees
+	// With one output group the margin is summed in a register: added through out[0],
+	// each tree's addition waits for the store of the one before (a chain of some eight
+	// cycles a tree, longer than the walks it follows).
+	single := len(out) == 1
+	acc := out[0]
 	t := 0
 	for ; t+8 <= len(trees); t += 8 {
 		ts := trees[t : t+8 : t+8]
@@ -186,6 +201,17 @@ func rowMarginsF[F featOffset](m *Model, out, row []float32, fp unsafe.Pointer) 
 			i6 = step[F](fp, cp, kp, i6, 0)
 			i7 = step[F](fp, cp, kp, i7, 0)
 		}
+		if single {
+			acc += val[i0]
+			acc += val[i1]
+			acc += val[i2]
+			acc += val[i3]
+			acc += val[i4]
+			acc += val[i5]
+			acc += val[i6]
+			acc += val[i7]
+			continue
+		}
 		out[ts[0].group] += val[i0]
 		out[ts[1].group] += val[i1]
 		out[ts[2].group] += val[i2]
@@ -194,6 +220,9 @@ func rowMarginsF[F featOffset](m *Model, out, row []float32, fp unsafe.Pointer) 
 		out[ts[5].group] += val[i5]
 		out[ts[6].group] += val[i6]
 		out[ts[7].group] += val[i7]
+	}
+	if single {
+		out[0] = acc
 	}
 	for ; t < len(trees); t++ {
 		tr := &trees[t]

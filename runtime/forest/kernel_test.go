@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"path/filepath"
 	"testing"
 )
 
@@ -54,5 +55,62 @@ func TestKernelLayouts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWideKernel: on every zoo model the wide kernel takes (pruned and unbalanced trees,
+// several groups, dart weights), its margins are the bounds-checked reference walk's
+// bit for bit, for batches that fill whole blocks and batches that end in a partial one.
+func TestWideKernel(t *testing.T) {
+	if !haveWide {
+		t.Skip("the CPU has no AVX-512: the wide kernel never runs here")
+	}
+	paths, err := filepath.Glob("testdata/zoo/*/*/json/*")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no zoo models: %v", err)
+	}
+	rng := rand.New(rand.NewSource(7))
+	taken := 0
+	for _, path := range paths {
+		m, err := Load(path)
+		if err != nil || m.wide.trees == nil {
+			continue
+		}
+		taken++
+		for _, nrows := range []int{wideMinRows, 64, 77, 200} {
+			rows := make([]float32, nrows*m.numFeature)
+			for i := range rows {
+				rows[i] = float32(rng.NormFloat64() * 3)
+				if rng.Float64() < 0.2 {
+					rows[i] = float32(math.NaN())
+				}
+			}
+			want := m.referenceMargins(rows, nrows)
+			got, err := m.Predict(nil, rows, nrows, OutputMargin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s, %d rows: margin[%d] %v, reference walk %v", path, nrows, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	if taken < 10 {
+		t.Fatalf("the wide kernel took %d zoo models, want most of them", taken)
+	}
+	t.Logf("%d zoo models on the wide kernel", taken)
+}
+
+// TestFloatKey: keys order as the floats they map, -0 and +0 alike.
+func TestFloatKey(t *testing.T) {
+	vals := []float32{float32(math.Inf(-1)), -math.MaxFloat32, -1, -math.SmallestNonzeroFloat32, float32(math.Copysign(0, -1)), 0,
+		math.SmallestNonzeroFloat32, 1, math.MaxFloat32, float32(math.Inf(1))}
+	for i := 1; i < len(vals); i++ {
+		a, b := floatKey(vals[i-1]), floatKey(vals[i])
+		if want := vals[i-1] < vals[i]; (a < b) != want || (a == b) == want {
+			t.Errorf("floatKey(%v) = %#x, floatKey(%v) = %#x: order differs from the floats'", vals[i-1], a, vals[i], b)
+		}
 	}
 }

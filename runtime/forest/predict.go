@@ -323,6 +323,8 @@ func (m *Model) margins(out, rows []float32, nrows int) {
 		for r := 0; r < nrows; r++ {
 			m.rowMargins(out[r*ng:(r+1)*ng], rows[r*nf:(r+1)*nf])
 		}
+	case m.wide.trees != nil && nrows >= wideMinRows:
+		m.wideMargins(out, rows, nrows)
 	default:
 		m.blockMargins(out, rows, nrows)
 	}

@@ -1,5 +1,7 @@
 package forest
 
+import "unsafe"
+
 // SHAP contributions (pred_contribs). Trees whose leaf tables fit (shappath.go) use
 // them; the others use exact TreeSHAP (Lundberg et al. 2018, Algorithm 2) as XGBoost
 // implements it (RegTree::CalculateContributions), every operation float32 in the
@@ -172,24 +174,32 @@ func (m *Model) pathTreeShap(row []float32, phi []float64, root uint32, pt *path
 		cold[l+1] = off
 		cold[hot-root] = c
 	}
+	// Bounds checks skipped below hold by construction: u and u^1<<j are below 2^n, the
+	// length of the leaf's table, and build takes path features from nodes whose
+	// features flattenTree checked against num_feature (< len(phi)).
+	tables, pp := unsafe.Pointer(unsafe.SliceData(ps.table)), unsafe.Pointer(unsafe.SliceData(phi))
 	for _, lf := range pt.leaves {
 		n := lf.n
 		u := (uint32(1)<<n - 1) &^ cold[lf.node]
-		tab := ps.table[lf.tab : lf.tab+1<<n]
+		tab := unsafe.Add(tables, uintptr(lf.tab)*4)
 		feats := ps.feats[lf.off : lf.off+n]
 		zero := ps.zero[lf.off : lf.off+n]
+		feats = feats[:len(zero)]
 		// Whether the row follows feature j is a coin flip a branch predictor cannot
-		// learn: select by arithmetic (in is 1 or 0), not by branches.
+		// learn: the factor is picked from a pair by the bit, not by a branch. The
+		// pair holds what in + (1-in)*z is for in = 0 and 1, so the product is the
+		// same to the bit (1 + 0*z is 1 but for an infinite or NaN z).
 		a := lf.v // v * Zout(U)
 		for j, z := range zero {
-			in := float64(u >> j & 1)
-			a *= in + (1-in)*float64(z)
+			pick := [2]float64{float64(z), 1 + 0*float64(z)}
+			a *= pick[u>>j&1]
 		}
-		neg := a * float64(tab[u])
+		neg := a * float64(*(*float32)(unsafe.Add(tab, uintptr(u)*4)))
 		for j, f := range feats {
 			in := float64(u >> j & 1)
-			pos := a * (1 - float64(zero[j])) * float64(tab[u^1<<j])
-			phi[f] += in*(pos+neg) - neg
+			pos := a * (1 - float64(zero[j])) * float64(*(*float32)(unsafe.Add(tab, uintptr(u^1<<j)*4)))
+			p := (*float64)(unsafe.Add(pp, uintptr(f)*8))
+			*p += in*(pos+neg) - neg
 		}
 	}
 }
