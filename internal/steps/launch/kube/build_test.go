@@ -62,7 +62,7 @@ func TestXGBoostJob(t *testing.T) {
 	if c.Name != "xgboost" || c.Ports[0].Name != "xgboostjob-port" || c.Ports[0].ContainerPort != 9999 {
 		t.Errorf("container %s, port %+v", c.Name, c.Ports)
 	}
-	if got := strings.Join(append(c.Command, c.Args...), " "); got != "gangboost-train --train /mnt/pvc/datasets/iris/train.csv --num-round 20 --checkpoint-dir /mnt/pvc/checkpoints/iris/v1 --model-dir /mnt/pvc/models/iris/v1 --producer "+xj.Name {
+	if got := strings.Join(append(c.Command, c.Args...), " "); got != "gangboost-train --train /mnt/pvc/datasets/iris/train.csv --num-round 20 --gpus 1 --checkpoint-dir /mnt/pvc/checkpoints/iris/v1 --model-dir /mnt/pvc/models/iris/v1 --producer "+xj.Name {
 		t.Errorf("command = %q", got)
 	}
 	if g := c.Resources.Limits[GPUResource]; g.Value() != 1 {
