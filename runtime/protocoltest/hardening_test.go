@@ -247,9 +247,10 @@ func startForCancellation(t *testing.T, extra ...string) (*server, []byte) {
 
 // checkStopsAfterGiveUp judges a request the client gave up on at cpuAtGiveUp of server CPU
 // (cpuAtStart when it was sent): the server goes idle (hang guard: a minute), and the CPU it
-// spent after the client left is less than it had spent before. A server that evaluated on to
-// the end would spend more after than before: the request is sized to take several times the
-// client's deadline. The comparison is with the server's own CPU, so a busy machine slows both.
+// spent after the client left is less than it had spent before (or a second, when a busy machine
+// gave it less before). A server that evaluated on to the end would spend more: the request is
+// sized to take several times the client's deadline. The comparison is with the server's own CPU,
+// so a busy machine slows both.
 func checkStopsAfterGiveUp(t *testing.T, s *server, what string, cpuAtStart, cpuAtGiveUp time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
@@ -267,8 +268,12 @@ func checkStopsAfterGiveUp(t *testing.T, s *server, what string, cpuAtStart, cpu
 	}
 	before, after := cpuAtGiveUp-cpuAtStart, last-cpuAtGiveUp
 	t.Logf("%s: server CPU %v before the client went away, %v after", what, before, after)
-	if after >= before {
-		t.Fatalf("%s: the server spent %v of CPU after the client went away, no less than the %v before: it evaluated on", what, after, before)
+	// On a loaded machine the server may get little CPU before the client's deadline (0.3 s
+	// against 0.9 s alone); stopping still costs the blocks in flight and a collection of the
+	// large request, so the bound is at least a second, far below the seconds of CPU the rest of
+	// the request takes.
+	if limit := max(before, time.Second); after >= limit {
+		t.Fatalf("%s: the server spent %v of CPU after the client went away, no less than %v (%v before): it evaluated on", what, after, limit, before)
 	}
 }
 
