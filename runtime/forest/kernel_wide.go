@@ -10,7 +10,9 @@ import (
 // the row's key and the node's child for every row and level, and eight of them
 // barely keep the core busy; here the node's feature and threshold come from the
 // level's tables by a register permute (VPERMT2D), shared by the sixteen rows, and
-// only the keys are loaded, one gather a level.
+// only the keys are loaded, one gather a level. Levels 0 and 1 need none: all lanes
+// start at node 0, whose keys for the sixteen rows are sixteen consecutive values (see
+// the key layout in kernel.go), and level 1 has two nodes, a load each and a blend.
 //
 // A tree is stored as a full tree of its depth, level by level: node j of level l has
 // children 2j and 2j+1 on level l+1, so a step is j = 2j + (key >= threshold) and

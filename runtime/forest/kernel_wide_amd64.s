@@ -37,6 +37,29 @@ GLOBL iota16<>(SB), RODATA|NOPTR, $64
 	VPADDD j, j, j; \
 	VPADDD Z30, j, k, j
 
+// ROOT takes level 0 (at R14) for the vector of rows with keys at kp. Every lane is
+// at node 0, so the lanes' keys of its feature are the 16 consecutive keys at the
+// node's offset (AX, loaded by the caller): one load instead of a gather, and a
+// broadcast threshold. k, the lanes that went right, is j after the level and is kept
+// for LEVEL1; j itself is not formed.
+#define ROOT(key, k, kp) \
+	VMOVDQU32 (kp)(AX*4), key; \
+	VPCMPUD.BCST $5, 128(R14), key, k
+
+// LEVEL1 takes level 1 (at R14) for the vector of rows whose level-0 directions are in
+// k: with two nodes, the lanes' keys are node 0's keys (offset AX) overwritten in the
+// lanes of k by node 1's (offset R13), and likewise the thresholds; two loads and two
+// broadcasts instead of a gather and two permutes. j = 2*k + (key >= thr).
+#define LEVEL1(j, key, thr, k, kp) \
+	VMOVDQU32 (kp)(AX*4), key; \
+	VMOVDQU32 (kp)(R13*4), k, key; \
+	VPBROADCASTD 128(R14), thr; \
+	VPBROADCASTD 132(R14), k, thr; \
+	VPXORD j, j, j; \
+	VMOVDQA32 Z28, k, j; \
+	VPCMPUD $5, thr, key, k; \
+	VPADDD Z30, j, k, j
+
 // LEAF adds the leaf values at positions j (leaves 0..15 in Z9, 32..47 in Z10, the
 // rest in memory at R14) to the margins at acc.
 #define LEAF(j, a, b, k, acc) \
@@ -70,6 +93,8 @@ TEXT ·wideWalk(SB), NOSPLIT, $0-48
 	VPBROADCASTD AX, Z30
 	MOVL $32, AX
 	VPBROADCASTD AX, Z29
+	MOVL $2, AX
+	VPBROADCASTD AX, Z28
 	TESTQ CX, CX
 	JEQ done
 
@@ -86,6 +111,33 @@ tree:
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
 	VPXORD Z3, Z3, Z3
+	CMPQ R14, BX
+	JEQ leaf
+
+	// Levels 0 and 1 without gathers (see ROOT and LEVEL1); a tree of depth 1 has
+	// only level 0, its j the mask of the lanes that went right.
+	MOVL 0(R14), AX
+	ROOT(Z16, K1, R8)
+	ROOT(Z17, K2, R9)
+	ROOT(Z18, K3, R10)
+	ROOT(Z19, K4, R11)
+	ADDQ $256, R14
+	CMPQ R14, BX
+	JNE level1
+	VMOVDQA32 Z30, K1, Z0
+	VMOVDQA32 Z30, K2, Z1
+	VMOVDQA32 Z30, K3, Z2
+	VMOVDQA32 Z30, K4, Z3
+	JMP leaf
+
+level1:
+	MOVL 0(R14), AX
+	MOVL 4(R14), R13
+	LEVEL1(Z0, Z16, Z20, K1, R8)
+	LEVEL1(Z1, Z17, Z21, K2, R9)
+	LEVEL1(Z2, Z18, Z22, K3, R10)
+	LEVEL1(Z3, Z19, Z23, K4, R11)
+	ADDQ $256, R14
 	CMPQ R14, BX
 	JEQ leaf
 
