@@ -114,7 +114,7 @@ func (m *Model) fillWide(t []uint32, i uint32, l, j, depth int) {
 
 // wideMargins adds the trees' leaf values to nrows rows' margins in out, a block of
 // wideVectors vectors of rows at a time; a last block with fewer rows is filled up
-// with copies of its first row, walked and not read.
+// with copies of its last row, walked and not read.
 func (m *Model) wideMargins(out, rows []float32, nrows int) {
 	nf, ng := m.numFeature, m.numGroup
 	vecKeys := 2 * nf * wideLanes
@@ -131,13 +131,9 @@ func (m *Model) wideMargins(out, rows []float32, nrows int) {
 	acc := s.margins[:ng*block]
 	for b := 0; b < nrows; b += block {
 		e := min(b+block, nrows)
+		wideKeys(&rows[b*nf], e-b, nf, &keys[0], vecKeys*4)
 		for k := 0; k < block; k++ {
-			v, lane := k/wideLanes, k%wideLanes
-			r := b + k
-			if r >= e {
-				r = b
-			}
-			rowKeys(keys[v*vecKeys:(v+1)*vecKeys], rows[r*nf:(r+1)*nf], lane, wideLanes)
+			r := min(b+k, e-1)
 			for g := 0; g < ng; g++ {
 				acc[g*block+k] = out[r*ng+g]
 			}

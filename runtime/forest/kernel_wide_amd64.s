@@ -166,3 +166,74 @@ leaf:
 done:
 	VZEROUPPER
 	RET
+
+// func wideKeys(rows *float32, nrows int, nf int, keys *uint32, keyStride int)
+//
+// Writes the keys (kernel.go's rowKeys) of a block of nrows rows, 1 to 64, into the
+// keys of four vectors (at keys + v*keyStride): row v*16+lane in lane lane, lanes past
+// the last row a copy of the last row (walked, not read). rowKeys stores one key at a
+// time, 16 lanes apart; here a gather reads a feature of 16 rows (nf apart) and the
+// keys of both copies are formed and stored 16 at a time, the row-to-lane transpose
+// costing 4*nf gathers a block against the walks' thousands.
+TEXT ·wideKeys(SB), NOSPLIT, $0-40
+	MOVQ rows+0(FP), SI
+	MOVQ nrows+8(FP), AX
+	MOVQ nf+16(FP), CX
+	MOVQ keys+24(FP), DI
+	MOVQ keyStride+32(FP), DX
+	DECQ AX
+	VPBROADCASTD AX, Z1    // the last row
+	VPBROADCASTD CX, Z2    // nf
+	MOVL $0x80000000, AX
+	VPBROADCASTD AX, Z3
+	MOVL $0x7fffffff, AX
+	VPBROADCASTD AX, Z4
+	MOVL $0x7f800000, AX
+	VPBROADCASTD AX, Z5    // +Inf: larger magnitudes are NaN
+	VPTERNLOGD $0xff, Z6, Z6, Z6
+	VMOVDQU32 iota16<>(SB), Z7
+	MOVL $16, AX
+	VPBROADCASTD AX, Z8
+	MOVQ CX, R9
+	SHLQ $6, R9            // nf*16 keys: the second copy's offset in bytes
+	MOVQ $4, R10
+	TESTQ CX, CX
+	JEQ keysdone
+
+keysvec:
+	VPMINUD Z1, Z7, Z9
+	VPMULLD Z2, Z9, Z9     // each lane's row's first value, in values from rows
+	MOVQ SI, R11
+	MOVQ DI, R12
+	MOVQ CX, BX
+
+keysfeat:
+	KXNORW K0, K0, K1
+	VPXORD Z10, Z10, Z10
+	VPGATHERDD (R11)(Z9*4), K1, Z10
+	// bitsKey: (b ^ (neg | 1<<31)) - neg, neg the sign spread over the word.
+	VPSRAD $31, Z10, Z11
+	VPORD Z3, Z11, Z12
+	VPXORD Z10, Z12, Z12
+	VPSUBD Z11, Z12, Z12
+	// Missing (NaN): 0 in the first copy, 0xFFFFFFFF in the second.
+	VPANDD Z4, Z10, Z13
+	VPCMPUD $2, Z5, Z13, K2 // not NaN
+	VMOVDQA32.Z Z12, K2, Z14
+	VMOVDQU32 Z14, (R12)
+	VMOVDQA32 Z6, Z15
+	VMOVDQA32 Z12, K2, Z15
+	VMOVDQU32 Z15, (R12)(R9*1)
+	ADDQ $4, R11
+	ADDQ $64, R12
+	DECQ BX
+	JNE keysfeat
+
+	VPADDD Z8, Z7, Z7
+	ADDQ DX, DI
+	DECQ R10
+	JNE keysvec
+
+keysdone:
+	VZEROUPPER
+	RET
