@@ -12,7 +12,8 @@ import (
 // level's tables by a register permute (VPERMT2D), shared by the sixteen rows, and
 // only the keys are loaded, one gather a level. Levels 0 and 1 need none: all lanes
 // start at node 0, whose keys for the sixteen rows are sixteen consecutive values (see
-// the key layout in kernel.go), and level 1 has two nodes, a load each and a blend.
+// the key layout in kernel.go), and levels 1 and 2 have two and four nodes: a load
+// each, blended by the lanes' positions, costs less than a gather's sixteen loads.
 //
 // A tree is stored as a full tree of its depth, level by level: node j of level l has
 // children 2j and 2j+1 on level l+1, so a step is j = 2j + (key >= threshold) and

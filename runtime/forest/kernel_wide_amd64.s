@@ -60,6 +60,52 @@ GLOBL iota16<>(SB), RODATA|NOPTR, $64
 	VPCMPUD $5, thr, key, k; \
 	VPADDD Z30, j, k, j
 
+// LEVEL2 takes level 2 (at R14) with four loads instead of a gather: node n's keys
+// for all the vectors' lanes are loaded at once (offset in AX, loaded by LEVEL2), node
+// 1's over node 0's in the lanes with j odd (K1..K4), node 3's over node 2's likewise,
+// then the second pair over the first where j >= 2 (K5). The thresholds come from one
+// permute of the level's first 16.
+#define LEVEL2 \
+	VPTESTMD Z30, Z0, K1; \
+	VPTESTMD Z30, Z1, K2; \
+	VPTESTMD Z30, Z2, K3; \
+	VPTESTMD Z30, Z3, K4; \
+	MOVL 0(R14), AX; \
+	VMOVDQU32 (R8)(AX*4), Z16; \
+	VMOVDQU32 (R9)(AX*4), Z17; \
+	VMOVDQU32 (R10)(AX*4), Z18; \
+	VMOVDQU32 (R11)(AX*4), Z19; \
+	MOVL 4(R14), AX; \
+	VMOVDQU32 (R8)(AX*4), K1, Z16; \
+	VMOVDQU32 (R9)(AX*4), K2, Z17; \
+	VMOVDQU32 (R10)(AX*4), K3, Z18; \
+	VMOVDQU32 (R11)(AX*4), K4, Z19; \
+	MOVL 8(R14), AX; \
+	VMOVDQU32 (R8)(AX*4), Z24; \
+	VMOVDQU32 (R9)(AX*4), Z25; \
+	VMOVDQU32 (R10)(AX*4), Z26; \
+	VMOVDQU32 (R11)(AX*4), Z27; \
+	MOVL 12(R14), AX; \
+	VMOVDQU32 (R8)(AX*4), K1, Z24; \
+	VMOVDQU32 (R9)(AX*4), K2, Z25; \
+	VMOVDQU32 (R10)(AX*4), K3, Z26; \
+	VMOVDQU32 (R11)(AX*4), K4, Z27; \
+	VMOVDQU32 128(R14), Z10; \
+	PAIR(Z0, Z16, Z24, Z20, K1); \
+	PAIR(Z1, Z17, Z25, Z21, K2); \
+	PAIR(Z2, Z18, Z26, Z22, K3); \
+	PAIR(Z3, Z19, Z27, Z23, K4)
+
+// PAIR finishes LEVEL2 for one vector: key = the second pair's keys where j >= 2,
+// thr = the lanes' thresholds, j = 2j + (key >= thr).
+#define PAIR(j, key, hi, thr, k) \
+	VPTESTMD Z28, j, K5; \
+	VMOVDQA32 hi, K5, key; \
+	VPERMD Z10, j, thr; \
+	VPCMPUD $5, thr, key, k; \
+	VPADDD j, j, j; \
+	VPADDD Z30, j, k, j
+
 // LEAF adds the leaf values at positions j (leaves 0..15 in Z9, 32..47 in Z10, the
 // rest in memory at R14) to the margins at acc.
 #define LEAF(j, a, b, k, acc) \
@@ -137,6 +183,11 @@ level1:
 	LEVEL1(Z1, Z17, Z21, K2, R9)
 	LEVEL1(Z2, Z18, Z22, K3, R10)
 	LEVEL1(Z3, Z19, Z23, K4, R11)
+	ADDQ $256, R14
+	CMPQ R14, BX
+	JEQ leaf
+
+	LEVEL2
 	ADDQ $256, R14
 	CMPQ R14, BX
 	JEQ leaf
