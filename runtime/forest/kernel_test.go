@@ -114,3 +114,36 @@ func TestFloatKey(t *testing.T) {
 		}
 	}
 }
+
+// TestWideKeys: wideKeys writes the keys rowKeys would, special values included, and
+// fills the lanes past a partial block's last row with that row's keys.
+func TestWideKeys(t *testing.T) {
+	if !haveWide {
+		t.Skip("the CPU has no AVX-512: the wide kernel never runs here")
+	}
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+		float32(math.NaN()), math.Float32frombits(0xffc00001), math.Float32frombits(0x7f800001),
+		math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, 1, -1}
+	rng := rand.New(rand.NewSource(3))
+	const nf = 7
+	vecKeys := 2 * nf * wideLanes
+	for _, nrows := range []int{1, 17, 63, 64} {
+		rows := make([]float32, nrows*nf)
+		for i := range rows {
+			rows[i] = special[rng.Intn(len(special))]
+		}
+		got := make([]uint32, wideVectors*vecKeys)
+		want := make([]uint32, wideVectors*vecKeys)
+		wideKeys(&rows[0], nrows, nf, &got[0], vecKeys*4)
+		for k := 0; k < wideVectors*wideLanes; k++ {
+			r := min(k, nrows-1)
+			v, lane := k/wideLanes, k%wideLanes
+			rowKeys(want[v*vecKeys:(v+1)*vecKeys], rows[r*nf:(r+1)*nf], lane, wideLanes)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%d rows: key[%d] %#x, rowKeys %#x", nrows, i, got[i], want[i])
+			}
+		}
+	}
+}

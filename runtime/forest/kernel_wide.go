@@ -10,7 +10,10 @@ import (
 // the row's key and the node's child for every row and level, and eight of them
 // barely keep the core busy; here the node's feature and threshold come from the
 // level's tables by a register permute (VPERMT2D), shared by the sixteen rows, and
-// only the keys are loaded, one gather a level.
+// only the keys are loaded, one gather a level. Levels 0 and 1 need none: all lanes
+// start at node 0, whose keys for the sixteen rows are sixteen consecutive values (see
+// the key layout in kernel.go), and levels 1 and 2 have two and four nodes: a load
+// each, blended by the lanes' positions, costs less than a gather's sixteen loads.
 //
 // A tree is stored as a full tree of its depth, level by level: node j of level l has
 // children 2j and 2j+1 on level l+1, so a step is j = 2j + (key >= threshold) and
@@ -49,7 +52,9 @@ const (
 	wideVectors = 4
 	// wideMinRows is the smallest batch the wide kernel takes: it walks 64 rows
 	// whatever the batch, in about the time the scalar kernels walk 25 to 30
-	// (BenchmarkMargins: 2.2 to 3.3 ns a tree and row against 5 to 8).
+	// (BenchmarkMargins: 2.2 to 3.3 ns a tree and row against 5 to 8). Set when
+	// the kernel gathered at every level; since levels 0 to 2 load instead it
+	// measures 1.2 to 1.7 ns, and a smaller minimum may pay: not yet measured.
 	wideMinRows = 32
 )
 
@@ -112,7 +117,7 @@ func (m *Model) fillWide(t []uint32, i uint32, l, j, depth int) {
 
 // wideMargins adds the trees' leaf values to nrows rows' margins in out, a block of
 // wideVectors vectors of rows at a time; a last block with fewer rows is filled up
-// with copies of its first row, walked and not read.
+// with copies of its last row, walked and not read.
 func (m *Model) wideMargins(out, rows []float32, nrows int) {
 	nf, ng := m.numFeature, m.numGroup
 	vecKeys := 2 * nf * wideLanes
@@ -129,13 +134,9 @@ func (m *Model) wideMargins(out, rows []float32, nrows int) {
 	acc := s.margins[:ng*block]
 	for b := 0; b < nrows; b += block {
 		e := min(b+block, nrows)
+		wideKeys(&rows[b*nf], e-b, nf, &keys[0], vecKeys*4)
 		for k := 0; k < block; k++ {
-			v, lane := k/wideLanes, k%wideLanes
-			r := b + k
-			if r >= e {
-				r = b
-			}
-			rowKeys(keys[v*vecKeys:(v+1)*vecKeys], rows[r*nf:(r+1)*nf], lane, wideLanes)
+			r := min(b+k, e-1)
 			for g := 0; g < ng; g++ {
 				acc[g*block+k] = out[r*ng+g]
 			}

@@ -10,3 +10,8 @@ var haveWide = cpu.X86.HasAVX512F
 //
 //go:noescape
 func wideWalk(tables *uint32, trees *wideTree, ntrees int, keys *uint32, keyStride int, acc *float32)
+
+// wideKeys is in kernel_wide_amd64.s.
+//
+//go:noescape
+func wideKeys(rows *float32, nrows int, nf int, keys *uint32, keyStride int)
