@@ -228,9 +228,13 @@ func TestReleasedVersionStopsItsBatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The batcher runs one loop per output kind; Close, run by the last Release, returns once
-	// they have ended, so the count is exact.
+	// each loop has said it is done, a moment before its goroutine ends: the count is waited for
+	// (the deadline only guards against a hang).
 	before := runtime.NumGoroutine()
 	old.Release()
+	for deadline := time.Now().Add(10 * time.Second); before-runtime.NumGoroutine() < 6 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if stopped := before - runtime.NumGoroutine(); stopped < 6 {
 		t.Fatalf("%d goroutines ended when the replaced version was released, want its batcher's 6", stopped)
 	}
