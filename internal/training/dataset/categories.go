@@ -85,22 +85,25 @@ func finishCategories(m *Matrix, cats []*categoryColumn) {
 	}
 }
 
-// recode renumbers column j of m from positions in from to positions in to (which holds every
-// name of from, unless missing is true: then a name to lacks becomes a missing value).
+// recode renumbers column j of m from positions in from to positions in to, and returns how
+// many values became missing because to lacks their name (none when to holds every name of
+// from).
 func recode(m *Matrix, j int, from, to []string) (missing int) {
+	nan := float32(math.NaN())
 	at := make([]float32, len(from))
 	for k, name := range from {
 		if i, ok := slices.BinarySearch(to, name); ok {
 			at[k] = float32(i)
 		} else {
-			at[k] = float32(math.NaN())
-			missing++
+			at[k] = nan
 		}
 	}
 	for i := 0; i < m.Rows; i++ {
 		v := &m.Data[i*m.Cols+j]
 		if *v == *v {
-			*v = at[int(*v)]
+			if *v = at[int(*v)]; *v != *v {
+				missing++
+			}
 		}
 	}
 	return missing
@@ -115,15 +118,7 @@ func (m *Matrix) Recode(cats [][]string) {
 		if to == nil || m.Categories == nil || m.Categories[j] == nil {
 			continue
 		}
-		from := m.Categories[j]
-		for i := 0; i < m.Rows; i++ {
-			if v := m.Data[i*m.Cols+j]; v == v {
-				if _, ok := slices.BinarySearch(to, from[int(v)]); !ok {
-					m.UnseenCategories++
-				}
-			}
-		}
-		recode(m, j, from, to)
+		m.UnseenCategories += recode(m, j, m.Categories[j], to)
 		m.Categories[j] = to
 	}
 }
