@@ -36,13 +36,7 @@ func TestKernelLayouts(t *testing.T) {
 				t.Fatalf("lanes %d, 16-bit offsets %v; want %d, %v", m.lanes, m.fast.feat16 != nil, tc.lanes, tc.feat16)
 			}
 			const nrows = 77
-			rows := make([]float32, nrows*tc.feats)
-			for i := range rows {
-				rows[i] = float32(rng.NormFloat64())
-				if rng.Float64() < 0.2 {
-					rows[i] = float32(math.NaN())
-				}
-			}
+			rows := randomRows(rng, nrows*tc.feats, 1)
 			want := m.referenceMargins(rows, nrows)
 			got, err := m.Predict(nil, rows, nrows, OutputMargin)
 			if err != nil {
@@ -78,13 +72,7 @@ func TestWideKernel(t *testing.T) {
 		}
 		taken++
 		for _, nrows := range []int{wideMinRows, 64, 77, 200} {
-			rows := make([]float32, nrows*m.numFeature)
-			for i := range rows {
-				rows[i] = float32(rng.NormFloat64() * 3)
-				if rng.Float64() < 0.2 {
-					rows[i] = float32(math.NaN())
-				}
-			}
+			rows := randomRows(rng, nrows*m.numFeature, 3)
 			want := m.referenceMargins(rows, nrows)
 			got, err := m.Predict(nil, rows, nrows, OutputMargin)
 			if err != nil {
@@ -146,4 +134,17 @@ func TestWideKeys(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomRows are n feature values, normal with standard deviation scale, a fifth of them
+// missing (NaN).
+func randomRows(rng *rand.Rand, n int, scale float64) []float32 {
+	rows := make([]float32, n)
+	for i := range rows {
+		rows[i] = float32(rng.NormFloat64() * scale)
+		if rng.Float64() < 0.2 {
+			rows[i] = float32(math.NaN())
+		}
+	}
+	return rows
 }
