@@ -112,6 +112,7 @@ func (m *Model) buildFast() {
 	}
 	m.fast = f
 	m.buildWide()
+	m.buildRow()
 }
 
 // rowKeys writes the keys of a row into lane of a group of n lanes' keys. A missing
@@ -151,10 +152,20 @@ func step[F featOffset](feat, cl, keys unsafe.Pointer, i uintptr, lane uintptr) 
 	return uintptr((k + *(*uint64)(unsafe.Add(cl, i*8))) >> 32)
 }
 
-// rowMargins evaluates one row, walking eight trees at once: one walk is a chain of
-// dependent loads, and independent chains keep the core busy while each waits. Leaf
-// values are still added in tree order, as XGBoost adds them.
+// rowMargins evaluates one row: with the row kernel where the model has its layout,
+// else with the scalar kernel.
 func (m *Model) rowMargins(out, row []float32) {
+	if m.row.groups != nil {
+		m.rowWalk(out, row) // kernel_row.go
+		return
+	}
+	m.rowMarginsScalar(out, row)
+}
+
+// rowMarginsScalar evaluates one row, walking eight trees at once: one walk is a chain
+// of dependent loads, and independent chains keep the core busy while each waits. Leaf
+// values are still added in tree order, as XGBoost adds them.
+func (m *Model) rowMarginsScalar(out, row []float32) {
 	if m.fast.feat16 != nil {
 		rowMarginsF[uint16](m, out, row, unsafe.Pointer(unsafe.SliceData(m.fast.feat16)))
 	} else {

@@ -109,16 +109,13 @@ func TestWideKeys(t *testing.T) {
 	if !haveWide {
 		t.Skip("the CPU has no AVX-512: the wide kernel never runs here")
 	}
-	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
-		float32(math.NaN()), math.Float32frombits(0xffc00001), math.Float32frombits(0x7f800001),
-		math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, 1, -1}
 	rng := rand.New(rand.NewSource(3))
 	const nf = 7
 	vecKeys := 2 * nf * wideLanes
 	for _, nrows := range []int{1, 17, 63, 64} {
 		rows := make([]float32, nrows*nf)
 		for i := range rows {
-			rows[i] = special[rng.Intn(len(special))]
+			rows[i] = specialValues[rng.Intn(len(specialValues))]
 		}
 		got := make([]uint32, wideVectors*vecKeys)
 		want := make([]uint32, wideVectors*vecKeys)
@@ -131,6 +128,111 @@ func TestWideKeys(t *testing.T) {
 		for i := range want {
 			if got[i] != want[i] {
 				t.Fatalf("%d rows: key[%d] %#x, rowKeys %#x", nrows, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// specialValues are the floats whose keys are easiest to get wrong: zeros of both
+// signs, infinities, NaNs of several bit patterns, denormals, the largest finite.
+var specialValues = []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+	float32(math.NaN()), math.Float32frombits(0xffc00001), math.Float32frombits(0x7f800001),
+	math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, 1, -1}
+
+// TestRowKernel: on every zoo model the row kernel takes (pruned and unbalanced trees
+// padded to their group's depth, dart weights, a last group of fewer than eight trees)
+// and on full trees of every depth it has a code path for, a single row's margin is the
+// bounds-checked reference walk's bit for bit; models it cannot take keep the scalar
+// kernel.
+func TestRowKernel(t *testing.T) {
+	check := func(t *testing.T, name string, m *Model, rng *rand.Rand) {
+		t.Helper()
+		const nrows = 40
+		rows := randomRows(rng, nrows*m.numFeature, 3)
+		// Half the values sit exactly on a threshold of their feature, which goes right.
+		splits := make([][]float32, m.numFeature)
+		for i, n := range m.nodes {
+			if n.left != uint32(i) && n.split == n.split {
+				splits[n.feat] = append(splits[n.feat], n.split)
+			}
+		}
+		for i := range rows {
+			if s := splits[i%m.numFeature]; len(s) > 0 && rng.Intn(2) == 0 {
+				rows[i] = s[rng.Intn(len(s))]
+			}
+		}
+		want := m.referenceMargins(rows, nrows)
+		ng := m.numGroup
+		for r := 0; r < nrows; r++ {
+			got, err := m.Predict(nil, rows[r*m.numFeature:(r+1)*m.numFeature], 1, OutputMargin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for g := range got {
+				if math.Float32bits(got[g]) != math.Float32bits(want[r*ng+g]) {
+					t.Fatalf("%s, row %d: margin[%d] %v, reference walk %v", name, r, g, got[g], want[r*ng+g])
+				}
+			}
+		}
+	}
+	if !haveRow {
+		t.Skip("the row kernel has no code for this CPU")
+	}
+	rng := rand.New(rand.NewSource(11))
+	paths, err := filepath.Glob("testdata/zoo/*/*/json/*")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no zoo models: %v", err)
+	}
+	taken, partial := 0, 0
+	for _, path := range paths {
+		m, err := Load(path)
+		if err != nil || m.row.groups == nil {
+			continue
+		}
+		taken++
+		if len(m.trees)%rowWays != 0 {
+			partial++
+		}
+		check(t, path, m, rng)
+	}
+	if taken < 10 || partial == 0 {
+		t.Fatalf("the row kernel took %d zoo models (%d with a partial group), want most of them and some", taken, partial)
+	}
+	t.Logf("%d zoo models on the row kernel", taken)
+	for depth := 0; depth <= rowMaxDepth+1; depth++ {
+		m, err := Parse([]byte(randomTreesModel(rng, 19, depth, 37)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (m.row.groups != nil) != (depth <= rowMaxDepth) {
+			t.Fatalf("depth %d: row kernel %v, want %v", depth, m.row.groups != nil, depth <= rowMaxDepth)
+		}
+		check(t, fmt.Sprint("full trees of depth ", depth), m, rng)
+	}
+}
+
+// TestRowKeys1: rowKeys1 writes the keys rowKeys writes for one lane, special values
+// included, for rows that end mid-vector, and nothing past them.
+func TestRowKeys1(t *testing.T) {
+	if !haveRow || !haveWide {
+		t.Skip("the CPU has no AVX-512: rowKeys1 never runs here")
+	}
+	rng := rand.New(rand.NewSource(13))
+	for nf := 1; nf <= 50; nf++ {
+		row := make([]float32, nf)
+		for i := range row {
+			row[i] = specialValues[rng.Intn(len(specialValues))]
+		}
+		got := make([]uint32, 2*nf+16)
+		for i := range got {
+			got[i] = 0xdeadbeef
+		}
+		want := make([]uint32, 2*nf)
+		rowKeys1(&row[0], nf, &got[0])
+		rowKeys(want, row, 0, 1)
+		for i := range got {
+			if i < 2*nf && got[i] != want[i] || i >= 2*nf && got[i] != 0xdeadbeef {
+				t.Fatalf("%d features: key[%d] %#x, rowKeys %#x (past the keys: untouched)", nf, i, got[i], want[min(i, 2*nf-1)])
 			}
 		}
 	}

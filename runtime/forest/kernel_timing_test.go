@@ -34,8 +34,8 @@ func kernelBenchModel(b *testing.B) (*Model, []float32) {
 	return m, rows
 }
 
-// BenchmarkMargins measures the margin kernels on one core: rowMargins (one row) and
-// blockMargins (a batch of 1000). Besides the cost of a row it reports the CPU time per tree
+// BenchmarkMargins measures the margin kernels on one core: one row (the row kernel, and
+// the scalar kernel it replaces where it runs) and a batch of 1000. Besides the cost of a row it reports the CPU time per tree
 // and row (cpu-ns/tree/row), the figure that compares across model sizes; the sub-benchmark
 // names give the model's trees, depth and features.
 func BenchmarkMargins(b *testing.B) {
@@ -53,6 +53,15 @@ func BenchmarkMargins(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			k := i % 1000
 			m.margins(out[:1], rows[k*kernelFeatures:(k+1)*kernelFeatures], 1)
+		}
+		report(b, 1, cpu0)
+	})
+	b.Run("row-scalar/"+shape, func(b *testing.B) {
+		cpu0 := processCPU()
+		for i := 0; b.Loop(); i++ {
+			k := i % 1000
+			out[0] = 0
+			m.rowMarginsScalar(out[:1], rows[k*kernelFeatures:(k+1)*kernelFeatures])
 		}
 		report(b, 1, cpu0)
 	})

@@ -129,6 +129,7 @@ type Model struct {
 	flags   []uint8   // per node: flagMissRight, flagCat; 0 for leaves
 	fast    fastTrees // nodes for the margin kernels (kernel.go); empty with categorical splits
 	wide    wideTrees // trees for the AVX-512 batch kernel (kernel_wide.go); empty where it cannot run
+	row     rowTrees  // trees for the single-row kernel (kernel_row.go); empty where it does not fit
 	lanes   int       // rows whose keys interleave in the margin kernels (kernel.go)
 	trees   []treeMeta
 	nodeID  []int32  // XGBoost node id per flat node (pred_leaf output)

@@ -1,0 +1,138 @@
+package forest
+
+import (
+	"math"
+	"unsafe"
+)
+
+// The row kernel evaluates a single row of a model with one output group. The scalar
+// walk of kernel.go takes three loads a step (the node's feature, the row's key, the
+// node's child and threshold) and eight walks a time; here a node is one word, its
+// feature's key offset and its threshold, and a step is two loads, an add and an
+// add-with-carry (kernel_row_amd64.s):
+//
+//	word  = key's byte offset << 32 | 2^32 - threshold key
+//	child = 2r + carry(key + low half)   (r: the node's breadth-first number, root 1)
+//
+// Groups of eight consecutive trees are stored as eight full trees of the group's
+// depth, one after another: a tree of depth D is its 2^D node words (breadth first,
+// word 0 unused), then its 2^D leaf values (float32), 12*2^D bytes. The eight walks of
+// a group address their trees by constant displacements, and a tree's first three
+// levels share one cache line. A leaf above the group's last
+// level becomes a node of threshold "never" (low half 0: no key carries, the walk
+// goes left) whose subtrees repeat it, so every walk takes exactly the group's depth
+// in steps. The words of the last level are leaf values (float32 bits). The last group
+// is filled up with trees whose every leaf is -0 (x + -0 is x for every x, -0 and NaN
+// included), so the kernel adds eight leaves a group and needs no count. Keys are
+// those of kernel.go for one lane, so comparisons and missing values are the scalar
+// kernels', and leaf values are added in tree order: the margins are theirs bit for bit.
+
+// rowGroup is one group of trees in rowTrees.words; its layout is read by rowSum.
+type rowGroup struct {
+	off   uint32 // index in rowTrees.words of the group's start
+	depth int32  // steps from root to leaf: the deepest of its trees
+}
+
+// rowTrees holds the trees for the row kernel; empty where it does not run.
+type rowTrees struct {
+	words  []uint32 // node r of a tree: [2r] 2^32 - threshold, [2r+1] key offset
+	groups []rowGroup
+}
+
+const (
+	rowWays = 8 // trees of a group, walked together
+	// rowMaxDepth is the deepest group rowSum has a code path for.
+	rowMaxDepth = 8
+	// rowMaxWords bounds the padding of shallow trees to their group's depth: the
+	// layout is built only if its words (uint32) are at most this many a flat node
+	// (groups of full trees of one depth: about 1.5).
+	rowMaxWords = 6
+)
+
+// buildRow lays the trees out for the row kernel, or leaves m.row empty: on CPUs it
+// has no code for, for models with several output groups (their margins are not one
+// register's sum), a tree deeper than rowMaxDepth, or padding beyond rowMaxWords.
+func (m *Model) buildRow() {
+	nt := len(m.trees)
+	if !haveRow || nt == 0 || m.numGroup != 1 {
+		return
+	}
+	groups := make([]rowGroup, (nt+rowWays-1)/rowWays)
+	size := 0
+	for g := range groups {
+		first := g * rowWays
+		n := min(rowWays, nt-first)
+		var depth int32
+		for _, tr := range m.trees[first : first+n] {
+			depth = max(depth, tr.depth)
+		}
+		if depth > rowMaxDepth {
+			return
+		}
+		groups[g] = rowGroup{off: uint32(size), depth: depth}
+		size += rowWays * 3 << depth
+	}
+	if size > rowMaxWords*len(m.nodes) || size >= math.MaxUint32/8 {
+		return
+	}
+	// Slack to start on a 64-byte line: trees of depth 4 and more then start on one.
+	buf := make([]uint32, size+16)
+	start := (16 - int(uintptr(unsafe.Pointer(&buf[0]))/4%16)) % 16
+	words := buf[start : start+size]
+	for g, gr := range groups {
+		stride := 3 << gr.depth
+		for k := 0; k < rowWays; k++ {
+			t := words[int(gr.off)+k*stride : int(gr.off)+(k+1)*stride]
+			if tree := g*rowWays + k; tree < nt {
+				m.fillRow(t, m.trees[tree].root, 1, 0, int(gr.depth))
+				continue
+			}
+			// Filling up the last group: nodes 0 go left, to leaves of -0.
+			for i := 2 << gr.depth; i < stride; i++ {
+				t[i] = math.Float32bits(float32(math.Copysign(0, -1)))
+			}
+		}
+	}
+	m.row = rowTrees{words: words, groups: groups}
+}
+
+// fillRow writes flat node i as node r, on level l, of a full tree of the given depth.
+func (m *Model) fillRow(t []uint32, i uint32, r, l, depth int) {
+	n := &m.nodes[i]
+	if l == depth {
+		t[1<<depth+r] = math.Float32bits(n.value)
+		return
+	}
+	left, right := i, i // a leaf above the last level: both subtrees repeat it
+	var c, off uint32   // c 0: no key carries, every row goes left
+	if n.left != i {
+		left, right = n.left, n.left+1
+		thr := uint32(1) // x < NaN is false for every x: non-missing values go right
+		if n.split == n.split {
+			thr = floatKey(n.split)
+		}
+		f := n.feat
+		if m.flags[i]&flagMissRight != 0 {
+			f += uint32(m.numFeature)
+		}
+		// Thresholds are at least 1 (key(-Inf) > 0), so 2^32 - thr fits.
+		c, off = uint32(1<<32-uint64(thr)), f*4
+	}
+	t[2*r], t[2*r+1] = c, off
+	m.fillRow(t, left, 2*r, l+1, depth)
+	m.fillRow(t, right, 2*r+1, l+1, depth)
+}
+
+// rowWalk adds the trees' leaf values for one row to its margin in out[0].
+func (m *Model) rowWalk(out, row []float32) {
+	s := scratchPool.Get().(*scratch)
+	s.keys = growKeys(s.keys, 2*len(row))
+	keys := s.keys
+	if haveWide && len(row) > 0 {
+		rowKeys1(&row[0], len(row), &keys[0])
+	} else {
+		rowKeys(keys, row, 0, 1)
+	}
+	out[0] = rowSum(&m.row.words[0], &m.row.groups[0], len(m.row.groups), &keys[0], out[0])
+	scratchPool.Put(s)
+}
