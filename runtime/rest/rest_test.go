@@ -2,6 +2,7 @@ package rest
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -97,4 +98,43 @@ func FuzzInferBody(f *testing.F) {
 			t.Fatalf("status %d for %q: %s", w.Code, body, w.Body)
 		}
 	})
+}
+
+// TestRequestIDs: every answer carries X-Request-Id, the client's when it sent one, else
+// a new one unique to the request; an infer request without an "id" is answered with
+// that id, as KServe's server answers.
+func TestRequestIDs(t *testing.T) {
+	h := newHandler(t, false)
+	do := func(id string) (header string, answer map[string]any) {
+		t.Helper()
+		r := httptest.NewRequest("POST", "/v2/models/iris/infer", bytes.NewReader(rowsJSON(1)))
+		if id != "" {
+			r.Header.Set("x-request-id", id)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &answer); err != nil {
+			t.Fatal(err)
+		}
+		return w.Header().Get("X-Request-Id"), answer
+	}
+	a, answerA := do("")
+	b, _ := do("")
+	if a == "" || b == "" || a == b || !strings.HasPrefix(b, idPrefix) {
+		t.Fatalf("new request ids %q and %q: want two distinct ids starting %q", a, b, idPrefix)
+	}
+	if answerA["id"] != a {
+		t.Fatalf("answer id %v, want the request id %q", answerA["id"], a)
+	}
+	c, answerC := do("trace-7")
+	if c != "trace-7" || answerC["id"] != "trace-7" {
+		t.Fatalf("client id trace-7 answered as header %q, id %v", c, answerC["id"])
+	}
+	// A new id is not changed by the next one (its bytes are its own).
+	if d, _ := do(""); d == a || a != answerA["id"] {
+		t.Fatalf("ids %q then %q", a, d)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/labstack/echo/v4"
 
@@ -84,14 +85,30 @@ func newIDPrefix() string {
 	return hex.EncodeToString(b[:]) + "-"
 }
 
-// requestID is the client's X-Request-Id, or a new one: a per-process random prefix and a
-// counter, unique without a random read per request, built in one allocation.
-func requestID(c echo.Context) string {
-	if id := c.Request().Header.Get(requestIDHeader); id != "" {
-		return id
+// requestID is the answer's X-Request-Id header value: the client's id, or a new one, a
+// per-process random prefix and a counter, unique without a random read per request.
+// The client's is its own header's value, shared (header values are only read); a new
+// one is a single allocation, the id's bytes and the value together.
+func requestID(c echo.Context) []string {
+	if v := headerValue(c.Request().Header, requestIDHeader); v != "" {
+		return c.Request().Header[requestIDHeader][:1:1]
 	}
-	var b [32]byte
-	return string(strconv.AppendUint(append(b[:0], idPrefix...), idCounter.Add(1), 16))
+	id := new(struct {
+		value [1]string
+		b     [32]byte
+	})
+	b := strconv.AppendUint(append(id.b[:0], idPrefix...), idCounter.Add(1), 16)
+	id.value[0] = unsafe.String(&b[0], len(b))
+	return id.value[:]
+}
+
+// headerValue is h.Get(key) for a key in canonical form: Get canonicalizes its key first, a
+// scan of it per call.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // statusLabels are the metrics' status labels of HTTP codes, made once rather than per request.
@@ -114,9 +131,10 @@ func statusLabel(code int) string {
 func (h *handlers) recoverAndLog(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		start := time.Now()
-		id := requestID(c)
+		idValue := requestID(c)
+		id := idValue[0]
 		// The id is a canonical header name already: no need for Header.Set to check it.
-		c.Response().Header()[requestIDHeader] = []string{id}
+		c.Response().Header()[requestIDHeader] = idValue
 		defer func() {
 			if r := recover(); r != nil {
 				err = v2.Errorf(v2.KindInternal, "internal error: %v", r)
@@ -247,7 +265,7 @@ func (h *handlers) infer(c echo.Context) error {
 	// The id recoverAndLog gave the request answers for a request without one (echo's c.Set
 	// would cost a map per request).
 	jsonLen, err := x.serve(c.Request().Context(), h.svc, m, l,
-		c.Request().Header.Get(v2.HeaderContentLength), c.Response().Header().Get(requestIDHeader))
+		headerValue(c.Request().Header, v2.HeaderContentLength), headerValue(c.Response().Header(), requestIDHeader))
 	if err != nil {
 		return err
 	}
