@@ -46,8 +46,8 @@
 // trees at most 8 deep takes the row kernel instead: groups of eight trees stored as
 // full trees, one word a node (kernel_row.go). On CPUs with AVX-512, batches of 32
 // rows or more of models whose trees are at most 6 deep walk sixteen rows to a vector
-// instead, each tree stored as a full tree level by level (kernel_wide.go). Batches large enough to pay
-// for it are split across GOMAXPROCS cores.
+// instead, each tree stored as a full tree level by level (kernel_wide.go). Batches
+// large enough to pay for it are split across GOMAXPROCS cores.
 //
 // Sizes a model declares are bounded at load (classes, features, trees, nodes; see
 // model.go), so what a call allocates stays proportional to one row, whatever the
