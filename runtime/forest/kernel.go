@@ -124,10 +124,12 @@ func rowKeys(keys []uint32, row []float32, lane, n int) {
 	if lane < 0 || lane >= n {
 		panic("forest: rowKeys lane out of range")
 	}
-	// Every store lies inside keys[:2*nf*n]: f < nf and lane < n.
+	// Every store lies inside keys[:2*nf*n]: f < nf and lane < n. The addresses are
+	// computed from the start, not stepped: a step past the last key would point past
+	// the buffer, which the race detector's pointer checks refuse.
 	lo := unsafe.Pointer(&keys[lane])
 	hi := unsafe.Add(lo, nf*n*4)
-	for _, v := range row {
+	for f, v := range row {
 		b := math.Float32bits(v)
 		k := bitsKey(b)
 		var miss uint32
@@ -135,10 +137,8 @@ func rowKeys(keys []uint32, row []float32, lane, n int) {
 			miss = math.MaxUint32
 		}
 		// Not missing: k in both copies; missing: 0 (goes left) and 0xFFFFFFFF (right).
-		*(*uint32)(lo) = k &^ miss
-		*(*uint32)(hi) = k | miss
-		lo = unsafe.Add(lo, n*4)
-		hi = unsafe.Add(hi, n*4)
+		*(*uint32)(unsafe.Add(lo, f*n*4)) = k &^ miss
+		*(*uint32)(unsafe.Add(hi, f*n*4)) = k | miss
 	}
 }
 

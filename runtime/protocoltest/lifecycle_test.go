@@ -2,10 +2,12 @@ package protocoltest
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -220,5 +222,60 @@ func TestSlowBodyGets408(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), "not received within 300ms") {
 		t.Fatalf("stalled body: %d %s; want 408 naming the timeout", resp.StatusCode, body)
+	}
+}
+
+// A client whose request headers stop arriving has its connection closed once the header
+// timeout (--request_timeout, at most 10 s) passes, instead of holding it open forever.
+func TestSlowHeadersAreCutOff(t *testing.T) {
+	s := startIris(t, "--request_timeout", "300ms")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("POST /v2/models/iris/infer HTTP/1.1\r\nHost: x\r\nContent-Ty")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(hangGuard))
+	rest, err := io.ReadAll(conn)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("the server holds a connection whose headers stopped arriving")
+	}
+	// net/http answers a request cut off mid-headers with 400 (some timeouts with 408, or
+	// nothing) before it closes; anything else would be an answer to half a request.
+	if len(rest) > 0 && !strings.HasPrefix(string(rest), "HTTP/1.1 400") && !strings.HasPrefix(string(rest), "HTTP/1.1 408") {
+		t.Fatalf("stalled headers answered %q", rest)
+	}
+}
+
+// An idle keep-alive connection stays usable while requests keep coming within the
+// timeouts: the deadlines of one request do not cut the next one short.
+func TestKeepAliveOutlivesOneRequestsDeadlines(t *testing.T) {
+	s := startIris(t, "--request_timeout", "300ms")
+	client := &http.Client{Timeout: hangGuard}
+	body := `{"inputs":[{"name":"input-0","shape":[1,4],"datatype":"FP32","data":[5.1,3.5,1.4,0.2]}]}`
+	for i := 0; i < 4; i++ {
+		reused := false
+		trace := &httptrace.ClientTrace{GotConn: func(c httptrace.GotConnInfo) { reused = c.Reused }}
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace),
+			http.MethodPost, s.URL+"/v2/models/iris/infer", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if i > 0 && !reused {
+			t.Fatalf("request %d came on a new connection: the server closed the kept-alive one", i)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: status %d", i, resp.StatusCode)
+		}
+		// Past the first request's body and header deadlines, on the same connection.
+		time.Sleep(200 * time.Millisecond)
 	}
 }

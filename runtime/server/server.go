@@ -66,10 +66,12 @@ func Listen(cfg Config) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	var err error
-	if s.httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+	httpLn, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
 		return nil, fmt.Errorf("listen on REST port %s: %w", port(cfg.HTTPAddr), err)
 	}
+	t := restTimeouts(cfg)
+	s.httpLn = newDeadlineListener(httpLn, sweepTick(t.readHeader, t.read, t.write, t.idle))
 	if cfg.GRPCAddr != "" {
 		if s.grpcLn, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
 			s.httpLn.Close()
@@ -96,6 +98,18 @@ func Listen(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// timeouts are the REST connections' deadlines.
+type timeouts struct{ readHeader, read, write, idle time.Duration }
+
+func restTimeouts(cfg Config) timeouts {
+	return timeouts{
+		readHeader: min(cfg.RequestTimeout, 10*time.Second),
+		read:       cfg.RequestTimeout,
+		write:      cfg.RequestTimeout + WriteGrace,
+		idle:       2 * time.Minute,
+	}
 }
 
 func port(addr string) string {
@@ -133,19 +147,21 @@ func (s *Server) Run(ctx context.Context) error {
 	e := rest.New(svc, rest.Options{MaxBodyBytes: cfg.MaxBodyBytes, RequestTimeout: cfg.RequestTimeout,
 		MaxInflightBodyBytes: cfg.MaxInflightBodyBytes}, s.log)
 	// Deadlines on the connection rather than http.TimeoutHandler, which costs a goroutine and a
-	// buffered copy of every response (a third of the single-row throughput). A body that does
-	// not arrive within the timeout gets 408 while the write deadline still allows the answer;
-	// evaluation observes the request's context, bounded by the write deadline, and the base
-	// context, which a shutdown cancels once its drain time is over.
+	// buffered copy of every response (a third of the single-row throughput); coarse ones (the
+	// listener's, deadline.go), which cost no timer a request. A body that does not arrive
+	// within the timeout gets 408 while the write deadline still allows the answer; evaluation
+	// observes the request's context, bounded by the write deadline, and the base context,
+	// which a shutdown cancels once its drain time is over.
 	baseCtx, cancelInflight := context.WithCancel(context.Background())
 	defer cancelInflight()
+	t := restTimeouts(cfg)
 	httpSrv := &http.Server{
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		Handler:           e,
-		ReadHeaderTimeout: min(cfg.RequestTimeout, 10*time.Second),
-		ReadTimeout:       cfg.RequestTimeout,
-		WriteTimeout:      cfg.RequestTimeout + WriteGrace,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: t.readHeader,
+		ReadTimeout:       t.read,
+		WriteTimeout:      t.write,
+		IdleTimeout:       t.idle,
 	}
 	// One error each from the two servers and the start-up load.
 	errc := make(chan error, 3)

@@ -1,0 +1,212 @@
+package server
+
+import (
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Connection deadlines that cost an atomic store instead of a timer.
+//
+// With read, write and idle timeouts, net/http sets a connection's deadlines several
+// times a request (idle, header, body, write), and each moves a runtime timer: a lock,
+// a heap fix and a clock read. On a one-row request that made the timeouts alone cost
+// the bare net/http floor 1.07x-1.23x its CPU (runtime/README.md, "Under load"). The
+// runtime's timeouts are hundreds of milliseconds to minutes and none needs precision
+// to the microsecond, so a deadlineListener's connections record a future deadline in
+// an atomic, and one sweeper goroutine per listener, every tick, cuts short the reads
+// and writes whose deadline has passed by setting the connection's own deadline in
+// the past. A deadline holds to within a tick. A deadline already past (net/http sets
+// one to stop its background read when a handler returns) goes to the connection at
+// once, as does clearing a deadline that went there.
+
+// deadlineListener accepts connections with coarse deadlines and runs their sweeper.
+type deadlineListener struct {
+	net.Listener
+	tick time.Duration
+	now  atomic.Int64 // the sweeper's clock: UnixNano at its last tick
+
+	mu     sync.Mutex
+	conns  map[*deadlineConn]struct{}
+	closed bool          // the listener is closed: the sweeper ends with the last connection
+	done   chan struct{} // closed when the sweeper has ended
+}
+
+// sweepTick is how often the sweeper looks at deadlines: a sixteenth of the shortest
+// timeout, from a millisecond to a quarter of a second (without timeouts).
+func sweepTick(timeouts ...time.Duration) time.Duration {
+	shortest := time.Duration(0)
+	for _, d := range timeouts {
+		if d > 0 && (shortest == 0 || d < shortest) {
+			shortest = d
+		}
+	}
+	if shortest == 0 {
+		return 250 * time.Millisecond
+	}
+	return min(max(shortest/16, time.Millisecond), 250*time.Millisecond)
+}
+
+func newDeadlineListener(ln net.Listener, tick time.Duration) *deadlineListener {
+	l := &deadlineListener{Listener: ln, tick: tick, conns: map[*deadlineConn]struct{}{}, done: make(chan struct{})}
+	l.now.Store(time.Now().UnixNano())
+	go l.sweep()
+	return l
+}
+
+func (l *deadlineListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	dc := &deadlineConn{Conn: c, l: l}
+	l.mu.Lock()
+	l.conns[dc] = struct{}{}
+	l.mu.Unlock()
+	return dc, nil
+}
+
+// Close stops accepting; the connections keep their deadlines until they close (a
+// shutdown drains them).
+func (l *deadlineListener) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	return l.Listener.Close()
+}
+
+// sweep ticks until the listener is closed and its last connection too.
+func (l *deadlineListener) sweep() {
+	defer close(l.done)
+	t := time.NewTicker(l.tick)
+	defer t.Stop()
+	var conns []*deadlineConn
+	for now := range t.C {
+		n := now.UnixNano()
+		l.now.Store(n)
+		l.mu.Lock()
+		if l.closed && len(l.conns) == 0 {
+			l.mu.Unlock()
+			return
+		}
+		conns = conns[:0]
+		for c := range l.conns {
+			conns = append(conns, c)
+		}
+		l.mu.Unlock()
+		for _, c := range conns {
+			c.expire(n)
+		}
+		clear(conns) // hold no closed connection until the next tick
+	}
+}
+
+// deadlineConn is a connection whose future deadlines the sweeper enforces.
+type deadlineConn struct {
+	net.Conn
+	l *deadlineListener
+
+	mu           sync.Mutex // orders setting a deadline against the sweeper's expiring it
+	read, write  half
+	deregistered bool
+}
+
+// half is the deadline of one direction.
+type half struct {
+	at   atomic.Int64 // UnixNano; 0: none
+	real bool         // the connection's own deadline is set (guarded by deadlineConn.mu)
+}
+
+func (c *deadlineConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error {
+	return c.set(&c.read, t, c.Conn.SetReadDeadline)
+}
+
+func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
+	return c.set(&c.write, t, c.Conn.SetWriteDeadline)
+}
+
+func (c *deadlineConn) set(h *half, t time.Time, setReal func(time.Time) error) error {
+	at := int64(0)
+	if !t.IsZero() {
+		at = max(t.UnixNano(), 1)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h.at.Store(at)
+	if at != 0 && at <= c.l.now.Load() {
+		h.real = true
+		return setReal(t)
+	}
+	if h.real {
+		h.real = false
+		return setReal(time.Time{})
+	}
+	return nil
+}
+
+// expire sets the connection's own deadline, in the past, for each direction whose
+// deadline has passed: a pending read or write returns at once with a timeout.
+func (c *deadlineConn) expire(now int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at := c.read.at.Load(); at != 0 && at <= now && !c.read.real {
+		c.read.real = true
+		_ = c.Conn.SetReadDeadline(time.Unix(0, at))
+	}
+	if at := c.write.at.Load(); at != 0 && at <= now && !c.write.real {
+		c.write.real = true
+		_ = c.Conn.SetWriteDeadline(time.Unix(0, at))
+	}
+}
+
+// Read fails at once once its deadline has passed by the sweeper's clock; a read that
+// blocks past it is cut short by the sweeper.
+func (c *deadlineConn) Read(b []byte) (int, error) {
+	if at := c.read.at.Load(); at != 0 && at <= c.l.now.Load() {
+		return 0, c.timeout("read")
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *deadlineConn) Write(b []byte) (int, error) {
+	if at := c.write.at.Load(); at != 0 && at <= c.l.now.Load() {
+		return 0, c.timeout("write")
+	}
+	return c.Conn.Write(b)
+}
+
+// timeout is the error a net.Conn returns for I/O past its deadline.
+func (c *deadlineConn) timeout(op string) error {
+	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.ErrDeadlineExceeded}
+}
+
+// CloseWrite half-closes a TCP connection: net/http does so before closing a connection
+// whose request it refused, so that the client reads the answer.
+func (c *deadlineConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+func (c *deadlineConn) Close() error {
+	c.mu.Lock()
+	first := !c.deregistered
+	c.deregistered = true
+	c.mu.Unlock()
+	if first {
+		c.l.mu.Lock()
+		delete(c.l.conns, c)
+		c.l.mu.Unlock()
+	}
+	return c.Conn.Close()
+}

@@ -1,0 +1,181 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// hangGuard bounds a wait that should end by itself; it measures nothing.
+const hangGuard = 30 * time.Second
+
+// deadlinePair is a loopback connection whose server side came from a deadlineListener
+// with a 5 ms tick.
+func deadlinePair(t *testing.T) (l *deadlineListener, server *deadlineConn, client net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l = newDeadlineListener(ln, 5*time.Millisecond)
+	t.Cleanup(func() { l.Close() })
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	// The client's reads and writes must never hang the test.
+	_ = client.SetDeadline(time.Now().Add(hangGuard))
+	return l, c.(*deadlineConn), client
+}
+
+// waitPast returns once the sweeper's clock has passed at: a deadline at is then expired.
+func waitPast(t *testing.T, l *deadlineListener, at time.Time) {
+	t.Helper()
+	for end := time.Now().Add(hangGuard); l.now.Load() <= at.UnixNano(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the sweeper's clock does not advance")
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) && errors.As(err, &ne) && ne.Timeout()
+}
+
+// A read blocked past its deadline returns a timeout, as a net.Conn's does; a read
+// begun after it fails at once.
+func TestDeadlineCutsAPendingRead(t *testing.T) {
+	l, c, _ := deadlinePair(t)
+	at := time.Now().Add(20 * time.Millisecond)
+	if err := c.SetReadDeadline(at); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	real := c.read.real
+	c.mu.Unlock()
+	if real {
+		t.Fatal("a future deadline went to the connection")
+	}
+	done := make(chan error, 1)
+	go func() { _, err := c.Read(make([]byte, 1)); done <- err }()
+	select {
+	case err := <-done:
+		if !isTimeout(err) {
+			t.Fatalf("read past its deadline: %v, want a timeout", err)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("a read blocked past its deadline is not cut short")
+	}
+	waitPast(t, l, at)
+	if _, err := c.Read(make([]byte, 1)); !isTimeout(err) {
+		t.Fatalf("read after the deadline: %v, want a timeout", err)
+	}
+}
+
+// A deadline moved before it passes does not cut the read short; clearing one that
+// went to the connection lets reads through again.
+func TestDeadlineMovedOrCleared(t *testing.T) {
+	l, c, client := deadlinePair(t)
+	first := time.Now().Add(10 * time.Millisecond)
+	_ = c.SetReadDeadline(first)
+	_ = c.SetReadDeadline(time.Now().Add(time.Hour))
+	waitPast(t, l, first)
+	if _, err := client.Write([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	if n, err := c.Read(b); err != nil || n != 1 || b[0] != 'a' {
+		t.Fatalf("read after a moved deadline: %d %q %v, want the byte sent", n, b[:n], err)
+	}
+
+	// net/http stops its background read with a deadline long past, then clears it.
+	if err := c.SetReadDeadline(time.Unix(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Read(b); !isTimeout(err) {
+		t.Fatalf("read past a deadline set in the past: %v, want a timeout", err)
+	}
+	if err := c.SetReadDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Write([]byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.Read(b); err != nil || n != 1 || b[0] != 'b' {
+		t.Fatalf("read after the deadline was cleared: %d %q %v, want the byte sent", n, b[:n], err)
+	}
+}
+
+// A write blocked on a client that reads nothing returns a timeout past its deadline.
+func TestDeadlineCutsAPendingWrite(t *testing.T) {
+	_, c, _ := deadlinePair(t)
+	_ = c.SetWriteDeadline(time.Now().Add(20 * time.Millisecond))
+	done := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 1<<20)
+		for {
+			if _, err := c.Write(buf); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		if !isTimeout(err) {
+			t.Fatalf("write past its deadline: %v, want a timeout", err)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("a write blocked past its deadline is not cut short")
+	}
+}
+
+// The sweeper ends once the listener and its last connection are closed, and closed
+// connections leave its set.
+func TestDeadlineSweeperEnds(t *testing.T) {
+	l, c, client := deadlinePair(t)
+	client.Close()
+	c.Close()
+	c.Close() // net/http may close twice
+	l.Close()
+	select {
+	case <-l.done:
+	case <-time.After(hangGuard):
+		t.Fatal("the sweeper runs on after its listener and connections closed")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.conns) != 0 {
+		t.Fatalf("%d closed connections still in the sweeper's set", len(l.conns))
+	}
+	if _, err := io.ReadAll(client); err == nil {
+		t.Fatal("the closed client reads")
+	}
+}
+
+func TestSweepTick(t *testing.T) {
+	for _, tc := range []struct {
+		in   []time.Duration
+		want time.Duration
+	}{
+		{[]time.Duration{10 * time.Second, 60 * time.Second, 65 * time.Second, 2 * time.Minute}, 250 * time.Millisecond},
+		{[]time.Duration{300 * time.Millisecond, 300 * time.Millisecond, 5300 * time.Millisecond}, 18750 * time.Microsecond},
+		{[]time.Duration{0, 0, 5 * time.Second, 2 * time.Minute}, 250 * time.Millisecond},
+		{[]time.Duration{time.Millisecond}, time.Millisecond},
+		{nil, 250 * time.Millisecond},
+	} {
+		if got := sweepTick(tc.in...); got != tc.want {
+			t.Errorf("sweepTick(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
