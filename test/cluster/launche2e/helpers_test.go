@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	schedulingv1beta1 "volcano.sh/apis/pkg/apis/scheduling/v1beta1"
 
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/kfp/localrun"
@@ -253,4 +254,23 @@ func (e *testEnv) jobs() []kubeflowv1.XGBoostJob {
 		e.t.Fatal(err)
 	}
 	return jobs.Items
+}
+
+// waitQueueGPUsFree waits until Volcano's queue ml-training counts no GPU allocated: a test
+// before may have left a gang on the GPU nodes whose pods are gone but whose allocation
+// Volcano's next scheduling session has yet to give back. Tests that assert the queue's
+// free GPUs wait for it first.
+func (e *testEnv) waitQueueGPUsFree() {
+	e.t.Helper()
+	var q schedulingv1beta1.Queue
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := e.c.Client.Get(ctx, client.ObjectKey{Name: "ml-training"}, &q); err != nil {
+			return false, nil
+		}
+		gpus := q.Status.Allocated[corev1.ResourceName("nvidia.com/gpu")]
+		return gpus.IsZero(), nil
+	})
+	if err != nil {
+		e.t.Fatalf("queue ml-training still counts GPUs allocated after 60s: %v", q.Status.Allocated)
+	}
 }

@@ -327,6 +327,7 @@ func TestLaunchGPUsTheTrainerCannotUse(t *testing.T) {
 // still deletes the job.
 func TestLaunchGangLargerThanCluster(t *testing.T) {
 	e := newEnv(t, "toolarge")
+	e.waitQueueGPUsFree()
 	runID := uuid.NewString()
 	const timeout = 15 * time.Second
 	s := e.newStep(runID, "train", map[string]any{"model_name": "big", "workers": 2, "gpus": 1, "image": cudaTrainerImage, "schedule_timeout_seconds": int(timeout.Seconds())})

@@ -245,6 +245,7 @@ func checkTrainJobPods(t *testing.T, e *testEnv, job string) {
 // against the queue's room) and at its deadline deletes the TrainJob and fails with the reason.
 func TestLaunchTrainJobUnschedulable(t *testing.T) {
 	e := newTrainJobEnv(t, "trainjob-nofit")
+	e.waitQueueGPUsFree()
 	runID := uuid.NewString()
 	const timeout = 20 * time.Second
 	s := e.newStep(runID, "train", map[string]any{
