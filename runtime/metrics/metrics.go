@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,9 +24,11 @@ type Metrics struct {
 
 	// series caches each label set's request counter and latency histogram: WithLabelValues
 	// hashes and checks the labels on every call, twice per request. The label sets are
-	// bounded (models this server has, protocols, statuses), and so is the cache.
-	mu     sync.RWMutex
-	series map[seriesKey]requestSeries
+	// bounded (models this server has, protocols, statuses), and so is the cache. It is
+	// copied on write: a request reads it without a lock's shared writes (a read lock
+	// costs two atomic updates of one cache line that every core's requests share).
+	mu     sync.Mutex // serializes additions
+	series atomic.Pointer[map[seriesKey]requestSeries]
 }
 
 type seriesKey struct{ model, protocol, status string }
@@ -38,8 +41,7 @@ type requestSeries struct {
 // New registers the collectors, plus Go and process metrics.
 func New() *Metrics {
 	m := &Metrics{
-		reg:    prometheus.NewRegistry(),
-		series: map[seriesKey]requestSeries{},
+		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gangboost_requests_total", Help: "Inference and metadata requests by model, protocol and status.",
 		}, []string{"model", "protocol", "status"}),
@@ -55,6 +57,7 @@ func New() *Metrics {
 	m.loads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gangboost_model_loads_total", Help: "Model loads by model and result (ok, failed); a failed reload keeps the older version serving.",
 	}, []string{"model", "result"})
+	m.series.Store(&map[seriesKey]requestSeries{})
 	m.reg.MustRegister(m.requests, m.latency, m.batchRows, m.loads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -63,17 +66,30 @@ func New() *Metrics {
 // ObserveRequest records one finished request.
 func (m *Metrics) ObserveRequest(model, protocol, status string, d time.Duration) {
 	key := seriesKey{model, protocol, status}
-	m.mu.RLock()
-	s, ok := m.series[key]
-	m.mu.RUnlock()
+	s, ok := (*m.series.Load())[key]
 	if !ok {
-		s = requestSeries{m.requests.WithLabelValues(model, protocol, status), m.latency.WithLabelValues(model, protocol, status)}
-		m.mu.Lock()
-		m.series[key] = s
-		m.mu.Unlock()
+		s = m.addSeries(key)
 	}
 	s.count.Inc()
 	s.latency.Observe(d.Seconds())
+}
+
+// addSeries puts the series of a label set not seen before into the cache.
+func (m *Metrics) addSeries(key seriesKey) requestSeries {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.series.Load()
+	if s, ok := old[key]; ok {
+		return s
+	}
+	s := requestSeries{m.requests.WithLabelValues(key.model, key.protocol, key.status), m.latency.WithLabelValues(key.model, key.protocol, key.status)}
+	next := make(map[seriesKey]requestSeries, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[key] = s
+	m.series.Store(&next)
+	return s
 }
 
 // ObserveLoad records one model load and whether it failed.

@@ -34,13 +34,12 @@ type Options struct {
 	MaxInflightBodyBytes int64
 }
 
-// New returns the echo server with every route.
-func New(svc *service.Service, opts Options, log *slog.Logger) *echo.Echo {
+// New returns the handler of every route.
+func New(svc *service.Service, opts Options, log *slog.Logger) http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	h := &handlers{svc: svc, opts: opts, log: log, budget: &bodyBudget{limit: opts.MaxInflightBodyBytes}}
 	e.HTTPErrorHandler = h.errorHandler
-	e.Use(h.recoverAndLog)
 
 	e.GET("/", h.root)
 	e.GET("/v2/health/live", h.live)
@@ -60,7 +59,25 @@ func New(svc *service.Service, opts Options, log *slog.Logger) *echo.Echo {
 	e.GET("/v1/models/:model", h.v1Model)
 	e.POST("/v1/models/:model", h.v1Verb)
 	e.GET("/metrics", echo.WrapHandler(svc.Metrics.Handler()))
-	return e
+	return &routes{e: e, h: h}
+}
+
+// routes serves echo's routes with the request middleware (recoverAndLog) around each. It
+// is echo's ServeHTTP without echo's middleware chain, which echo builds anew for every
+// request: a closure allocated and called per request, for a chain that never changes.
+type routes struct {
+	e *echo.Echo
+	h *handlers
+}
+
+func (rt *routes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := rt.e.AcquireContext()
+	c.Reset(r, w)
+	rt.e.Router().Find(r.Method, echo.GetPath(r), c)
+	if err := rt.h.recoverAndLog(c, c.Handler()); err != nil {
+		rt.e.HTTPErrorHandler(err, c)
+	}
+	rt.e.ReleaseContext(c)
 }
 
 type handlers struct {
@@ -126,35 +143,33 @@ func statusLabel(code int) string {
 	return strconv.Itoa(code)
 }
 
-// recoverAndLog turns a panic into a 500 (a request never takes the process down), and logs
-// and measures every request.
-func (h *handlers) recoverAndLog(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) (err error) {
-		start := time.Now()
-		idValue := requestID(c)
-		id := idValue[0]
-		// The id is a canonical header name already: no need for Header.Set to check it.
-		c.Response().Header()[requestIDHeader] = idValue
-		defer func() {
-			if r := recover(); r != nil {
-				err = v2.Errorf(v2.KindInternal, "internal error: %v", r)
-				h.log.Error("panic in handler", "request_id", id, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			}
-			if err != nil {
-				c.Error(err)
-			}
-			status, took := c.Response().Status, time.Since(start)
-			if protocol := inferenceProtocol(c); protocol != "" {
-				model, _, _ := strings.Cut(c.Param("model"), ":")
-				h.svc.Metrics.ObserveRequest(h.svc.ModelLabel(model), protocol, statusLabel(status), took)
-			}
-			if status >= 400 || h.log.Enabled(c.Request().Context(), slog.LevelDebug) {
-				h.log.Info("request", "request_id", id, "method", c.Request().Method, "path", c.Request().URL.Path,
-					"status", status, "duration_ms", float64(took.Microseconds())/1000)
-			}
-		}()
-		return next(c)
-	}
+// recoverAndLog runs a request's handler, turning a panic into a 500 (a request never takes
+// the process down), and logs and measures every request.
+func (h *handlers) recoverAndLog(c echo.Context, next echo.HandlerFunc) (err error) {
+	start := time.Now()
+	idValue := requestID(c)
+	id := idValue[0]
+	// The id is a canonical header name already: no need for Header.Set to check it.
+	c.Response().Header()[requestIDHeader] = idValue
+	defer func() {
+		if r := recover(); r != nil {
+			err = v2.Errorf(v2.KindInternal, "internal error: %v", r)
+			h.log.Error("panic in handler", "request_id", id, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+		if err != nil {
+			c.Error(err)
+		}
+		status, took := c.Response().Status, time.Since(start)
+		if protocol := inferenceProtocol(c); protocol != "" {
+			model, _, _ := strings.Cut(c.Param("model"), ":")
+			h.svc.Metrics.ObserveRequest(h.svc.ModelLabel(model), protocol, statusLabel(status), took)
+		}
+		if status >= 400 || h.log.Enabled(c.Request().Context(), slog.LevelDebug) {
+			h.log.Info("request", "request_id", id, "method", c.Request().Method, "path", c.Request().URL.Path,
+				"status", status, "duration_ms", float64(took.Microseconds())/1000)
+		}
+	}()
+	return next(c)
 }
 
 // inferenceProtocol is "v2" or "v1" for an inference route, "" for others.

@@ -108,7 +108,7 @@ type deadlineConn struct {
 	net.Conn
 	l *deadlineListener
 
-	mu           sync.Mutex // orders setting a deadline against the sweeper's expiring it
+	mu           sync.Mutex // orders the connection's own deadlines: the sweeper's against a set's
 	read, write  half
 	deregistered bool
 }
@@ -116,7 +116,7 @@ type deadlineConn struct {
 // half is the deadline of one direction.
 type half struct {
 	at   atomic.Int64 // UnixNano; 0: none
-	real bool         // the connection's own deadline is set (guarded by deadlineConn.mu)
+	real atomic.Bool  // the connection's own deadline is set (changed under deadlineConn.mu)
 }
 
 func (c *deadlineConn) SetDeadline(t time.Time) error {
@@ -139,15 +139,23 @@ func (c *deadlineConn) set(h *half, t time.Time, setReal func(time.Time) error) 
 	if !t.IsZero() {
 		at = max(t.UnixNano(), 1)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	h.at.Store(at)
 	if at != 0 && at <= c.l.now.Load() {
-		h.real = true
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		h.real.Store(true)
 		return setReal(t)
 	}
-	if h.real {
-		h.real = false
+	// A future deadline or none: an atomic store, unless the connection's own deadline is
+	// set. The sweeper sets that flag before it sets the deadline and looks at h.at after,
+	// so either this sees the flag or the sweeper sees the new deadline (and undoes its own).
+	if !h.real.Load() {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h.real.Load() && h.at.Load() == at {
+		h.real.Store(false)
 		return setReal(time.Time{})
 	}
 	return nil
@@ -158,13 +166,22 @@ func (c *deadlineConn) set(h *half, t time.Time, setReal func(time.Time) error) 
 func (c *deadlineConn) expire(now int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if at := c.read.at.Load(); at != 0 && at <= now && !c.read.real {
-		c.read.real = true
-		_ = c.Conn.SetReadDeadline(time.Unix(0, at))
+	c.read.expire(now, c.Conn.SetReadDeadline)
+	c.write.expire(now, c.Conn.SetWriteDeadline)
+}
+
+func (h *half) expire(now int64, setReal func(time.Time) error) {
+	at := h.at.Load()
+	if at == 0 || at > now || h.real.Load() {
+		return
 	}
-	if at := c.write.at.Load(); at != 0 && at <= now && !c.write.real {
-		c.write.real = true
-		_ = c.Conn.SetWriteDeadline(time.Unix(0, at))
+	h.real.Store(true)
+	_ = setReal(time.Unix(0, at))
+	// Moved or cleared meanwhile (set saw no flag): the deadline did pass, so a read
+	// or write cut short by it was due; what comes next gets the new deadline.
+	if at2 := h.at.Load(); at2 == 0 || at2 > now {
+		h.real.Store(false)
+		_ = setReal(time.Time{})
 	}
 }
 

@@ -60,10 +60,7 @@ func TestDeadlineCutsAPendingRead(t *testing.T) {
 	if err := c.SetReadDeadline(at); err != nil {
 		t.Fatal(err)
 	}
-	c.mu.Lock()
-	real := c.read.real
-	c.mu.Unlock()
-	if real {
+	if c.read.real.Load() {
 		t.Fatal("a future deadline went to the connection")
 	}
 	done := make(chan error, 1)
