@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "kernel_keys_amd64.h"
 
 // The row kernel (kernel_row.go) for amd64: the walks of eight trees of a group, one
 // step each a level, and the keys of one row with AVX-512.
@@ -180,13 +181,7 @@ TEXT ·rowKeys1(SB), NOSPLIT, $0-24
 	MOVQ nf+8(FP), CX
 	MOVQ keys+16(FP), DI
 	LEAQ (DI)(CX*4), DX // the second copy
-	MOVL $0x80000000, AX
-	VPBROADCASTD AX, Z3
-	MOVL $0x7fffffff, AX
-	VPBROADCASTD AX, Z4
-	MOVL $0x7f800000, AX
-	VPBROADCASTD AX, Z5 // +Inf: larger magnitudes are NaN
-	VPTERNLOGD $0xff, Z6, Z6, Z6
+	KEY_CONSTANTS
 
 chunk:
 	TESTQ CX, CX
@@ -200,18 +195,8 @@ chunk:
 full:
 	KMOVW AX, K1
 	VMOVDQU32.Z (SI), K1, Z10
-	// bitsKey: (b ^ (neg | 1<<31)) - neg, neg the sign spread over the word.
-	VPSRAD $31, Z10, Z11
-	VPORD  Z3, Z11, Z12
-	VPXORD Z10, Z12, Z12
-	VPSUBD Z11, Z12, Z12
-	// Missing (NaN): 0 in the first copy, 0xFFFFFFFF in the second.
-	VPANDD  Z4, Z10, Z13
-	VPCMPUD $2, Z5, Z13, K2 // not NaN
-	VMOVDQA32.Z Z12, K2, Z14
+	KEYS16
 	VMOVDQU32 Z14, K1, (DI)
-	VMOVDQA32 Z6, Z15
-	VMOVDQA32 Z12, K2, Z15
 	VMOVDQU32 Z15, K1, (DX)
 	ADDQ $64, SI
 	ADDQ $64, DI

@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "kernel_keys_amd64.h"
 
 // iota16 is the lane numbers 0..15: added to a node's feature offset, they address
 // each lane's own row in a vector's keys.
@@ -235,13 +236,7 @@ TEXT ·wideKeys(SB), NOSPLIT, $0-40
 	DECQ AX
 	VPBROADCASTD AX, Z1    // the last row
 	VPBROADCASTD CX, Z2    // nf
-	MOVL $0x80000000, AX
-	VPBROADCASTD AX, Z3
-	MOVL $0x7fffffff, AX
-	VPBROADCASTD AX, Z4
-	MOVL $0x7f800000, AX
-	VPBROADCASTD AX, Z5    // +Inf: larger magnitudes are NaN
-	VPTERNLOGD $0xff, Z6, Z6, Z6
+	KEY_CONSTANTS
 	VMOVDQU32 iota16<>(SB), Z7
 	MOVL $16, AX
 	VPBROADCASTD AX, Z8
@@ -262,18 +257,8 @@ keysfeat:
 	KXNORW K0, K0, K1
 	VPXORD Z10, Z10, Z10
 	VPGATHERDD (R11)(Z9*4), K1, Z10
-	// bitsKey: (b ^ (neg | 1<<31)) - neg, neg the sign spread over the word.
-	VPSRAD $31, Z10, Z11
-	VPORD Z3, Z11, Z12
-	VPXORD Z10, Z12, Z12
-	VPSUBD Z11, Z12, Z12
-	// Missing (NaN): 0 in the first copy, 0xFFFFFFFF in the second.
-	VPANDD Z4, Z10, Z13
-	VPCMPUD $2, Z5, Z13, K2 // not NaN
-	VMOVDQA32.Z Z12, K2, Z14
+	KEYS16
 	VMOVDQU32 Z14, (R12)
-	VMOVDQA32 Z6, Z15
-	VMOVDQA32 Z12, K2, Z15
 	VMOVDQU32 Z15, (R12)(R9*1)
 	ADDQ $4, R11
 	ADDQ $64, R12
