@@ -25,7 +25,8 @@
 #   BATCH_CONNECTIONS=256 the connections of the batching comparison: gangboost REST JSON with and
 #                        without --enable_batching under that many concurrent one-row requests
 #   SERVER_CORES="1 2"   server core counts measured (each at most the machine's)
-#   ROUNDS=1             measure every server in turn ROUNDS times; each reports its median
+#   ROUNDS=1             measure every server in turn ROUNDS times; each reports its median round,
+#                        and each ratio is the median of the rounds' ratios (peers measured in turn)
 #   RUNTIME_FLAGS=       extra gangboost-runtime flags (e.g. --enable_batching)
 #   GANGBOOST_RUNTIME=bin/gangboost-runtime (built into a temporary folder when missing)
 #   LOAD_TEST_OUT=path   also write the figures as JSON there
@@ -257,11 +258,16 @@ for server_cores in $SERVER_CORES; do
     bench "gangboost-batching-c$BATCH_CONNECTIONS" rest-json gangboost-batching "$round" "$BATCH_CONNECTIONS"
   done
   for name in gangboost gangboost-batching floor floor-timeouts grpc-floor python; do stop "$name"; done
-  # Each server's figures are those of its median round by req/s.
+  # Each server's figures are those of its median round by req/s; its rounds' req/s and CPU per
+  # request, in round order, give the ratios to the peer measured beside it in the same round.
   for name in gangboost-json floor floor-timeouts gangboost-binary gangboost-grpc grpc-floor python \
     "gangboost-json-c$BATCH_CONNECTIONS" "gangboost-batching-c$BATCH_CONNECTIONS"; do
-    jq -s --argjson p "$server_cores" 'sort_by(.rps) as $r | $r[(length - 1) / 2 | floor] + {server_cores: $p, rounds_rps: map(.rps)}' \
-      "$work/$server_cores.$name".*.json >"$work/result.$server_cores.$name.json"
+    files=()
+    for round in $(seq "$ROUNDS"); do files+=("$work/$server_cores.$name.$round.json"); done
+    jq -s --argjson p "$server_cores" \
+      'map(.rps) as $rps | map(.cpu_us_per_req) as $cpu | sort_by(.rps) as $r |
+       $r[(length - 1) / 2 | floor] + {server_cores: $p, rounds_rps: $rps, rounds_cpu: $cpu}' \
+      "${files[@]}" >"$work/result.$server_cores.$name.json"
   done
   jq -n --argjson p "$server_cores" --argjson rss "$rss_after" --argjson hwm "$hwm_after" \
     '{server_cores: $p, rss_after_load_mib: ($rss / 1024), rss_peak_mib: ($hwm / 1024)}' >"$work/rss.$server_cores.json"
@@ -277,6 +283,10 @@ report=$(jq -n \
   --arg loadavg_start "$loadavg_start" --arg loadavg_end "$(loadavg)" --arg py_impl "$py_impl" \
   --argjson rss_idle "$rss_idle" --argjson py_rss "$py_rss" --argjson rounds "$ROUNDS" '
   def run(p; n): $runs | map(select(.server_cores == p and .name == n)) | .[0];
+  # The median over the rounds of figure k of server a against that of its peer b in the same
+  # round: a busy machine moves both alike within a round, and rounds apart by 2x.
+  def ratio(p; a; b; k): run(p; a)[k] as $x | run(p; b)[k] as $y |
+    [range(0; $x | length) | $x[.] / $y[.]] | sort | .[(length - 1) / 2 | floor];
   {
     model: "iris", rows_per_request: 1, runtime_flags: $flags,
     load: {connections: $connections, duration: $duration, warmup: $warmup, rounds: $rounds},
@@ -285,16 +295,16 @@ report=$(jq -n \
     runs: $runs,
     ratios: [$splits[] | .server_cores as $p | {
       server_cores: $p,
-      json_to_floor_rps: (run($p; "gangboost-json").rps / run($p; "floor").rps),
-      json_to_floor_cpu: (run($p; "gangboost-json").cpu_us_per_req / run($p; "floor").cpu_us_per_req),
-      json_to_floor_timeouts_cpu: (run($p; "gangboost-json").cpu_us_per_req / run($p; "floor-timeouts").cpu_us_per_req),
-      binary_to_floor_rps: (run($p; "gangboost-binary").rps / run($p; "floor").rps),
-      binary_to_floor_cpu: (run($p; "gangboost-binary").cpu_us_per_req / run($p; "floor").cpu_us_per_req),
-      grpc_to_floor_rps: (run($p; "gangboost-grpc").rps / run($p; "grpc-floor").rps),
-      grpc_to_floor_cpu: (run($p; "gangboost-grpc").cpu_us_per_req / run($p; "grpc-floor").cpu_us_per_req),
-      json_to_python_rps: (run($p; "gangboost-json").rps / run($p; "python").rps),
-      batching_rps: (run($p; $batched).rps / run($p; $unbatched).rps),
-      batching_cpu: (run($p; $batched).cpu_us_per_req / run($p; $unbatched).cpu_us_per_req)
+      json_to_floor_rps: ratio($p; "gangboost-json"; "floor"; "rounds_rps"),
+      json_to_floor_cpu: ratio($p; "gangboost-json"; "floor"; "rounds_cpu"),
+      json_to_floor_timeouts_cpu: ratio($p; "gangboost-json"; "floor-timeouts"; "rounds_cpu"),
+      binary_to_floor_rps: ratio($p; "gangboost-binary"; "floor"; "rounds_rps"),
+      binary_to_floor_cpu: ratio($p; "gangboost-binary"; "floor"; "rounds_cpu"),
+      grpc_to_floor_rps: ratio($p; "gangboost-grpc"; "grpc-floor"; "rounds_rps"),
+      grpc_to_floor_cpu: ratio($p; "gangboost-grpc"; "grpc-floor"; "rounds_cpu"),
+      json_to_python_rps: ratio($p; "gangboost-json"; "python"; "rounds_rps"),
+      batching_rps: ratio($p; $batched; $unbatched; "rounds_rps"),
+      batching_cpu: ratio($p; $batched; $unbatched; "rounds_cpu")
     }],
     gangboost: {
       rss_loaded_idle_mib: ($rss_idle / 1024), after_load: $rss,
