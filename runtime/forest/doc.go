@@ -43,7 +43,7 @@
 // Trees are flattened into arrays, right child next to the left, and evaluated by
 // branch-free kernels that walk eight trees (one row) or eight rows (a block) at
 // once; see kernel.go. On amd64 a single row of a model with one output group and
-// trees at most 8 deep takes the row kernel instead: groups of eight trees stored as
+// trees at most 8 deep takes the row kernel instead: groups of twelve trees stored as
 // full trees, one word a node (kernel_row.go). On CPUs with AVX-512, batches of 32
 // rows or more of models whose trees are at most 6 deep walk sixteen rows to a vector
 // instead, each tree stored as a full tree level by level (kernel_wide.go). Batches

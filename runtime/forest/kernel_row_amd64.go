@@ -1,7 +1,7 @@
 package forest
 
 // haveRow: the row kernel's walks are written for amd64 (kernel_row_amd64.s): in Go,
-// eight walks and their temporaries do not fit the registers and spill.
+// eight walks and their temporaries already spill registers.
 const haveRow = true
 
 // rowSum is in kernel_row_amd64.s: acc plus the leaf values of every tree of

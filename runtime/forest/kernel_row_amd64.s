@@ -1,7 +1,7 @@
 #include "textflag.h"
 #include "kernel_keys_amd64.h"
 
-// The row kernel (kernel_row.go) for amd64: the walks of eight trees of a group, one
+// The row kernel (kernel_row.go) for amd64: the walks of twelve trees of a group, one
 // step each a level, and the keys of one row with AVX-512.
 //
 // A walk's register holds r, its node's breadth-first number in its tree (root 1,
@@ -20,47 +20,59 @@
 	ADDL (d)(DI)(r*8), AX; \
 	ADCQ r, r
 
-// LEVEL takes the eight walks of a group of stride s one level down.
+// LEVEL takes the twelve walks of a group of stride s one level down.
 #define LEVEL(s) \
 	STEP(R8, 0); \
-	STEP(R9, s); \
+	STEP(R9, 1*s); \
 	STEP(R10, 2*s); \
 	STEP(R11, 3*s); \
 	STEP(R12, 4*s); \
 	STEP(R13, 5*s); \
 	STEP(R14, 6*s); \
-	STEP(R15, 7*s)
+	STEP(R15, 7*s); \
+	STEP(BX, 8*s); \
+	STEP(CX, 9*s); \
+	STEP(DX, 10*s); \
+	STEP(BP, 11*s)
 
-// LEAVES adds the eight trees' leaf values to X0 in tree order; l is the leaves'
+// LEAVES adds the twelve trees' leaf values to X0 in tree order; l is the leaves'
 // offset, 4*2^D.
 #define LEAVES(s, l) \
-	ADDSS (l)(DI)(R8*4), X0; \
-	ADDSS (s+l)(DI)(R9*4), X0; \
+	ADDSS (0*s+l)(DI)(R8*4), X0; \
+	ADDSS (1*s+l)(DI)(R9*4), X0; \
 	ADDSS (2*s+l)(DI)(R10*4), X0; \
 	ADDSS (3*s+l)(DI)(R11*4), X0; \
 	ADDSS (4*s+l)(DI)(R12*4), X0; \
 	ADDSS (5*s+l)(DI)(R13*4), X0; \
 	ADDSS (6*s+l)(DI)(R14*4), X0; \
-	ADDSS (7*s+l)(DI)(R15*4), X0
+	ADDSS (7*s+l)(DI)(R15*4), X0; \
+	ADDSS (8*s+l)(DI)(BX*4), X0; \
+	ADDSS (9*s+l)(DI)(CX*4), X0; \
+	ADDSS (10*s+l)(DI)(DX*4), X0; \
+	ADDSS (11*s+l)(DI)(BP*4), X0
 
 // func rowSum(words *uint32, groups *rowGroup, ngroups int, keys *uint32, acc float32) float32
 //
 // Adds to acc the leaf values of every tree of ngroups groups, in tree order.
-TEXT ·rowSum(SB), NOSPLIT, $0-44
+TEXT ·rowSum(SB), NOSPLIT, $8-44
+	// Twelve walks take every general register but AX, SI and DI (BP too: the frame
+	// saves it); the groups' cursor and end stay in the argument slots.
 	MOVQ  groups+8(FP), DX
 	MOVQ  ngroups+16(FP), CX
 	MOVQ  keys+24(FP), SI
 	MOVSS acc+32(FP), X0
-	SHLQ  $3, CX
+	SHLQ  $3, CX // 8 bytes a group
 	ADDQ  DX, CX
 	MOVQ  CX, ngroups+16(FP) // from here: the end of the groups
 	CMPQ  DX, CX
 	JEQ   done
 
 group:
+	MOVQ  groups+8(FP), DX
 	MOVL  0(DX), DI // the group's first word
 	SHLQ  $2, DI
 	ADDQ  words+0(FP), DI
+	MOVL  4(DX), AX // depth
 	MOVQ  $1, R8
 	MOVQ  $1, R9
 	MOVQ  $1, R10
@@ -69,24 +81,27 @@ group:
 	MOVQ  $1, R13
 	MOVQ  $1, R14
 	MOVQ  $1, R15
-	MOVL  4(DX), CX // depth
-	CMPL  CX, $0
+	MOVQ  $1, BX
+	MOVQ  $1, CX
+	MOVQ  $1, DX
+	MOVQ  $1, BP
+	CMPL  AX, $0
 	JEQ   depth0
-	CMPL  CX, $1
+	CMPL  AX, $1
 	JEQ   depth1
-	CMPL  CX, $2
+	CMPL  AX, $2
 	JEQ   depth2
-	CMPL  CX, $3
+	CMPL  AX, $3
 	JEQ   depth3
-	CMPL  CX, $4
+	CMPL  AX, $4
 	JEQ   depth4
-	CMPL  CX, $5
+	CMPL  AX, $5
 	JEQ   depth5
-	CMPL  CX, $6
+	CMPL  AX, $6
 	JEQ   depth6
-	CMPL  CX, $7
+	CMPL  AX, $7
 	JEQ   depth7
-	CMPL  CX, $8
+	CMPL  AX, $8
 	JEQ   depth8
 	JMP   next // buildRow allows no deeper group
 
@@ -163,7 +178,9 @@ depth0:
 	JMP   next
 
 next:
+	MOVQ  groups+8(FP), DX
 	ADDQ  $8, DX
+	MOVQ  DX, groups+8(FP)
 	CMPQ  DX, ngroups+16(FP)
 	JNE   group
 
