@@ -73,6 +73,23 @@ func bitsKey(b uint32) uint32 {
 	return (b ^ neg) - neg + (^neg & (1 << 31))
 }
 
+// splitKey is internal node i's comparison in keys: the threshold's key, which every key
+// of a value at or above the threshold reaches, and the row key's copy index: the
+// feature in the copy of the node's default direction (f, or numFeature+f where missing
+// values go right). Thresholds are keys of non-NaN values, at least key(-Inf) > 0.
+func (m *Model) splitKey(i uint32) (thr, key uint32) {
+	n := &m.nodes[i]
+	thr = 1 // x < NaN is false for every x: non-missing values go right
+	if n.split == n.split {
+		thr = floatKey(n.split)
+	}
+	key = n.feat
+	if m.flags[i]&flagMissRight != 0 {
+		key += uint32(m.numFeature)
+	}
+	return thr, key
+}
+
 // buildFast derives the key kernels' nodes from m.nodes.
 func (m *Model) buildFast() {
 	m.lanes = lanes
@@ -83,7 +100,6 @@ func (m *Model) buildFast() {
 		cl:    make([]uint64, len(m.nodes)),
 		value: make([]float32, len(m.nodes)),
 	}
-	nf := uint32(m.numFeature)
 	feat := make([]uint32, len(m.nodes))
 	for i, n := range m.nodes {
 		f.value[i] = n.value
@@ -91,16 +107,9 @@ func (m *Model) buildFast() {
 		if n.left == uint32(i) {
 			continue
 		}
-		// Thresholds are keys of non-NaN values, at least key(-Inf) > 0, so c fits.
-		thr := uint32(1) // x < NaN is false for every x: non-missing values go right
-		if n.split == n.split {
-			thr = floatKey(n.split)
-		}
-		f.cl[i] |= 1<<32 - uint64(thr)
-		feat[i] = n.feat * uint32(m.lanes) * 4
-		if m.flags[i]&flagMissRight != 0 {
-			feat[i] = (n.feat + nf) * uint32(m.lanes) * 4
-		}
+		thr, key := m.splitKey(uint32(i))
+		f.cl[i] |= 1<<32 - uint64(thr) // thr > 0: c fits
+		feat[i] = key * uint32(m.lanes) * 4
 	}
 	if 2*m.numFeature*m.lanes*4 <= 1<<16 {
 		f.feat16 = make([]uint16, len(feat))

@@ -14,18 +14,17 @@ import (
 //	word  = key's byte offset << 32 | 2^32 - threshold key
 //	child = 2r + carry(key + low half)   (r: the node's breadth-first number, root 1)
 //
-// Groups of twelve consecutive trees are stored as full trees of the group's
-// depth, one after another: a tree of depth D is its 2^D node words (breadth first,
-// word 0 unused), then its 2^D leaf values (float32), 12*2^D bytes. The twelve walks of
-// a group address their trees by constant displacements, and a tree's first three
-// levels share one cache line. A leaf above the group's last
-// level becomes a node of threshold "never" (low half 0: no key carries, the walk
-// goes left) whose subtrees repeat it, so every walk takes exactly the group's depth
-// in steps. The words of the last level are leaf values (float32 bits). The last group
-// is filled up with trees whose every leaf is -0 (x + -0 is x for every x, -0 and NaN
-// included), so the kernel adds twelve leaves a group and needs no count. Keys are
-// those of kernel.go for one lane, so comparisons and missing values are the scalar
-// kernels', and leaf values are added in tree order: the margins are theirs bit for bit.
+// Groups of twelve consecutive trees are stored as full trees of the group's depth, one
+// after another: a tree of depth D is its 2^D node words (breadth first, word 0 unused),
+// then its 2^D leaf values (float32), 12*2^D bytes. The twelve walks of a group address
+// their trees by constant displacements, and a tree's first three levels share one
+// cache line. A leaf above the group's last level becomes a node of threshold "never"
+// (low half 0: no key carries, the walk goes left) whose subtrees repeat it, so every
+// walk takes exactly the group's depth in steps. The last group is filled up with trees
+// whose every leaf is -0 (x + -0 is x for every x, -0 and NaN included), so the kernel
+// adds twelve leaves a group and needs no count. Keys are those of kernel.go for one
+// lane, so comparisons and missing values are the scalar kernels', and leaf values are
+// added in tree order: the margins are theirs bit for bit.
 
 // rowGroup is one group of trees in rowTrees.words; its layout is read by rowSum.
 type rowGroup struct {
@@ -110,16 +109,8 @@ func (m *Model) fillRow(t []uint32, i uint32, r, l, depth int) {
 	var c, off uint32   // c 0: no key carries, every row goes left
 	if n.left != i {
 		left, right = n.left, n.left+1
-		thr := uint32(1) // x < NaN is false for every x: non-missing values go right
-		if n.split == n.split {
-			thr = floatKey(n.split)
-		}
-		f := n.feat
-		if m.flags[i]&flagMissRight != 0 {
-			f += uint32(m.numFeature)
-		}
-		// Thresholds are at least 1 (key(-Inf) > 0), so 2^32 - thr fits.
-		c, off = uint32(1<<32-uint64(thr)), f*4
+		thr, key := m.splitKey(i)
+		c, off = uint32(1<<32-uint64(thr)), key*4 // thr > 0: 2^32 - thr fits
 	}
 	t[2*r], t[2*r+1] = c, off
 	m.fillRow(t, left, 2*r, l+1, depth)

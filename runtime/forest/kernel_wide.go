@@ -99,15 +99,9 @@ func (m *Model) fillWide(t []uint32, i uint32, l, j, depth int) {
 	var off, thr uint32 // offset 0 is a valid key; threshold 0: every key goes right
 	if n.left != i {
 		left, right = n.left, n.left+1
-		thr = 1 // x < NaN is false for every x: non-missing values go right
-		if n.split == n.split {
-			thr = floatKey(n.split)
-		}
-		f := n.feat
-		if m.flags[i]&flagMissRight != 0 {
-			f += uint32(m.numFeature)
-		}
-		off = f * wideLanes
+		var key uint32
+		thr, key = m.splitKey(i)
+		off = key * wideLanes
 	}
 	t[l*wideLevel+j] = off
 	t[l*wideLevel+32+j] = thr
