@@ -107,8 +107,8 @@ func newIDPrefix() string {
 // The client's is its own header's value, shared (header values are only read); a new
 // one is a single allocation, the id's bytes and the value together.
 func requestID(c echo.Context) []string {
-	if v := headerValue(c.Request().Header, requestIDHeader); v != "" {
-		return c.Request().Header[requestIDHeader][:1:1]
+	if v := c.Request().Header[requestIDHeader]; len(v) > 0 && v[0] != "" {
+		return v[:1:1]
 	}
 	id := new(struct {
 		value [1]string

@@ -13,7 +13,7 @@ import (
 // With read, write and idle timeouts, net/http sets a connection's deadlines several
 // times a request (idle, header, body, write), and each moves a runtime timer: a lock,
 // a heap fix and a clock read. On a one-row request that made the timeouts alone cost
-// the bare net/http floor 1.07x-1.23x its CPU (runtime/README.md, "Under load"). The
+// the bare net/http floor up to 1.23x its CPU (runtime/README.md, "Under load"). The
 // runtime's timeouts are hundreds of milliseconds to minutes and none needs precision
 // to the microsecond, so a deadlineListener's connections record a future deadline in
 // an atomic, and one sweeper goroutine per listener, every tick, cuts short the reads
@@ -108,9 +108,8 @@ type deadlineConn struct {
 	net.Conn
 	l *deadlineListener
 
-	mu           sync.Mutex // orders the connection's own deadlines: the sweeper's against a set's
-	read, write  half
-	deregistered bool
+	mu          sync.Mutex // orders the connection's own deadlines: the sweeper's against a set's
+	read, write half
 }
 
 // half is the deadline of one direction.
@@ -215,15 +214,10 @@ func (c *deadlineConn) CloseWrite() error {
 	return nil
 }
 
+// Close leaves the sweeper's set (again, harmlessly, when net/http closes twice).
 func (c *deadlineConn) Close() error {
-	c.mu.Lock()
-	first := !c.deregistered
-	c.deregistered = true
-	c.mu.Unlock()
-	if first {
-		c.l.mu.Lock()
-		delete(c.l.conns, c)
-		c.l.mu.Unlock()
-	}
+	c.l.mu.Lock()
+	delete(c.l.conns, c)
+	c.l.mu.Unlock()
 	return c.Conn.Close()
 }
