@@ -152,9 +152,49 @@ func (m *Model) contribs(out, rows []float32, nrows int) {
 func (m *Model) pathTreeShap(row []float32, phi []float64, root uint32, pt *pathTree, cold []uint32) {
 	ps := m.shap.path
 	cold = cold[:pt.nodes]
+	m.coldPatterns(row, root, cold)
+	// Bounds checks skipped below hold by construction: u and u with a bit cleared
+	// or flipped are below 2^n, the length of the leaf's table, and build takes path
+	// features from nodes whose features flattenTree checked against num_feature
+	// (< len(phi)).
+	tables, pp := unsafe.Pointer(unsafe.SliceData(ps.table)), unsafe.Pointer(unsafe.SliceData(phi))
+	leaves := pt.scaled
+	if haveWide && pt.wide > 0 {
+		shapLeaves8(unsafe.SliceData(phi), unsafe.SliceData(leaves), pt.wide, unsafe.SliceData(cold),
+			unsafe.SliceData(ps.table), unsafe.SliceData(ps.coef), unsafe.SliceData(ps.feats))
+		leaves = leaves[pt.wide:]
+	}
+	addScaledLeaves(phi, leaves, cold, ps)
+	for _, lf := range pt.small {
+		n := lf.n
+		u := (uint32(1)<<n - 1) &^ cold[lf.node]
+		tab := unsafe.Add(tables, uintptr(lf.tab)*4)
+		feats := ps.feats[lf.feat : lf.feat+n]
+		zero := ps.zero[lf.off : lf.off+n]
+		feats = feats[:len(zero)]
+		// The pair holds what in + (1-in)*z is for in = 0 and 1, so the product is
+		// the same to the bit (1 + 0*z is 1 but for an infinite or NaN z).
+		a := lf.v // v * Zout(U)
+		for j, z := range zero {
+			pick := [2]float64{float64(z), 1 + 0*float64(z)}
+			a *= pick[u>>j&1]
+		}
+		neg := a * float64(*(*float32)(unsafe.Add(tab, uintptr(u)*4)))
+		for j, f := range feats {
+			in := float64(u >> j & 1)
+			pos := a * (1 - float64(zero[j])) * float64(*(*float32)(unsafe.Add(tab, uintptr(u^1<<j)*4)))
+			p := (*float64)(unsafe.Add(pp, uintptr(f)*8))
+			*p += in*(pos+neg) - neg
+		}
+	}
+}
+
+// coldPatterns gives every node of the tabled tree at root, cold[k] for node root+k,
+// the set of path positions (features) whose edges the row leaves on the way to it.
+// Parents precede children: one forward sweep does.
+func (m *Model) coldPatterns(row []float32, root uint32, cold []uint32) {
+	bits := m.shap.path.bit
 	cold[0] = 0
-	// Parents precede children: one forward sweep gives every node the set of path
-	// positions (features) whose edges the row leaves on the way to it.
 	for k := range cold {
 		i := root + uint32(k)
 		n := &m.nodes[i]
@@ -167,39 +207,48 @@ func (m *Model) pathTreeShap(row []float32, phi []float64, root uint32, pt *path
 		} else {
 			hot = next(m.nodes, m.flags, row, i)
 		}
-		c := cold[k]
+		// right is 1 when the row goes right: the left edge is left, else the right.
+		right := hot - n.left
+		c, b := cold[k], uint32(1)<<(bits[i]&31)
 		l := n.left - root
-		off := c | 1<<ps.bit[i]
-		cold[l] = off
-		cold[l+1] = off
-		cold[hot-root] = c
+		cold[l] = c | b&-right
+		cold[l+1] = c | b&(right-1)
 	}
-	// Bounds checks skipped below hold by construction: u and u^1<<j are below 2^n, the
-	// length of the leaf's table, and build takes path features from nodes whose
-	// features flattenTree checked against num_feature (< len(phi)).
+}
+
+// addScaledLeaves adds the shares of leaves whose tables hold H(U) to phi; cold holds
+// the tree's patterns the row does not follow, per node. A function of its own, so
+// that its few values stay in registers.
+func addScaledLeaves(phi []float64, leaves []pathLeaf, cold []uint32, ps *pathShap) {
 	tables, pp := unsafe.Pointer(unsafe.SliceData(ps.table)), unsafe.Pointer(unsafe.SliceData(phi))
-	for _, lf := range pt.leaves {
-		n := lf.n
-		u := (uint32(1)<<n - 1) &^ cold[lf.node]
+	coefs, feats := unsafe.Pointer(unsafe.SliceData(ps.coef)), unsafe.Pointer(unsafe.SliceData(ps.feats))
+	// Leaves with the same features follow each other: their shares are added up
+	// here, then to phi once.
+	var acc [maxPathFeatures]float64
+	for i, lf := range leaves {
+		u := (uint32(1)<<lf.n - 1) &^ cold[lf.node]
 		tab := unsafe.Add(tables, uintptr(lf.tab)*4)
-		feats := ps.feats[lf.off : lf.off+n]
-		zero := ps.zero[lf.off : lf.off+n]
-		feats = feats[:len(zero)]
+		coef := unsafe.Add(coefs, uintptr(lf.off)*16)
 		// Whether the row follows feature j is a coin flip a branch predictor cannot
-		// learn: the factor is picked from a pair by the bit, not by a branch. The
-		// pair holds what in + (1-in)*z is for in = 0 and 1, so the product is the
-		// same to the bit (1 + 0*z is 1 but for an infinite or NaN z).
-		a := lf.v // v * Zout(U)
-		for j, z := range zero {
-			pick := [2]float64{float64(z), 1 + 0*float64(z)}
-			a *= pick[u>>j&1]
+		// learn: the coefficient is picked from the pair by the bit, not by a branch.
+		// The bits are shifted one place a step, not j places: a variable shift
+		// takes the count register and a test for counts of 32 and more.
+		rest, bit := uintptr(u), uint32(1)
+		for j := range acc[:lf.n] {
+			c := *(*float64)(unsafe.Add(coef, (2*uintptr(j)+rest&1)*8))
+			h := *(*float32)(unsafe.Add(tab, uintptr(u&^bit)*4))
+			acc[j] += c * float64(h)
+			rest >>= 1
+			bit <<= 1
 		}
-		neg := a * float64(*(*float32)(unsafe.Add(tab, uintptr(u)*4)))
-		for j, f := range feats {
-			in := float64(u >> j & 1)
-			pos := a * (1 - float64(zero[j])) * float64(*(*float32)(unsafe.Add(tab, uintptr(u^1<<j)*4)))
-			p := (*float64)(unsafe.Add(pp, uintptr(f)*8))
-			*p += in*(pos+neg) - neg
+		if i+1 < len(leaves) && leaves[i+1].feat == lf.feat {
+			continue
+		}
+		feat := unsafe.Add(feats, uintptr(lf.feat)*4)
+		for j := range acc[:lf.n] {
+			p := (*float64)(unsafe.Add(pp, uintptr(*(*int32)(unsafe.Add(feat, j*4)))*8))
+			*p += acc[j]
+			acc[j] = 0
 		}
 	}
 }

@@ -8,12 +8,20 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // randomTreesModel writes a binary:logistic model of full trees of the given depth
 // whose splits draw from nfeat features, so paths repeat features (the case where
 // TreeSHAP unwinds), with hessians that add up as XGBoost's do.
 func randomTreesModel(rng *rand.Rand, ntrees, depth, nfeat int) string {
+	return randomTreesModelHessians(rng, ntrees, depth, nfeat, 0)
+}
+
+// randomTreesModelHessians is randomTreesModel with a fraction of right leaves
+// without hessian (a cover fraction of 0 on their edge; their left siblings keep
+// some, so no node is without).
+func randomTreesModelHessians(rng *rand.Rand, ntrees, depth, nfeat int, zeroHessians float64) string {
 	var trees []string
 	for t := 0; t < ntrees; t++ {
 		n := 1<<(depth+1) - 1
@@ -29,6 +37,9 @@ func randomTreesModel(rng *rand.Rand, ntrees, depth, nfeat int) string {
 				left[i], right[i], feat[i] = "-1", "-1", "0"
 				cond[i] = fmt.Sprint(float32(rng.NormFloat64()))
 				hess[i] = float64(1 + rng.Intn(20))
+				if i%2 == 0 && rng.Float64() < zeroHessians {
+					hess[i] = 0
+				}
 			}
 			def[i] = fmt.Sprint(rng.Intn(2))
 		}
@@ -67,6 +78,8 @@ func TestPathShapMatchesRecursive(t *testing.T) {
 		"repeated features":   randomTreesModel(rng, 6, 7, 3),
 		"distinct features":   randomTreesModel(rng, 4, 6, 40),
 		"beyond the path cap": randomTreesModel(rng, 1, maxPathFeatures+1, 200),
+		// Leaves whose cover fractions multiply to 0 keep tables of G(U).
+		"leaves without hessian": randomTreesModelHessians(rng, 6, 6, 10, 0.3),
 	}
 	for _, f := range []string{"seed_binary.json", "seed_dart_multi.json", "categorical.json"} {
 		models[f] = "testdata/" + f
@@ -91,6 +104,13 @@ func TestPathShapMatchesRecursive(t *testing.T) {
 			}
 			if wantTabled := name != "beyond the path cap"; (tabled > 0) != wantTabled {
 				t.Fatalf("%d of %d trees use tables, want tables: %v", tabled, len(m.trees), wantTabled)
+			}
+			small := 0
+			for _, pt := range m.shap.path.trees {
+				small += len(pt.small)
+			}
+			if wantSmall := name == "leaves without hessian"; (small > 0) != wantSmall {
+				t.Fatalf("%d leaves keep tables of G(U), want some: %v", small, wantSmall)
 			}
 			nf := m.NumFeatures()
 			nrows := 300
@@ -134,6 +154,76 @@ func TestPathShapMatchesRecursive(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestShapLeaves8 holds the AVX-512 leaf loop to the Go loop, to the bit, on trees
+// whose leaves share feature lists (siblings; repeated features) and trees whose
+// leaves have more than eight path features (left to the Go loop).
+func TestShapLeaves8(t *testing.T) {
+	if !haveWide {
+		t.Skip("the CPU has no AVX-512F")
+	}
+	var l pathLeaf
+	if unsafe.Sizeof(l) != 32 || unsafe.Offsetof(l.node) != 8 || unsafe.Offsetof(l.n) != 12 ||
+		unsafe.Offsetof(l.off) != 16 || unsafe.Offsetof(l.tab) != 20 || unsafe.Offsetof(l.feat) != 24 {
+		t.Fatal("pathLeaf's layout is not the one shap_amd64.s reads")
+	}
+	rng := rand.New(rand.NewSource(7))
+	for _, doc := range []string{
+		randomTreesModel(rng, 20, 7, 3),
+		randomTreesModel(rng, 20, 6, 40),
+		randomTreesModel(rng, 6, 9, 200),
+		randomTreesModel(rng, 6, 8, 200),
+	} {
+		m, err := Parse([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := m.shap.path
+		nf := m.NumFeatures()
+		row := make([]float32, nf)
+		cold := make([]uint32, ps.maxNodes)
+		wide, shared := 0, 0
+		for r := 0; r < 20; r++ {
+			for i := range row {
+				row[i] = float32(rng.NormFloat64())
+				if rng.Float64() < 0.1 {
+					row[i] = float32(math.NaN())
+				}
+			}
+			for tr, pt := range ps.trees {
+				if !pt.tabled {
+					t.Fatalf("tree %d is not tabled", tr)
+				}
+				leaves := pt.scaled[:pt.wide]
+				wide += len(leaves)
+				for i := 1; i < len(leaves); i++ {
+					if leaves[i].feat == leaves[i-1].feat {
+						shared++
+					}
+				}
+				c := cold[:pt.nodes]
+				m.coldPatterns(row, m.trees[tr].root, c)
+				want, got := make([]float64, nf+1), make([]float64, nf+1)
+				for i := range want {
+					want[i] = rng.NormFloat64()
+					got[i] = want[i]
+				}
+				addScaledLeaves(want, leaves, c, ps)
+				if len(leaves) > 0 {
+					shapLeaves8(&got[0], &leaves[0], len(leaves), &c[0], &ps.table[0], &ps.coef[0], &ps.feats[0])
+				}
+				for i := range want {
+					if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+						t.Fatalf("row %d tree %d feature %d: shapLeaves8 %v, the Go loop %v", r, tr, i, got[i], want[i])
+					}
+				}
+			}
+		}
+		if wide == 0 || shared == 0 {
+			t.Fatalf("%d leaves for shapLeaves8, %d sharing their features with the leaf before: want some of both", wide, shared)
+		}
 	}
 }
 

@@ -1,6 +1,10 @@
 package forest
 
-import "slices"
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+)
 
 // Path-based TreeSHAP with precomputed leaf tables ("Fast TreeSHAP v2", Yang 2021,
 // arXiv:2109.09847). Exact TreeSHAP (shap.go) gives the same values, but redoes per
@@ -18,12 +22,23 @@ import "slices"
 //
 //	G(T) = sum over S subset of T of  |S|! (n-|S|-1)! / n!  *  product of z_k, k in T \ S.
 //
-// Only U depends on the row. So at load each leaf gets a table of G(U) for all 2^n
-// patterns U, and a row costs one pass over the tree's nodes (to find each leaf's U)
-// and O(n) per leaf, instead of O(n^2) per leaf plus O(depth) per node. Zout(U) costs
-// n multiplications per row: not worth a table, which would double the memory a row
-// reads. Tables take 2^n float32 per leaf (a 64-leaf tree of depth 6: 16 KiB, within
-// L1): trees whose tables exceed the caps keep the recursive algorithm.
+// Only U depends on the row. So at load each leaf gets a table over all 2^n patterns U,
+// and a row costs one pass over the tree's nodes (to find each leaf's U) and O(n) per
+// leaf, instead of O(n^2) per leaf plus O(depth) per node.
+//
+// The table holds H(U) = Zout(U) * G(U), so that both cases read one entry and
+// multiply by one coefficient: Zout(U \ {j}) = z_j * Zout(U) for j in U, hence
+//
+//	j in U:      v * (1 - z_j) / z_j * H(U \ {j})
+//	j not in U: -v * H(U)               = -v * H(U \ {j}), as U \ {j} = U
+//
+// a coefficient picked by whether j is in U, times H at U without j. That is a third
+// of the per-leaf operations of multiplying Zout(U) out per row. It needs every z_j
+// above 0 and the product of all of them far from float32's smallest numbers, or
+// H(U) would lose digits: leaves whose cover fractions multiply to under 2^-100 (a
+// child with no hessian, say) keep tables of G(U) and multiply Zout(U) out per row.
+// Tables take 2^n float32 per leaf (a 64-leaf tree of depth 6: 16 KiB, within L1):
+// trees whose tables exceed the caps keep the recursive algorithm.
 
 const (
 	// maxPathFeatures caps n per leaf: a table of 2^12 entries is 16 KiB.
@@ -33,6 +48,10 @@ const (
 	// maxPathTreeNodes caps the nodes of a tabled tree: a row's sweep keeps a word
 	// per node (256 KiB of scratch per call at the cap).
 	maxPathTreeNodes = 1 << 16
+	// minScaledCover is the smallest product of a leaf's cover fractions whose table
+	// holds H(U): H(U) >= that product times G's smallest value (above 2^-13 for n up
+	// to 12), a normal float32 (2^-126 and up) with all its digits.
+	minScaledCover = 0x1p-100
 )
 
 // pathLeaf is one leaf of a tabled tree.
@@ -40,22 +59,27 @@ type pathLeaf struct {
 	v    float64 // leaf value times the tree's dart weight
 	node uint32  // flat node index, relative to the tree's root
 	n    uint32  // distinct features on the path
-	off  uint32  // offset into pathShap.feats / zero: n entries, in path order
+	off  uint32  // offset into pathShap.zero, and half that into coef: n entries, in path order
 	tab  uint32  // offset into pathShap.table: 2^n entries
+	feat uint32  // offset into pathShap.feats: n entries, shared by the tree's leaves with the same features in the same order
+	_    uint32  // 32 bytes, for shapLeaves8
 }
 
 // pathTree says how a tree's contributions are computed.
 type pathTree struct {
 	tabled bool
-	leaves []pathLeaf
-	nodes  uint32 // nodes in the tree
+	scaled []pathLeaf // leaves whose tables hold H(U)
+	small  []pathLeaf // leaves whose tables hold G(U): their cover fractions multiply to under minScaledCover
+	wide   int        // the leading scaled leaves with at most 8 path features (shapLeaves8's)
+	nodes  uint32     // nodes in the tree
 }
 
 type pathShap struct {
 	trees    []pathTree
-	feats    []int32   // per leaf: its path features, in order of first appearance
+	feats    []int32   // per leaf: its path features, in order of first appearance (shared, see pathLeaf.feat)
 	zero     []float32 // per leaf feature j: z_j
-	table    []float32 // per leaf: G(U) for every pattern U
+	coef     []float64 // per leaf feature j: -v and v * (1 - z_j) / z_j (0 for a small leaf)
+	table    []float32 // per leaf: H(U), or G(U) for a small leaf, for every pattern U
 	bit      []uint8   // per flat node of a tabled tree: its feature's position on the path
 	maxNodes int       // nodes of the largest tabled tree
 	bias     []float32 // per group: sum of the trees' expected values, plus the base margin
@@ -98,6 +122,7 @@ func newPathShap(m *Model) *pathShap {
 	ps.table = make([]float32, 0, entries)
 	ps.feats = make([]int32, 0, feats)
 	ps.zero = make([]float32, 0, feats)
+	ps.coef = make([]float64, 0, 2*feats)
 	for t := range m.trees {
 		tr := &m.trees[t]
 		root, end := m.treeNodes(t)
@@ -116,12 +141,20 @@ func newPathShap(m *Model) *pathShap {
 		pt.tabled = true
 		// Leaves with as many path features follow each other, so the loops over a
 		// leaf's features run the same number of times leaf after leaf and their
-		// exits are predicted.
-		pt.leaves = slices.Clone(b.leaves)
-		slices.SortStableFunc(pt.leaves, func(x, y pathLeaf) int { return int(x.n) - int(y.n) })
+		// exits are predicted; among them, leaves with the same features (siblings,
+		// at least) follow each other, so their shares are added up before phi.
+		byFeatures := func(x, y pathLeaf) int { return cmp.Or(cmp.Compare(x.n, y.n), cmp.Compare(x.feat, y.feat)) }
+		pt.scaled = slices.SortedStableFunc(slices.Values(b.scaled), byFeatures)
+		pt.small = slices.SortedStableFunc(slices.Values(b.small), byFeatures)
+		for pt.wide < len(pt.scaled) && pt.scaled[pt.wide].n <= 8 {
+			pt.wide++
+		}
 		ps.maxNodes = max(ps.maxNodes, int(pt.nodes))
 		ps.rowCost += int(pt.nodes)
-		for _, l := range pt.leaves {
+		for _, l := range pt.scaled {
+			ps.rowCost += int(l.n)
+		}
+		for _, l := range pt.small {
 			ps.rowCost += 2 * int(l.n)
 		}
 	}
@@ -139,12 +172,16 @@ func (m *Model) treeNodes(t int) (root, end uint32) {
 
 // pathBuilder holds scratch reused across trees while tables are built.
 type pathBuilder struct {
-	leaves []pathLeaf
-	parent []uint32  // per node of the tree: its parent
-	path   []uint32  // a leaf and its ancestors below the root, leaf first
-	feats  []int32   // distinct features on the path
-	zero   []float32 // their cover fractions
+	scaled []pathLeaf
+	small  []pathLeaf
+	parent []uint32          // per node of the tree: its parent
+	path   []uint32          // a leaf and its ancestors below the root, leaf first
+	feats  []int32           // distinct features on the path
+	zero   []float32         // their cover fractions
+	lists  map[string]uint32 // a tree's path feature lists so far (their bytes) to their offset in pathShap.feats
+	key    []byte
 	e      []float64 // elementary symmetric polynomials per subset
+	in     []float64 // per subset: the product of its fractions
 }
 
 // pathTo fills b.path with the nodes from leaf up to, not including, root.
@@ -195,10 +232,14 @@ func (b *pathBuilder) count(m *Model, root, end uint32) (entries, feats int, ok 
 }
 
 // build appends the tables of the tree [root, end), which count found to fit, and
-// leaves its leaves in b.leaves.
+// leaves its leaves in b.scaled and b.small.
 func (b *pathBuilder) build(m *Model, ps *pathShap, root, end uint32, weight float64) {
 	b.parents(m, root, end)
-	b.leaves = b.leaves[:0]
+	b.scaled, b.small = b.scaled[:0], b.small[:0]
+	if b.lists == nil {
+		b.lists = make(map[string]uint32)
+	}
+	clear(b.lists)
 	hess := m.shap.hess
 	for i := root; i < end; i++ {
 		if !m.isLeaf(i) {
@@ -225,12 +266,39 @@ func (b *pathBuilder) build(m *Model, ps *pathShap, root, end uint32, weight flo
 			b.zero[pos] = hess[c] / hess[par] * b.zero[pos]
 		}
 		n := len(b.feats)
-		pl := pathLeaf{v: float64(m.shap.leaf[i]) * weight, node: i - root, n: uint32(n), off: uint32(len(ps.feats)), tab: uint32(len(ps.table))}
-		ps.feats = append(ps.feats, b.feats...)
+		pl := pathLeaf{v: float64(m.shap.leaf[i]) * weight, node: i - root, n: uint32(n), off: uint32(len(ps.zero)), tab: uint32(len(ps.table))}
+		b.key = b.key[:0]
+		for _, f := range b.feats {
+			b.key = binary.LittleEndian.AppendUint32(b.key, uint32(f))
+		}
+		if off, ok := b.lists[string(b.key)]; ok {
+			pl.feat = off
+		} else {
+			pl.feat = uint32(len(ps.feats))
+			b.lists[string(b.key)] = pl.feat
+			ps.feats = append(ps.feats, b.feats...)
+		}
 		ps.zero = append(ps.zero, b.zero...)
 		ps.table = append(ps.table, make([]float32, 1<<n)...)
-		b.fill(ps.table[pl.tab:pl.tab+1<<n], n)
-		b.leaves = append(b.leaves, pl)
+		cover := 1.0
+		for _, z := range b.zero {
+			cover *= float64(z)
+		}
+		// Also false for a NaN fraction (a node without hessian).
+		scaled := cover >= minScaledCover
+		for _, z := range b.zero {
+			if scaled {
+				ps.coef = append(ps.coef, -pl.v, pl.v*(1-float64(z))/float64(z))
+			} else {
+				ps.coef = append(ps.coef, 0, 0)
+			}
+		}
+		b.fill(ps.table[pl.tab:pl.tab+1<<n], n, scaled)
+		if scaled {
+			b.scaled = append(b.scaled, pl)
+		} else {
+			b.small = append(b.small, pl)
+		}
 	}
 }
 
@@ -241,8 +309,8 @@ func growU32(s []uint32, n int) []uint32 {
 	return s[:n]
 }
 
-// fill writes a leaf's table for the n fractions in b.zero.
-func (b *pathBuilder) fill(tab []float32, n int) {
+// fill writes a leaf's table for the n fractions in b.zero: H(U) if scaled, else G(U).
+func (b *pathBuilder) fill(tab []float32, n int, scaled bool) {
 	size := 1 << n
 	// e[T][m]: elementary symmetric polynomial of degree m of z over T, built by
 	// adding T's lowest feature to T without it.
@@ -254,16 +322,22 @@ func (b *pathBuilder) fill(tab []float32, n int) {
 	for i := range e {
 		e[i] = 0
 	}
-	e[0] = 1
+	if cap(b.in) < size {
+		b.in = make([]float64, size)
+	}
+	in := b.in[:size]
+	e[0], in[0] = 1, 1
 	for t := 1; t < size; t++ {
 		j := lowBit(t)
-		prev := e[(t&^(1<<j))*stride:]
+		without := t &^ (1 << j)
+		prev := e[without*stride:]
 		cur := e[t*stride:]
 		z := float64(b.zero[j])
 		cur[0] = prev[0]
 		for d := 1; d <= n; d++ {
 			cur[d] = prev[d] + z*prev[d-1]
 		}
+		in[t] = in[without] * z
 	}
 	for u := 0; u < size; u++ {
 		k := popcount(u)
@@ -272,6 +346,9 @@ func (b *pathBuilder) fill(tab []float32, n int) {
 		// G(U) = sum over s = |S| of w(s) * e_{|U|-s}(z_U).
 		for s := 0; s <= k && s < n; s++ {
 			g += shapleyWeights[n][s] * cur[k-s]
+		}
+		if scaled {
+			g *= in[(size-1)^u] // Zout(U): the fractions of the features not in U
 		}
 		tab[u] = float32(g)
 	}
