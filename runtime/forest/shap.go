@@ -1,6 +1,9 @@
 package forest
 
-import "unsafe"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // SHAP contributions (pred_contribs). Trees whose leaf tables fit (shappath.go) use
 // them; the others use exact TreeSHAP (Lundberg et al. 2018, Algorithm 2) as XGBoost
@@ -113,14 +116,36 @@ func (m *Model) contribs(out, rows []float32, nrows int) {
 	defer scratchPool.Put(s)
 	sh := &s.shap
 	ps := m.shap.path
-	br := max(1, min(shapBlockRows, scratchBudget/(2*ng*ncol))) // float64: two values
+	// A row's scratch: its contributions (float64: two values each) and, where
+	// keySweep runs, its keys (two per feature).
+	byKeys := !m.hasCat && nf > 0
+	perRow := 2 * ng * ncol
+	if byKeys {
+		perRow += 2 * nf
+	}
+	br := max(1, min(shapBlockRows, scratchBudget/perRow))
 	sh.phi = growF64(sh.phi, br*ng*ncol)
 	sh.cold = growU32(sh.cold, ps.maxNodes)
+	var keys []uint32
+	if byKeys {
+		s.keys = growKeys(s.keys, br*2*nf)
+		keys = s.keys
+	}
 	for b := 0; b < nrows; b += br {
 		e := min(b+br, nrows)
 		phi := sh.phi[:(e-b)*ng*ncol]
 		for i := range phi {
 			phi[i] = 0
+		}
+		if byKeys {
+			for r := b; r < e; r++ {
+				k := keys[(r-b)*2*nf : (r-b+1)*2*nf]
+				if haveWide {
+					rowKeys1(&rows[r*nf], nf, &k[0])
+				} else {
+					rowKeys(k, rows[r*nf:(r+1)*nf], 0, 1)
+				}
+			}
 		}
 		for t := range m.trees {
 			tr := &m.trees[t]
@@ -128,10 +153,17 @@ func (m *Model) contribs(out, rows []float32, nrows int) {
 			for r := b; r < e; r++ {
 				row := rows[r*nf : (r+1)*nf]
 				p := phi[((r-b)*ng+int(tr.group))*ncol:][:ncol]
-				if pt.tabled {
-					m.pathTreeShap(row, p, tr.root, pt, sh.cold)
-				} else {
+				switch {
+				case !pt.tabled:
 					m.recursiveTreeShap(row, p, t, sh)
+				case byKeys:
+					cold := sh.cold[:pt.nodes]
+					keySweep(pt.sweep, keys[(r-b)*2*nf:(r-b+1)*2*nf], cold)
+					m.pathTreeShap(p, pt, cold)
+				default:
+					cold := sh.cold[:pt.nodes]
+					m.coldPatterns(row, tr.root, cold)
+					m.pathTreeShap(p, pt, cold)
 				}
 			}
 		}
@@ -148,11 +180,10 @@ func (m *Model) contribs(out, rows []float32, nrows int) {
 	}
 }
 
-// pathTreeShap adds one tabled tree's contributions for row to phi.
-func (m *Model) pathTreeShap(row []float32, phi []float64, root uint32, pt *pathTree, cold []uint32) {
+// pathTreeShap adds one tabled tree's contributions for a row to phi, given its cold
+// patterns (keySweep, coldPatterns).
+func (m *Model) pathTreeShap(phi []float64, pt *pathTree, cold []uint32) {
 	ps := m.shap.path
-	cold = cold[:pt.nodes]
-	m.coldPatterns(row, root, cold)
 	// Bounds checks skipped below hold by construction: u and u with a bit cleared
 	// or flipped are below 2^n, the length of the leaf's table, and build takes path
 	// features from nodes whose features flattenTree checked against num_feature
@@ -186,6 +217,24 @@ func (m *Model) pathTreeShap(row []float32, phi []float64, root uint32, pt *path
 			p := (*float64)(unsafe.Add(pp, uintptr(f)*8))
 			*p += in*(pos+neg) - neg
 		}
+	}
+}
+
+// keySweep is coldPatterns for trees without categorical splits, from the row's keys
+// (kernel.go; rowKeys of one lane): a node is one compare-by-carry, no branch, and
+// the tree's leaves are not visited.
+func keySweep(sweep []sweepNode, keys []uint32, cold []uint32) {
+	cold[0] = 0
+	// Bounds checks skipped below hold by construction: self and left+1 are nodes of
+	// the tree (fewer than len(cold)) and key a key splitKey gave (below 2*nf).
+	kp, cp := unsafe.Pointer(unsafe.SliceData(keys)), unsafe.Pointer(unsafe.SliceData(cold))
+	for i := range sweep {
+		s := &sweep[i]
+		_, right := bits.Add32(*(*uint32)(unsafe.Add(kp, s.key)), s.carry, 0)
+		c := *(*uint32)(unsafe.Add(cp, uintptr(s.self)*4))
+		l := unsafe.Add(cp, uintptr(s.left)*4)
+		*(*uint32)(l) = c | s.bit&-right
+		*(*uint32)(unsafe.Add(l, 4)) = c | s.bit&(right-1)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -205,6 +206,14 @@ func TestShapLeaves8(t *testing.T) {
 				}
 				c := cold[:pt.nodes]
 				m.coldPatterns(row, m.trees[tr].root, c)
+				// keySweep gives the same patterns from the row's keys.
+				keys := make([]uint32, 2*nf)
+				rowKeys(keys, row, 0, 1)
+				byKeys := make([]uint32, pt.nodes)
+				keySweep(pt.sweep, keys, byKeys)
+				if !slices.Equal(byKeys, c) {
+					t.Fatalf("row %d tree %d: keySweep %v, coldPatterns %v", r, tr, byKeys, c)
+				}
 				want, got := make([]float64, nf+1), make([]float64, nf+1)
 				for i := range want {
 					want[i] = rng.NormFloat64()

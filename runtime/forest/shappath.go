@@ -68,10 +68,22 @@ type pathLeaf struct {
 // pathTree says how a tree's contributions are computed.
 type pathTree struct {
 	tabled bool
-	scaled []pathLeaf // leaves whose tables hold H(U)
-	small  []pathLeaf // leaves whose tables hold G(U): their cover fractions multiply to under minScaledCover
-	wide   int        // the leading scaled leaves with at most 8 path features (shapLeaves8's)
-	nodes  uint32     // nodes in the tree
+	scaled []pathLeaf  // leaves whose tables hold H(U)
+	small  []pathLeaf  // leaves whose tables hold G(U): their cover fractions multiply to under minScaledCover
+	wide   int         // the leading scaled leaves with at most 8 path features (shapLeaves8's)
+	nodes  uint32      // nodes in the tree
+	sweep  []sweepNode // the internal nodes, parents first; nil in models with categorical splits
+}
+
+// sweepNode is an internal node of a tabled tree as keySweep reads it: the row kernel's
+// comparison (kernel_row.go) on kernel.go's keys of one row, so missing values go the
+// node's default way.
+type sweepNode struct {
+	carry uint32 // 2^32 - threshold key: key + carry carries when the row goes right
+	key   uint32 // byte offset of the node's key
+	bit   uint32 // 1 << the node's feature's position on the path
+	self  uint16 // the node, relative to the tree's root (tabled trees have at most 2^16 nodes)
+	left  uint16 // its left child, relative to the root
 }
 
 type pathShap struct {
@@ -139,6 +151,21 @@ func newPathShap(m *Model) *pathShap {
 		}
 		b.build(m, ps, root, end, w)
 		pt.tabled = true
+		if !m.hasCat {
+			for i := root; i < end; i++ {
+				if m.isLeaf(i) {
+					continue
+				}
+				thr, key := m.splitKey(i)
+				pt.sweep = append(pt.sweep, sweepNode{
+					carry: uint32(1<<32 - uint64(thr)), // thr > 0: it fits
+					key:   key * 4,
+					bit:   1 << ps.bit[i],
+					self:  uint16(i - root),
+					left:  uint16(m.nodes[i].left - root),
+				})
+			}
+		}
 		// Leaves with as many path features follow each other, so the loops over a
 		// leaf's features run the same number of times leaf after leaf and their
 		// exits are predicted; among them, leaves with the same features (siblings,
