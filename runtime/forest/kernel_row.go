@@ -5,26 +5,28 @@ import (
 	"unsafe"
 )
 
-// The row kernel evaluates a single row of a model with one output group. The scalar
-// walk of kernel.go takes three loads a step (the node's feature, the row's key, the
-// node's child and threshold) and eight walks a time; here a node is one word, its
-// feature's key offset and its threshold, and a step is two loads, an add and an
-// add-with-carry (kernel_row_amd64.s):
+// The row kernel evaluates a single row. The scalar walk of kernel.go takes three
+// loads a step (the node's feature, the row's key, the node's child and threshold) and
+// eight walks a time; here a node is one word, its feature's key offset and its
+// threshold, and a step is two loads, an add and an add-with-carry
+// (kernel_row_amd64.s):
 //
 //	word  = key's byte offset << 32 | 2^32 - threshold key
 //	child = 2r + carry(key + low half)   (r: the node's breadth-first number, root 1)
 //
-// Groups of twelve consecutive trees are stored as full trees of the group's depth, one
-// after another: a tree of depth D is its 2^D node words (breadth first, word 0 unused),
+// Groups of twelve consecutive trees of one output group (in a multi-class model,
+// every num_class-th tree) are stored as full trees of the group's depth, one after
+// another: a tree of depth D is its 2^D node words (breadth first, word 0 unused),
 // then its 2^D leaf values (float32), 12*2^D bytes. The twelve walks of a group address
 // their trees by constant displacements, and a tree's first three levels share one
 // cache line. A leaf above the group's last level becomes a node of threshold "never"
 // (low half 0: no key carries, the walk goes left) whose subtrees repeat it, so every
-// walk takes exactly the group's depth in steps. The last group is filled up with trees
-// whose every leaf is -0 (x + -0 is x for every x, -0 and NaN included), so the kernel
-// adds twelve leaves a group and needs no count. Keys are those of kernel.go for one
-// lane, so comparisons and missing values are the scalar kernels', and leaf values are
-// added in tree order: the margins are theirs bit for bit.
+// walk takes exactly the group's depth in steps. An output group's last group is filled
+// up with trees whose every leaf is -0 (x + -0 is x for every x, -0 and NaN included),
+// so the kernel adds twelve leaves a group and needs no count. Keys are those of
+// kernel.go for one lane, so comparisons and missing values are the scalar kernels',
+// and each output group's leaf values are added in tree order: the margins are theirs
+// bit for bit.
 
 // rowGroup is one group of trees in rowTrees.words; its layout is read by rowSum.
 type rowGroup struct {
@@ -36,6 +38,7 @@ type rowGroup struct {
 type rowTrees struct {
 	words  []uint32 // node r of a tree: [2r] 2^32 - threshold, [2r+1] key offset
 	groups []rowGroup
+	outs   []int // output group g's trees are groups[outs[g]:outs[g+1]]
 }
 
 const (
@@ -47,34 +50,48 @@ const (
 	rowMaxDepth = 8
 	// rowMaxWords bounds the padding of shallow trees to their group's depth: the
 	// layout is built only if its words (uint32) are at most this many a flat node
-	// (groups of full trees of one depth: about 1.5).
+	// (groups of full trees of one depth: about 1.5), or at most rowSmallWords.
 	rowMaxWords = 6
+	// rowSmallWords is what a small model's layout may take whatever its padding
+	// (64 KiB): the Iris model's 60 trees of 1 to 4 levels, a class of one-split trees
+	// and two of deeper ones, take 2,448 words for 404 nodes.
+	rowSmallWords = 1 << 14
 )
 
 // buildRow lays the trees out for the row kernel, or leaves m.row empty: on CPUs it
-// has no code for, for models with several output groups (their margins are not one
-// register's sum), a tree deeper than rowMaxDepth, or padding beyond rowMaxWords.
+// has no code for, for a tree deeper than rowMaxDepth, or padding beyond rowMaxWords.
 func (m *Model) buildRow() {
-	nt := len(m.trees)
-	if !haveRow || nt == 0 || m.numGroup != 1 {
+	if !haveRow || len(m.trees) == 0 {
 		return
 	}
-	groups := make([]rowGroup, (nt+rowWays-1)/rowWays)
-	size := 0
-	for g := range groups {
-		first := g * rowWays
-		n := min(rowWays, nt-first)
-		var depth int32
-		for _, tr := range m.trees[first : first+n] {
-			depth = max(depth, tr.depth)
-		}
-		if depth > rowMaxDepth {
-			return
-		}
-		groups[g] = rowGroup{off: uint32(size), depth: depth}
-		size += rowWays * 3 << depth
+	// Each output group's trees in tree order: a group's walks add to one margin, in
+	// the order the scalar kernels add them.
+	byOut := make([][]int, m.numGroup)
+	for t := range m.trees {
+		g := m.trees[t].group
+		byOut[g] = append(byOut[g], t)
 	}
-	if size > rowMaxWords*len(m.nodes) || size >= math.MaxUint32/8 {
+	var groups []rowGroup
+	var members [][]int // each group's trees
+	outs := make([]int, m.numGroup+1)
+	size := 0
+	for g, trees := range byOut {
+		for first := 0; first < len(trees); first += rowWays {
+			ts := trees[first:min(first+rowWays, len(trees))]
+			var depth int32
+			for _, t := range ts {
+				depth = max(depth, m.trees[t].depth)
+			}
+			if depth > rowMaxDepth {
+				return
+			}
+			groups = append(groups, rowGroup{off: uint32(size), depth: depth})
+			members = append(members, ts)
+			size += rowWays * 3 << depth
+		}
+		outs[g+1] = len(groups)
+	}
+	if size > max(rowMaxWords*len(m.nodes), rowSmallWords) || size >= math.MaxUint32/8 {
 		return
 	}
 	// Slack to start on a 64-byte line: trees of depth 4 and more then start on one.
@@ -85,17 +102,17 @@ func (m *Model) buildRow() {
 		stride := 3 << gr.depth
 		for k := 0; k < rowWays; k++ {
 			t := words[int(gr.off)+k*stride : int(gr.off)+(k+1)*stride]
-			if tree := g*rowWays + k; tree < nt {
-				m.fillRow(t, m.trees[tree].root, 1, 0, int(gr.depth))
+			if k < len(members[g]) {
+				m.fillRow(t, m.trees[members[g][k]].root, 1, 0, int(gr.depth))
 				continue
 			}
-			// Filling up the last group: nodes 0 go left, to leaves of -0.
+			// Filling up an output group's last group: nodes 0 go left, to leaves of -0.
 			for i := 2 << gr.depth; i < stride; i++ {
 				t[i] = math.Float32bits(float32(math.Copysign(0, -1)))
 			}
 		}
 	}
-	m.row = rowTrees{words: words, groups: groups}
+	m.row = rowTrees{words: words, groups: groups, outs: outs}
 }
 
 // fillRow writes flat node i as node r, on level l, of a full tree of the given depth.
@@ -117,7 +134,8 @@ func (m *Model) fillRow(t []uint32, i uint32, r, l, depth int) {
 	m.fillRow(t, right, 2*r+1, l+1, depth)
 }
 
-// rowWalk adds the trees' leaf values for one row to its margin in out[0].
+// rowWalk adds the trees' leaf values for one row to its margins in out, one per
+// output group.
 func (m *Model) rowWalk(out, row []float32) {
 	s := scratchPool.Get().(*scratch)
 	s.keys = growKeys(s.keys, 2*len(row))
@@ -127,6 +145,11 @@ func (m *Model) rowWalk(out, row []float32) {
 	} else {
 		rowKeys(keys, row, 0, 1)
 	}
-	out[0] = rowSum(&m.row.words[0], &m.row.groups[0], len(m.row.groups), &keys[0], out[0])
+	outs := m.row.outs
+	for g := range out {
+		if lo, hi := outs[g], outs[g+1]; lo < hi {
+			out[g] = rowSum(&m.row.words[0], &m.row.groups[lo], hi-lo, &keys[0], out[g])
+		}
+	}
 	scratchPool.Put(s)
 }

@@ -140,7 +140,8 @@ var specialValues = []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf
 	math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, 1, -1}
 
 // TestRowKernel: on every zoo model the row kernel takes (pruned and unbalanced trees
-// padded to their group's depth, dart weights, a last group of fewer than eight trees)
+// padded to their group's depth, dart weights, a last group of fewer than twelve trees,
+// several output groups: multi-class, multi-target)
 // and on full trees of every depth it has a code path for, a single row's margin is the
 // bounds-checked reference walk's bit for bit; models it cannot take keep the scalar
 // kernel.
@@ -183,7 +184,7 @@ func TestRowKernel(t *testing.T) {
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no zoo models: %v", err)
 	}
-	taken, partial := 0, 0
+	taken, partial, multi := 0, 0, 0
 	for _, path := range paths {
 		m, err := Load(path)
 		if err != nil || m.row.groups == nil {
@@ -193,10 +194,13 @@ func TestRowKernel(t *testing.T) {
 		if len(m.trees)%rowWays != 0 {
 			partial++
 		}
+		if m.numGroup > 1 {
+			multi++
+		}
 		check(t, path, m, rng)
 	}
-	if taken < 10 || partial == 0 {
-		t.Fatalf("the row kernel took %d zoo models (%d with a partial group), want most of them and some", taken, partial)
+	if taken < 10 || partial == 0 || multi == 0 {
+		t.Fatalf("the row kernel took %d zoo models (%d with a partial group, %d with several output groups), want most of them and some of each", taken, partial, multi)
 	}
 	t.Logf("%d zoo models on the row kernel", taken)
 	for depth := 0; depth <= rowMaxDepth+1; depth++ {

@@ -73,3 +73,41 @@ func BenchmarkMargins(b *testing.B) {
 		report(b, 1000, cpu0)
 	})
 }
+
+// BenchmarkMarginsMulticlass measures one row of the load test's model (Iris: 60 trees
+// of 1 to 4 levels, three classes, four features) on one core, the row kernel against
+// the scalar kernel.
+func BenchmarkMarginsMulticlass(b *testing.B) {
+	m, err := Load("../testdata/models/iris/model.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	rng := rand.New(rand.NewSource(1))
+	rows := make([]float32, 1000*4)
+	for i := range rows {
+		rows[i] = float32(rng.Float64() * 8)
+	}
+	ng, trees := m.NumGroups(), len(m.trees)
+	out := make([]float32, ng)
+	shape := fmt.Sprintf("iris-%dtrees-%dclasses", trees, ng)
+	for _, c := range []struct {
+		name string
+		eval func(out, row []float32)
+	}{
+		{"row", func(out, row []float32) { m.margins(out, row, 1) }},
+		{"row-scalar", m.rowMarginsScalar},
+	} {
+		b.Run(c.name+"/"+shape, func(b *testing.B) {
+			cpu0 := processCPU()
+			for i := 0; b.Loop(); i++ {
+				k := i % 1000
+				clear(out)
+				c.eval(out, rows[k*4:(k+1)*4])
+			}
+			cpu := float64((processCPU() - cpu0).Nanoseconds()) / float64(b.N)
+			b.ReportMetric(cpu, "cpu-ns/row")
+			b.ReportMetric(cpu/float64(trees), "cpu-ns/tree/row")
+		})
+	}
+}
