@@ -184,11 +184,10 @@ func (m *Model) contribs(out, rows []float32, nrows int) {
 // patterns (keySweep, coldPatterns).
 func (m *Model) pathTreeShap(phi []float64, pt *pathTree, cold []uint32) {
 	ps := m.shap.path
-	// Bounds checks skipped below hold by construction: u and u with a bit cleared
-	// or flipped are below 2^n, the length of the leaf's table, and build takes path
-	// features from nodes whose features flattenTree checked against num_feature
-	// (< len(phi)).
-	tables, pp := unsafe.Pointer(unsafe.SliceData(ps.table)), unsafe.Pointer(unsafe.SliceData(phi))
+	// Bounds checks skipped in the leaf loops hold by construction: u and u with a
+	// bit cleared or flipped are below 2^n, the length of the leaf's table, and build
+	// takes path features from nodes whose features flattenTree checked against
+	// num_feature (< len(phi)).
 	leaves := pt.scaled
 	if haveWide && pt.wide > 0 {
 		shapLeaves8(unsafe.SliceData(phi), unsafe.SliceData(leaves), pt.wide, unsafe.SliceData(cold),
@@ -196,28 +195,7 @@ func (m *Model) pathTreeShap(phi []float64, pt *pathTree, cold []uint32) {
 		leaves = leaves[pt.wide:]
 	}
 	addScaledLeaves(phi, leaves, cold, ps)
-	for _, lf := range pt.small {
-		n := lf.n
-		u := (uint32(1)<<n - 1) &^ cold[lf.node]
-		tab := unsafe.Add(tables, uintptr(lf.tab)*4)
-		feats := ps.feats[lf.feat : lf.feat+n]
-		zero := ps.zero[lf.off : lf.off+n]
-		feats = feats[:len(zero)]
-		// The pair holds what in + (1-in)*z is for in = 0 and 1, so the product is
-		// the same to the bit (1 + 0*z is 1 but for an infinite or NaN z).
-		a := lf.v // v * Zout(U)
-		for j, z := range zero {
-			pick := [2]float64{float64(z), 1 + 0*float64(z)}
-			a *= pick[u>>j&1]
-		}
-		neg := a * float64(*(*float32)(unsafe.Add(tab, uintptr(u)*4)))
-		for j, f := range feats {
-			in := float64(u >> j & 1)
-			pos := a * (1 - float64(zero[j])) * float64(*(*float32)(unsafe.Add(tab, uintptr(u^1<<j)*4)))
-			p := (*float64)(unsafe.Add(pp, uintptr(f)*8))
-			*p += in*(pos+neg) - neg
-		}
-	}
+	addSmallLeaves(phi, pt.small, cold, ps)
 }
 
 // keySweep is coldPatterns for trees without categorical splits, from the row's keys
@@ -242,7 +220,7 @@ func keySweep(sweep []sweepNode, keys []uint32, cold []uint32) {
 // the set of path positions (features) whose edges the row leaves on the way to it.
 // Parents precede children: one forward sweep does.
 func (m *Model) coldPatterns(row []float32, root uint32, cold []uint32) {
-	bits := m.shap.path.bit
+	positions := m.shap.path.bit
 	cold[0] = 0
 	for k := range cold {
 		i := root + uint32(k)
@@ -256,9 +234,10 @@ func (m *Model) coldPatterns(row []float32, root uint32, cold []uint32) {
 		} else {
 			hot = next(m.nodes, m.flags, row, i)
 		}
-		// right is 1 when the row goes right: the left edge is left, else the right.
+		// right is 1 when the row takes the right edge (it leaves the left one), 0
+		// when it takes the left edge (it leaves the right one).
 		right := hot - n.left
-		c, b := cold[k], uint32(1)<<(bits[i]&31)
+		c, b := cold[k], uint32(1)<<(positions[i]&31)
 		l := n.left - root
 		cold[l] = c | b&-right
 		cold[l+1] = c | b&(right-1)
@@ -298,6 +277,34 @@ func addScaledLeaves(phi []float64, leaves []pathLeaf, cold []uint32, ps *pathSh
 			p := (*float64)(unsafe.Add(pp, uintptr(*(*int32)(unsafe.Add(feat, j*4)))*8))
 			*p += acc[j]
 			acc[j] = 0
+		}
+	}
+}
+
+// addSmallLeaves adds the shares of leaves whose tables hold G(U) to phi, multiplying
+// Zout(U) out per row.
+func addSmallLeaves(phi []float64, leaves []pathLeaf, cold []uint32, ps *pathShap) {
+	tables, pp := unsafe.Pointer(unsafe.SliceData(ps.table)), unsafe.Pointer(unsafe.SliceData(phi))
+	for _, lf := range leaves {
+		n := lf.n
+		u := (uint32(1)<<n - 1) &^ cold[lf.node]
+		tab := unsafe.Add(tables, uintptr(lf.tab)*4)
+		feats := ps.feats[lf.feat : lf.feat+n]
+		zero := ps.zero[lf.off : lf.off+n]
+		feats = feats[:len(zero)]
+		// The pair holds what in + (1-in)*z is for in = 0 and 1, so the product is
+		// the same to the bit (1 + 0*z is 1 but for an infinite or NaN z).
+		a := lf.v // v * Zout(U)
+		for j, z := range zero {
+			pick := [2]float64{float64(z), 1 + 0*float64(z)}
+			a *= pick[u>>j&1]
+		}
+		neg := a * float64(*(*float32)(unsafe.Add(tab, uintptr(u)*4)))
+		for j, f := range feats {
+			in := float64(u >> j & 1)
+			pos := a * (1 - float64(zero[j])) * float64(*(*float32)(unsafe.Add(tab, uintptr(u^1<<j)*4)))
+			p := (*float64)(unsafe.Add(pp, uintptr(f)*8))
+			*p += in*(pos+neg) - neg
 		}
 	}
 }

@@ -45,6 +45,11 @@ const (
 	maxPathFeatures = 12
 	// maxPathEntries caps the table entries of a whole model (32 MiB).
 	maxPathEntries = 1 << 23
+	// maxPathLeafFeatures caps the path features of the tabled leaves of a whole
+	// model, 24 bytes each (coefficients, fraction, feature): 48 MiB. Their trees'
+	// internal nodes, 16 bytes each for keySweep, are fewer than their leaves: at most
+	// 32 MiB more. (1000 trees of depth 8 and 8 path features a leaf take 2^21.)
+	maxPathLeafFeatures = 1 << 21
 	// maxPathTreeNodes caps the nodes of a tabled tree: a row's sweep keeps a word
 	// per node (256 KiB of scratch per call at the cap).
 	maxPathTreeNodes = 1 << 16
@@ -59,7 +64,7 @@ type pathLeaf struct {
 	v    float64 // leaf value times the tree's dart weight
 	node uint32  // flat node index, relative to the tree's root
 	n    uint32  // distinct features on the path
-	off  uint32  // offset into pathShap.zero, and half that into coef: n entries, in path order
+	off  uint32  // offset into pathShap.zero, and twice that into coef: n entries, in path order
 	tab  uint32  // offset into pathShap.table: 2^n entries
 	feat uint32  // offset into pathShap.feats: n entries, shared by the tree's leaves with the same features in the same order
 	_    uint32  // 32 bytes, for shapLeaves8
@@ -125,7 +130,7 @@ func newPathShap(m *Model) *pathShap {
 	for t := range m.trees {
 		root, end := m.treeNodes(t)
 		e, f, ok := b.count(m, root, end)
-		if ok && entries+e <= maxPathEntries {
+		if ok && entries+e <= maxPathEntries && feats+f <= maxPathLeafFeatures {
 			fits[t] = true
 			entries += e
 			feats += f

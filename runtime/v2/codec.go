@@ -7,24 +7,44 @@ import (
 	"strconv"
 )
 
-// datatypeSize is the byte size of one element in the binary tensor extension.
-var datatypeSize = map[string]int{
-	"BOOL": 1, "INT8": 1, "UINT8": 1, "INT16": 2, "UINT16": 2, "FP16": 2,
-	"INT32": 4, "UINT32": 4, "FP32": 4, "INT64": 8, "UINT64": 8, "FP64": 8,
+// datatypeInfo is what the codecs know of a V2 numeric datatype.
+type datatypeInfo struct {
+	size   int  // bytes per element in the binary tensor extension; 0 for a datatype this server does not take
+	json   bool // accepted as JSON data (FP16 has no JSON form in the spec)
+	isInt  bool
+	lo, hi float64 // an integer datatype's range, to reject a value that does not fit it
 }
 
-// jsonDatatypes are the datatypes accepted as JSON data (FP16 has no JSON form in the spec).
-var jsonDatatypes = map[string]bool{
-	"BOOL": true, "INT8": true, "UINT8": true, "INT16": true, "UINT16": true,
-	"INT32": true, "UINT32": true, "INT64": true, "UINT64": true, "FP32": true, "FP64": true,
-}
-
-// intRange bounds the integer datatypes, to reject a value that does not fit its declared type.
-var intRange = map[string][2]float64{
-	"INT8": {math.MinInt8, math.MaxInt8}, "UINT8": {0, math.MaxUint8},
-	"INT16": {math.MinInt16, math.MaxInt16}, "UINT16": {0, math.MaxUint16},
-	"INT32": {math.MinInt32, math.MaxInt32}, "UINT32": {0, math.MaxUint32},
-	"INT64": {math.MinInt64, math.MaxInt64}, "UINT64": {0, math.MaxUint64},
+// lookupDatatype is a switch, not a map: a map hashes the name, and a one-row request
+// looked its datatype up in two (a tenth of its decoding).
+func lookupDatatype(datatype string) datatypeInfo {
+	switch datatype {
+	case "FP32":
+		return datatypeInfo{size: 4, json: true}
+	case "FP64":
+		return datatypeInfo{size: 8, json: true}
+	case "FP16":
+		return datatypeInfo{size: 2}
+	case "BOOL":
+		return datatypeInfo{size: 1, json: true}
+	case "INT8":
+		return datatypeInfo{1, true, true, math.MinInt8, math.MaxInt8}
+	case "UINT8":
+		return datatypeInfo{1, true, true, 0, math.MaxUint8}
+	case "INT16":
+		return datatypeInfo{2, true, true, math.MinInt16, math.MaxInt16}
+	case "UINT16":
+		return datatypeInfo{2, true, true, 0, math.MaxUint16}
+	case "INT32":
+		return datatypeInfo{4, true, true, math.MinInt32, math.MaxInt32}
+	case "UINT32":
+		return datatypeInfo{4, true, true, 0, math.MaxUint32}
+	case "INT64":
+		return datatypeInfo{8, true, true, math.MinInt64, math.MaxInt64}
+	case "UINT64":
+		return datatypeInfo{8, true, true, 0, math.MaxUint64}
+	}
+	return datatypeInfo{}
 }
 
 // ElementCount is the number of elements a shape holds, or an error for a negative dimension
@@ -58,7 +78,8 @@ const maxNesting = 8
 // against it: every innermost array holds shape[last] elements and every level holds
 // shape[d] arrays, so a ragged [[1,2,3],[4,5,6,7,8]] is not read as two rows of four.
 func decodeJSON(dst []float32, name, datatype string, raw []byte, want int, shape []int64) ([]float32, error) {
-	if !jsonDatatypes[datatype] {
+	info := lookupDatatype(datatype)
+	if !info.json {
 		if datatype == "BYTES" {
 			return dst, Errorf(KindInvalidInput, "input %s: datatype BYTES is not supported: the model takes numeric features (FP32, FP64, INT*, UINT*, BOOL)", name)
 		}
@@ -69,7 +90,6 @@ func decodeJSON(dst []float32, name, datatype string, raw []byte, want int, shap
 	}
 	start := len(dst)
 	isBool := datatype == "BOOL"
-	bounds, isInt := intRange[datatype]
 	nested := shape != nil && len(shape) > 1 && len(shape) <= maxNesting && isNested(raw)
 	var count [maxNesting]int64 // elements (or arrays) seen in the open array at each depth
 	depth := 0
@@ -145,8 +165,8 @@ func decodeJSON(dst []float32, name, datatype string, raw []byte, want int, shap
 			if err != nil && !isRangeErr(err) {
 				return dst[:start], Errorf(KindInvalidInput, "input %s: element %d is %q, not a number", name, idx, tok)
 			}
-			if isInt {
-				if f != math.Trunc(f) || f < bounds[0] || f > bounds[1] {
+			if info.isInt {
+				if f != math.Trunc(f) || f < info.lo || f > info.hi {
 					return dst[:start], Errorf(KindInvalidInput, "input %s: element %d is %s, not a %s value", name, idx, tok, datatype)
 				}
 			}
@@ -256,7 +276,7 @@ type BinaryData []byte
 // Check requires exactly want elements of datatype (an unknown datatype is refused by
 // Append, naming it).
 func (d BinaryData) Check(name, datatype string, want int) error {
-	if size := datatypeSize[datatype]; size > 0 && int64(len(d)) != int64(want)*int64(size) {
+	if size := lookupDatatype(datatype).size; size > 0 && int64(len(d)) != int64(want)*int64(size) {
 		return Errorf(KindInvalidInput, "input %s: binary data is %d bytes; shape and datatype %s need %d elements x %d bytes = %d",
 			name, len(d), datatype, want, size, int64(want)*int64(size))
 	}
@@ -270,8 +290,8 @@ func (d BinaryData) Append(dst []float32, name, datatype string, _ []int64, want
 
 // DecodeBinaryData appends want little-endian elements of datatype from b to dst as float32.
 func DecodeBinaryData(dst []float32, name, datatype string, b []byte, want int) ([]float32, error) {
-	size, ok := datatypeSize[datatype]
-	if !ok {
+	size := lookupDatatype(datatype).size
+	if size == 0 {
 		return dst, Errorf(KindInvalidInput, "input %s: datatype %q is not supported as binary data; want BOOL, INT8..INT64, UINT8..UINT64, FP16, FP32 or FP64", name, datatype)
 	}
 	if len(b) != want*size {

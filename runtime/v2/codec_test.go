@@ -29,6 +29,17 @@ func TestDecodeJSONData(t *testing.T) {
 		{"uint negative", "UINT32", "[-1]", 1, nil, "not a UINT32 value"},
 		{"bool number", "BOOL", "[1]", 1, nil, "BOOL wants true or false"},
 		{"bytes", "BYTES", `["a"]`, 1, nil, "BYTES is not supported"},
+		{"fp16 as JSON", "FP16", "[1]", 1, nil, `datatype "FP16" is not supported as JSON data`},
+		{"int8 range", "INT8", "[-128,127]", 2, []float32{-128, 127}, ""},
+		{"int8 above", "INT8", "[128]", 1, nil, "not a INT8 value"},
+		{"uint8 above", "UINT8", "[256]", 1, nil, "not a UINT8 value"},
+		{"int16 below", "INT16", "[-32769]", 1, nil, "not a INT16 value"},
+		{"uint16 range", "UINT16", "[0,65535]", 2, []float32{0, 65535}, ""},
+		{"uint16 above", "UINT16", "[65536]", 1, nil, "not a UINT16 value"},
+		{"int32 above", "INT32", "[2147483648]", 1, nil, "not a INT32 value"},
+		{"uint32 range", "UINT32", "[4294967295]", 1, []float32{4294967295}, ""},
+		{"uint32 above", "UINT32", "[4294967296]", 1, nil, "not a UINT32 value"},
+		{"uint64 negative", "UINT64", "[-1]", 1, nil, "not a UINT64 value"},
 		{"empty", "FP32", "", 1, nil, "no data"},
 	}
 	for _, c := range cases {
