@@ -189,7 +189,7 @@ func (m *Model) pathTreeShap(phi []float64, pt *pathTree, cold []uint32) {
 	// takes path features from nodes whose features flattenTree checked against
 	// num_feature (< len(phi)).
 	leaves := pt.scaled
-	if haveWide && pt.wide > 0 {
+	if haveShapWide && pt.wide > 0 {
 		shapLeaves8(unsafe.SliceData(phi), unsafe.SliceData(leaves), pt.wide, unsafe.SliceData(cold),
 			unsafe.SliceData(ps.table), unsafe.SliceData(ps.coef), unsafe.SliceData(ps.feats))
 		leaves = leaves[pt.wide:]

@@ -1,6 +1,11 @@
 package forest
 
-// shapLeaves8 is in shap_amd64.s (AVX-512F: only where haveWide): the leaf loop of
+import "golang.org/x/sys/cpu"
+
+// haveShapWide: shapLeaves8 needs AVX-512F and BMI2 (BZHI).
+var haveShapWide = cpu.X86.HasAVX512F && cpu.X86.HasBMI2
+
+// shapLeaves8 is in shap_amd64.s (only where haveShapWide): the leaf loop of
 // addScaledLeaves for nleaves leaves of at most eight path features each.
 //
 //go:noescape

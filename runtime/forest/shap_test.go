@@ -162,8 +162,8 @@ func TestPathShapMatchesRecursive(t *testing.T) {
 // whose leaves share feature lists (siblings; repeated features) and trees whose
 // leaves have more than eight path features (left to the Go loop).
 func TestShapLeaves8(t *testing.T) {
-	if !haveWide {
-		t.Skip("the CPU has no AVX-512F")
+	if !haveShapWide {
+		t.Skip("the CPU has no AVX-512F and BMI2")
 	}
 	var l pathLeaf
 	if unsafe.Sizeof(l) != 32 || unsafe.Offsetof(l.node) != 8 || unsafe.Offsetof(l.n) != 12 ||
