@@ -236,36 +236,6 @@ func TestShapLeaves8(t *testing.T) {
 	}
 }
 
-// BenchmarkContribs measures contributions of a block of rows per tree shape, tables
-// against exact TreeSHAP.
-func BenchmarkContribs(b *testing.B) {
-	rng := rand.New(rand.NewSource(1))
-	m, err := Parse([]byte(randomTreesModel(rng, 100, 6, 20)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	const nrows = 64
-	rows := make([]float32, nrows*20)
-	for i := range rows {
-		rows[i] = float32(rng.NormFloat64())
-	}
-	dst := make([]float32, 0, nrows*21)
-	for _, c := range []struct {
-		name string
-		m    *Model
-	}{{"tables", m}, {"recursive", recursiveOnly(m)}} {
-		b.Run(c.name, func(b *testing.B) {
-			cpu0 := processCPU()
-			b.ReportAllocs()
-			for b.Loop() {
-				dst, _ = c.m.contribsInto(dst[:0], rows, nrows)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nrows), "ns/row")
-			b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N*nrows), "cpu-ns/row")
-		})
-	}
-}
-
 // processCPU is the process's CPU time: on shared cores, steadier than wall time.
 func processCPU() time.Duration {
 	var ru syscall.Rusage
