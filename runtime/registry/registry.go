@@ -214,8 +214,9 @@ func readModelDir(dir string) (*forest.Model, string, *modeldir.Metadata, error)
 
 // Registry is the set of models in a model directory.
 type Registry struct {
-	opts   Options
-	mu     sync.RWMutex
+	opts Options
+	// models is fixed once Discover returns (loading and unloading change a Model, not
+	// the set), so it is read without a lock: a request's lookup takes no atomics.
 	models map[string]*Model
 }
 
@@ -263,12 +264,10 @@ func Discover(dir, name, version string, opts Options) (*Registry, error) {
 // LoadAll loads every model concurrently. Failures are kept as each model's not-ready reason
 // rather than returned, so the server stays up and reports them.
 func (r *Registry) LoadAll() {
-	r.mu.RLock()
 	models := make([]*Model, 0, len(r.models))
 	for _, m := range r.models {
 		models = append(models, m)
 	}
-	r.mu.RUnlock()
 	var wg sync.WaitGroup
 	for _, m := range models {
 		wg.Add(1)
@@ -284,9 +283,7 @@ func isDir(p string) bool {
 
 // Get returns the model name at version ("" = any).
 func (r *Registry) Get(name, version string) (*Model, error) {
-	r.mu.RLock()
 	m, ok := r.models[name]
-	r.mu.RUnlock()
 	if !ok {
 		return nil, v2.Errorf(v2.KindModelNotFound, "model %s not found; this server has %v", name, r.Names())
 	}
@@ -301,16 +298,12 @@ func (r *Registry) Get(name, version string) (*Model, error) {
 
 // Has reports whether a model of that name is served (loaded or not).
 func (r *Registry) Has(name string) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
 	_, ok := r.models[name]
 	return ok
 }
 
 // Names lists the models, sorted.
 func (r *Registry) Names() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
 	names := make([]string, 0, len(r.models))
 	for n := range r.models {
 		names = append(names, n)

@@ -128,6 +128,10 @@ func headerValue(h http.Header, key string) string {
 	return ""
 }
 
+// clockStart anchors request timings: time.Since of a fixed time reads the monotonic clock
+// only, where time.Now reads the wall clock too (54 against 88 ns on the 2-core VM).
+var clockStart = time.Now()
+
 // statusLabels are the metrics' status labels of HTTP codes, made once rather than per request.
 var statusLabels = func() (l [500]string) {
 	for i := range l {
@@ -146,7 +150,7 @@ func statusLabel(code int) string {
 // recoverAndLog runs a request's handler, turning a panic into a 500 (a request never takes
 // the process down), and logs and measures every request.
 func (h *handlers) recoverAndLog(c echo.Context, next echo.HandlerFunc) (err error) {
-	start := time.Now()
+	start := time.Since(clockStart)
 	idValue := requestID(c)
 	id := idValue[0]
 	// The id is a canonical header name already: no need for Header.Set to check it.
@@ -159,7 +163,7 @@ func (h *handlers) recoverAndLog(c echo.Context, next echo.HandlerFunc) (err err
 		if err != nil {
 			c.Error(err)
 		}
-		status, took := c.Response().Status, time.Since(start)
+		status, took := c.Response().Status, time.Since(clockStart)-start
 		if protocol := inferenceProtocol(c); protocol != "" {
 			model, _, _ := strings.Cut(c.Param("model"), ":")
 			h.svc.Metrics.ObserveRequest(h.svc.ModelLabel(model), protocol, statusLabel(status), took)

@@ -384,6 +384,40 @@ func (s *scanner) value() ([]byte, bool) {
 	return s.b[start:s.i:s.i], true
 }
 
+// numbers reads a flat array of numbers, a request's usual "data", without a call per
+// element; for any other array it leaves the scanner where it was and returns false.
+func (s *scanner) numbers() bool {
+	start := s.i
+	s.i++ // '['
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return true
+	}
+	for {
+		s.space()
+		at := s.i
+		if at >= len(s.b) || (s.b[at] != '-' && (s.b[at] < '0' || s.b[at] > '9')) {
+			break
+		}
+		if s.number(); s.i == at {
+			break
+		}
+		s.space()
+		if s.i < len(s.b) && s.b[s.i] == ',' {
+			s.i++
+			continue
+		}
+		if s.i < len(s.b) && s.b[s.i] == ']' {
+			s.i++
+			return true
+		}
+		break
+	}
+	s.i = start
+	return false
+}
+
 // maxDepth bounds nesting on the fast path; deeper bodies go to encoding/json.
 const maxDepth = 64
 
@@ -399,7 +433,7 @@ func (s *scanner) skip(depth int) bool {
 	case c == '{':
 		return s.object(func([]byte) bool { return s.skip(depth + 1) })
 	case c == '[':
-		return s.array(func() bool { return s.skip(depth + 1) })
+		return s.numbers() || s.array(func() bool { return s.skip(depth + 1) })
 	case c == '"':
 		_, ok := s.rawStr()
 		return ok

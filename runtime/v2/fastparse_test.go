@@ -23,6 +23,17 @@ var parseSeeds = []string{
 	`[]`,
 	`null`,
 	`{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[NaN,Infinity,-Infinity,1]}]}`,
+	// Flat arrays of numbers take scanner.numbers; the others fall back to the element walk.
+	`{"inputs":[{"data":[ ]}]}`,
+	`{"inputs":[{"data":[ 1 , -2.5e3 ,0 ]}]}`,
+	`{"inputs":[{"data":[01]}]}`,
+	`{"inputs":[{"data":[1,]}]}`,
+	`{"inputs":[{"data":[-]}]}`,
+	`{"inputs":[{"data":[1.e5]}]}`,
+	`{"inputs":[{"data":[1 2]}]}`,
+	`{"inputs":[{"data":[1,[2]]}]}`,
+	`{"inputs":[{"data":[1,"a",null,true]}]}`,
+	`{"inputs":[{"data":[1`,
 }
 
 // The fast path and encoding/json agree on every body the fast path accepts, and the fast
