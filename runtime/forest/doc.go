@@ -42,9 +42,9 @@
 //
 // Trees are flattened into arrays, right child next to the left, and evaluated by
 // branch-free kernels that walk eight trees (one row) or eight rows (a block) at
-// once; see kernel.go. On amd64 a single row of a model with one output group and
-// trees at most 8 deep takes the row kernel instead: groups of twelve trees stored as
-// full trees, one word a node (kernel_row.go). On CPUs with AVX-512, batches of 32
+// once; see kernel.go. On amd64 a single row of a model whose trees are at most 8 deep
+// takes the row kernel instead: each output group's trees in groups of twelve stored
+// as full trees, one word a node (kernel_row.go). On CPUs with AVX-512, batches of 32
 // rows or more of models whose trees are at most 6 deep walk sixteen rows to a vector
 // instead, each tree stored as a full tree level by level (kernel_wide.go). Batches
 // large enough to pay for it are split across GOMAXPROCS cores.

@@ -140,11 +140,7 @@ func (m *Model) rowWalk(out, row []float32) {
 	s := scratchPool.Get().(*scratch)
 	s.keys = growKeys(s.keys, 2*len(row))
 	keys := s.keys
-	if haveWide && len(row) > 0 {
-		rowKeys1(&row[0], len(row), &keys[0])
-	} else {
-		rowKeys(keys, row, 0, 1)
-	}
+	laneKeys(keys, row)
 	outs := m.row.outs
 	for g := range out {
 		if lo, hi := outs[g], outs[g+1]; lo < hi {
@@ -152,4 +148,14 @@ func (m *Model) rowWalk(out, row []float32) {
 		}
 	}
 	scratchPool.Put(s)
+}
+
+// laneKeys writes the keys of one row for one lane (rowKeys with n = 1) into
+// keys[:2*len(row)], with AVX-512 where the CPU has it.
+func laneKeys(keys []uint32, row []float32) {
+	if haveWide && len(row) > 0 {
+		rowKeys1(&row[0], len(row), &keys[0])
+	} else {
+		rowKeys(keys, row, 0, 1)
+	}
 }

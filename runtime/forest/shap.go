@@ -139,12 +139,7 @@ func (m *Model) contribs(out, rows []float32, nrows int) {
 		}
 		if byKeys {
 			for r := b; r < e; r++ {
-				k := keys[(r-b)*2*nf : (r-b+1)*2*nf]
-				if haveWide {
-					rowKeys1(&rows[r*nf], nf, &k[0])
-				} else {
-					rowKeys(k, rows[r*nf:(r+1)*nf], 0, 1)
-				}
+				laneKeys(keys[(r-b)*2*nf:(r-b+1)*2*nf], rows[r*nf:(r+1)*nf])
 			}
 		}
 		for t := range m.trees {

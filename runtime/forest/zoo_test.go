@@ -29,8 +29,9 @@ var zooRefused = map[string]string{}
 // 70,800 over both formats, linux/amd64) and predictions within one rounding of expf
 // (6 of 67,200 differ, by at most 6e-8). Contributions sum the same terms in another
 // order (leaf tables, shappath.go): 55% of 690,000 are bit-identical, the others
-// differ by at most 4.8e-7 absolute, 4.6e-5 relative on values near 1e-3 where terms
-// cancel. 1e-6 absolute covers that cancellation and 1e-5 relative (about 170
+// differ by at most 7.2e-7 absolute, 5.1e-5 relative on values from 1e-3 up, near
+// which terms cancel (4.8e-7 and 4.6e-5 while the tables held G(U) and Zout(U) was
+// multiplied out per row). 1e-6 absolute covers that cancellation and 1e-5 relative (about 170
 // float32 roundings) covers large values and platforms that round differently. A
 // wrong feature (a tree weight, an intercept, a transform) moves values by 1e-2 or
 // more. Leaf ids must be exact.
