@@ -126,12 +126,19 @@ func (m *Model) fillRow(t []uint32, i uint32, r, l, depth int) {
 	var c, off uint32   // c 0: no key carries, every row goes left
 	if n.left != i {
 		left, right = n.left, n.left+1
-		thr, key := m.splitKey(i)
-		c, off = uint32(1<<32-uint64(thr)), key*4 // thr > 0: 2^32 - thr fits
+		c, off = m.splitCarry(i)
 	}
 	t[2*r], t[2*r+1] = c, off
 	m.fillRow(t, left, 2*r, l+1, depth)
 	m.fillRow(t, right, 2*r+1, l+1, depth)
+}
+
+// splitCarry is internal node i as the row kernel's word holds it (and the SHAP sweep's
+// node): 2^32 - threshold key, which a row's key carries out of exactly when it goes
+// right, and the byte offset of the key in a row's keys (laneKeys).
+func (m *Model) splitCarry(i uint32) (carry, keyOffset uint32) {
+	thr, key := m.splitKey(i)
+	return uint32(1<<32 - uint64(thr)), key * 4 // thr > 0: 2^32 - thr fits
 }
 
 // rowWalk adds the trees' leaf values for one row to its margins in out, one per

@@ -199,7 +199,7 @@ func (m *Model) pathTreeShap(phi []float64, pt *pathTree, cold []uint32) {
 func keySweep(sweep []sweepNode, keys []uint32, cold []uint32) {
 	cold[0] = 0
 	// Bounds checks skipped below hold by construction: self and left+1 are nodes of
-	// the tree (fewer than len(cold)) and key a key splitKey gave (below 2*nf).
+	// the tree (fewer than len(cold)) and key a key offset splitCarry gave (below 8*nf).
 	kp, cp := unsafe.Pointer(unsafe.SliceData(keys)), unsafe.Pointer(unsafe.SliceData(cold))
 	for i := range sweep {
 		s := &sweep[i]

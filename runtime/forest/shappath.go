@@ -161,10 +161,10 @@ func newPathShap(m *Model) *pathShap {
 				if m.isLeaf(i) {
 					continue
 				}
-				thr, key := m.splitKey(i)
+				carry, key := m.splitCarry(i)
 				pt.sweep = append(pt.sweep, sweepNode{
-					carry: uint32(1<<32 - uint64(thr)), // thr > 0: it fits
-					key:   key * 4,
+					carry: carry,
+					key:   key,
 					bit:   1 << ps.bit[i],
 					self:  uint16(i - root),
 					left:  uint16(m.nodes[i].left - root),
