@@ -144,9 +144,23 @@ func (m *Model) splitCarry(i uint32) (carry, keyOffset uint32) {
 // rowWalk adds the trees' leaf values for one row to its margins in out, one per
 // output group.
 func (m *Model) rowWalk(out, row []float32) {
+	if 2*len(row) <= rowStackKeys {
+		var keys [rowStackKeys]uint32
+		m.rowWalkKeys(out, row, keys[:2*len(row)])
+		return
+	}
 	s := scratchPool.Get().(*scratch)
 	s.keys = growKeys(s.keys, 2*len(row))
-	keys := s.keys
+	m.rowWalkKeys(out, row, s.keys)
+	scratchPool.Put(s)
+}
+
+// rowStackKeys is how many keys (two a feature) rowWalk keeps on its stack instead of
+// taking a scratch from the pool: a Get and a Put cost more than zeroing 512 bytes.
+const rowStackKeys = 128
+
+// rowWalkKeys is rowWalk with room for the row's keys.
+func (m *Model) rowWalkKeys(out, row []float32, keys []uint32) {
 	laneKeys(keys, row)
 	outs := m.row.outs
 	for g := range out {
@@ -154,7 +168,6 @@ func (m *Model) rowWalk(out, row []float32) {
 			out[g] = rowSum(&m.row.words[0], &m.row.groups[lo], hi-lo, &keys[0], out[g])
 		}
 	}
-	scratchPool.Put(s)
 }
 
 // laneKeys writes the keys of one row for one lane (rowKeys with n = 1) into

@@ -213,6 +213,13 @@ func TestRowKernel(t *testing.T) {
 		}
 		check(t, fmt.Sprint("full trees of depth ", depth), m, rng)
 	}
+	// Rows of more features than rowWalk keeps keys for on its stack take a scratch.
+	wide := rowStackKeys/2 + 1
+	m, err := Parse([]byte(randomTreesModel(rng, 19, 5, wide)))
+	if err != nil || m.row.groups == nil {
+		t.Fatalf("%d features: row kernel %v, err %v", wide, m.row.groups != nil, err)
+	}
+	check(t, fmt.Sprint(wide, " features"), m, rng)
 }
 
 // TestRowKeys1: rowKeys1 writes the keys rowKeys writes for one lane, special values
