@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/gangboost/gangboost/runtime/batcher"
 	"github.com/gangboost/gangboost/runtime/infer"
 	"github.com/gangboost/gangboost/runtime/metrics"
@@ -136,5 +138,50 @@ func TestRequestIDs(t *testing.T) {
 	// A new id is not changed by the next one (its bytes are its own).
 	if d, _ := do(""); d == a || a != answerA["id"] {
 		t.Fatalf("ids %q then %q", a, d)
+	}
+}
+
+// TestInferRouteMatchesRouter: where routes.ServeHTTP matches the infer route itself, echo's
+// router finds the same route and model for the request, and it does so for the usual paths.
+func TestInferRouteMatchesRouter(t *testing.T) {
+	rt := newHandler(t, false).(*routes)
+	for _, c := range []struct {
+		method, target string
+		taken          bool // matched without the router
+	}{
+		{"POST", "/v2/models/iris/infer", true},
+		{"POST", "/v2/models/a:b/infer", true},
+		{"POST", "/v2/models/a%2Fb/infer", true},
+		{"POST", "/v2/models/iris%20x/infer", true},
+		{"POST", "/v2/models/%69ris/infer", true},
+		{"POST", "/v2/models/versions/infer", true},
+		{"POST", "/v2/models/ready/infer", true},
+		{"POST", "/v2/models/infer/infer", true},
+		{"POST", "/v2/models/iris/infer?x=1", true},
+		{"POST", "/v2/models/infer", false},
+		{"POST", "/v2/models//infer", false},
+		{"POST", "/v2/models/iris/infer/", false},
+		{"POST", "/v2/models/iris/inferx", false},
+		{"POST", "/v2/models/iris/versions/1/infer", false},
+		{"POST", "/v2/models/x/y/infer", false},
+		{"POST", "/v2//models/iris/infer", false},
+		{"POST", "/V2/models/iris/infer", false},
+		{"POST", "/v2/models/iris/ready", false},
+		{"GET", "/v2/models/iris/infer", false},
+		{"PUT", "/v2/models/iris/infer", false},
+	} {
+		req := httptest.NewRequest(c.method, c.target, nil)
+		ec := rt.e.NewContext(req, httptest.NewRecorder())
+		rt.e.Router().Find(req.Method, echo.GetPath(req), ec)
+		model, ok := inferModel(req)
+		if ok != c.taken {
+			t.Errorf("%s %s: matched without the router %v, want %v", c.method, c.target, ok, c.taken)
+		}
+		if !ok {
+			continue
+		}
+		if ec.Path() != inferRoute || ec.Param("model") != model || len(ec.ParamNames()) != 1 {
+			t.Errorf("%s %s: model %q, the router finds route %q with params %q = %q", c.method, c.target, model, ec.Path(), ec.ParamNames(), ec.ParamValues())
+		}
 	}
 }

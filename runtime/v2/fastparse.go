@@ -324,8 +324,23 @@ func (s *scanner) int64() (int64, bool) {
 	if !s.number() {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
-	return n, err == nil
+	digits := s.b[start:s.i]
+	neg := digits[0] == '-'
+	if neg {
+		digits = digits[1:]
+	}
+	if len(digits) > 18 { // 18 digits never overflow; more may
+		n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+		return n, err == nil
+	}
+	var n int64
+	for _, c := range digits {
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // number reads a JSON number (RFC 8259 grammar) and reports whether it had neither fraction

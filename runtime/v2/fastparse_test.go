@@ -20,6 +20,11 @@ var parseSeeds = []string{
 	`{"id":"a","id":"b"}`,
 	`{"inputs":[{"data":[1,,2]}]}`,
 	`{"inputs":[{"shape":[99999999999999999999]}]}`,
+	// Shapes of up to 18 digits are read digit by digit, longer ones by strconv.
+	`{"inputs":[{"shape":[999999999999999999,-999999999999999999,-0,0]}]}`,
+	`{"inputs":[{"shape":[9223372036854775807,-9223372036854775808]}]}`,
+	`{"inputs":[{"shape":[9223372036854775808]}]}`,
+	`{"inputs":[{"shape":[-9223372036854775809]}]}`,
 	`[]`,
 	`null`,
 	`{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[NaN,Infinity,-Infinity,1]}]}`,
