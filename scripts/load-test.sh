@@ -15,6 +15,14 @@
 # Then gangboost's resident memory and its start-to-ready time (exec to the first 200 on
 # /v2/health/ready, polled every 1 ms, best of STARTS starts).
 #
+# Paired measurement: servers measured in turn see different moments of the machine, and on a
+# shared VM the floor's own CPU per request moves by 1.5x between rounds, more than what
+# separates the servers. So gangboost and each of its floors are also measured at once: both on
+# the same server cores, each under its own load generator (both on the load cores), over the
+# same seconds; whatever the machine does then falls on both. Their CPU per request is compared
+# (req/s is not: the two share the cores).
+
+#
 # Core split, for each P in SERVER_CORES: the servers run on cores 0..P-1 with GOMAXPROCS=P, the
 # load generator (wrk, or runtime/loadtest/grpcload for gRPC) on the cores after them; when no
 # core is left (P = all cores) it runs on the last core, shared with the server, and the table
@@ -27,6 +35,7 @@
 #   SERVER_CORES="1 2"   server core counts measured (each at most the machine's)
 #   ROUNDS=1             measure every server in turn ROUNDS times; each reports its median round,
 #                        and each ratio is the median of the rounds' ratios (peers measured in turn)
+#   PAIRED_ROUNDS=3      rounds of the paired measurement (0: none), below
 #   RUNTIME_FLAGS=       extra gangboost-runtime flags (e.g. --enable_batching)
 #   GANGBOOST_RUNTIME=bin/gangboost-runtime (built into a temporary folder when missing)
 #   LOAD_TEST_OUT=path   also write the figures as JSON there
@@ -41,6 +50,7 @@ CONNECTIONS=${CONNECTIONS:-32}
 BATCH_CONNECTIONS=${BATCH_CONNECTIONS:-256}
 STARTS=${STARTS:-5}
 ROUNDS=${ROUNDS:-1}
+PAIRED_ROUNDS=${PAIRED_ROUNDS:-3}
 SERVER_CORES=${SERVER_CORES:-1 2}
 RUNTIME_FLAGS=${RUNTIME_FLAGS:-}
 # Debian's interpreter holds python3-fastapi, -uvicorn and -xgboost; a python3 earlier on PATH
@@ -174,6 +184,49 @@ bench() {
     "$(jq .cpu_us_per_req "$out")" "$before"
 }
 
+# run_load OUT PROTOCOL SERVER DURATION: one unmeasured-warm-up-free run of the load generator
+# against SERVER, its JSON figures in OUT.
+run_load() {
+  local out=$1 protocol=$2 server=$3 duration=$4
+  case $protocol in
+    rest-json)
+      LOADTEST_BODY="$body" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$CONNECTIONS" -d"$duration" \
+        -s runtime/loadtest/post.lua --latency "http://127.0.0.1:${port[$server]}/v2/models/$model/infer" >"$out.wrk" ;;
+    grpc)
+      GOMAXPROCS=$load_threads taskset -c "$load_cpus" "$work/grpcload" -addr "127.0.0.1:${gport[$server]}" \
+        -model "$model" -c "$CONNECTIONS" -d "$duration" -warmup 0s >"$out.wrk" ;;
+  esac
+  sed -n 's/^WRK_JSON //p' "$out.wrk" >"$out"
+  [ -s "$out" ] || { cat "$out.wrk" >&2; die "no figures from the load generator for $server"; }
+}
+
+# bench_pair NAME PROTOCOL SERVER PEER ROUND: SERVER and PEER under load at once (a warm-up,
+# then DURATION measured), each from its own load generator; writes $work/P.pair.NAME.ROUND.json
+# with both servers' CPU per request and its ratio.
+bench_pair() {
+  local name=$1 protocol=$2 a=$3 b=$4 round=$5 out=$work/$server_cores.pair.$1.$5
+  local la lb ta0 tb0 ta1 tb1
+  run_load "$out.warm-a" "$protocol" "$a" "$WARMUP" & la=$!
+  run_load "$out.warm-b" "$protocol" "$b" "$WARMUP" & lb=$!
+  wait "$la"
+  wait "$lb"
+  ta0=$(cpu_ticks "${pid[$a]}")
+  tb0=$(cpu_ticks "${pid[$b]}")
+  run_load "$out.a" "$protocol" "$a" "$DURATION" & la=$!
+  run_load "$out.b" "$protocol" "$b" "$DURATION" & lb=$!
+  wait "$la"
+  wait "$lb"
+  ta1=$(cpu_ticks "${pid[$a]}")
+  tb1=$(cpu_ticks "${pid[$b]}")
+  jq -n --arg name "$name" --argjson round "$round" --argjson hz "$clk_tck" \
+    --argjson ta "$((ta1 - ta0))" --argjson tb "$((tb1 - tb0))" --slurpfile ra "$out.a" --slurpfile rb "$out.b" '
+    ($ta / $hz * 1e6 / $ra[0].requests) as $ca | ($tb / $hz * 1e6 / $rb[0].requests) as $cb |
+    {name: $name, round: $round, cpu_us_per_req: $ca, peer_cpu_us_per_req: $cb, cpu_ratio: ($ca / $cb)}
+  ' >"$out.json"
+  printf '  %d core(s) paired %d   %-18s %6.1f µs CPU/req, its peer %6.1f: %5.2fx\n' "$server_cores" "$round" "$name" \
+    "$(jq .cpu_us_per_req "$out.json")" "$(jq .peer_cpu_us_per_req "$out.json")" "$(jq .cpu_ratio "$out.json")"
+}
+
 # check_answers: one request of each form gets the answer the load test expects.
 check_answers() {
   local url="http://127.0.0.1:${port[gangboost]}/v2/models/$model/infer" resp
@@ -257,6 +310,20 @@ for server_cores in $SERVER_CORES; do
     bench "gangboost-json-c$BATCH_CONNECTIONS" rest-json gangboost "$round" "$BATCH_CONNECTIONS"
     bench "gangboost-batching-c$BATCH_CONNECTIONS" rest-json gangboost-batching "$round" "$BATCH_CONNECTIONS"
   done
+  for round in $(seq "$PAIRED_ROUNDS"); do
+    bench_pair json-floor rest-json gangboost floor "$round"
+    bench_pair json-floor-timeouts rest-json gangboost floor-timeouts "$round"
+    bench_pair grpc-floor grpc gangboost grpc-floor "$round"
+  done
+  for name in json-floor json-floor-timeouts grpc-floor; do
+    files=()
+    for round in $(seq "$PAIRED_ROUNDS"); do files+=("$work/$server_cores.pair.$name.$round.json"); done
+    if [ "${#files[@]}" -gt 0 ]; then
+      jq -s --argjson p "$server_cores" --arg name "$name" \
+        'map(.cpu_ratio) as $r | {server_cores: $p, name: $name, rounds_cpu_ratio: $r,
+          cpu_ratio: ($r | sort | .[(length - 1) / 2 | floor])}' "${files[@]}" >"$work/paired.$server_cores.$name.json"
+    fi
+  done
   for name in gangboost gangboost-batching floor floor-timeouts grpc-floor python; do stop "$name"; done
   # Each server's figures are those of its median round by req/s; its rounds' req/s and CPU per
   # request, in round order, give the ratios to the peer measured beside it in the same round.
@@ -275,6 +342,7 @@ done
 
 report=$(jq -n \
   --slurpfile runs <(cat "$work"/result.*.json) --slurpfile rss <(cat "$work"/rss.*.json) \
+  --slurpfile paired <(cat "$work"/paired.*.json 2>/dev/null || true) --argjson paired_rounds "$PAIRED_ROUNDS" \
   --slurpfile splits <(printf '%s\n' "${splits[@]}") \
   --slurpfile gr "$work/gangboost-ready.json" --slurpfile pr "$work/python-ready.json" \
   --arg duration "$DURATION" --arg warmup "$WARMUP" --argjson connections "$CONNECTIONS" \
@@ -289,7 +357,7 @@ report=$(jq -n \
     [range(0; $x | length) | $x[.] / $y[.]] | sort | .[(length - 1) / 2 | floor];
   {
     model: "iris", rows_per_request: 1, runtime_flags: $flags,
-    load: {connections: $connections, duration: $duration, warmup: $warmup, rounds: $rounds},
+    load: {connections: $connections, duration: $duration, warmup: $warmup, rounds: $rounds, paired_rounds: $paired_rounds},
     machine: {cpus: $cpus, loadavg_start: $loadavg_start, loadavg_end: $loadavg_end},
     core_splits: $splits,
     runs: $runs,
@@ -306,6 +374,7 @@ report=$(jq -n \
       batching_rps: ratio($p; $batched; $unbatched; "rounds_rps"),
       batching_cpu: ratio($p; $batched; $unbatched; "rounds_cpu")
     }],
+    paired: $paired,
     gangboost: {
       rss_loaded_idle_mib: ($rss_idle / 1024), after_load: $rss,
       ready_ms_best: $gr[0].best_ms, ready_ms_median: $gr[0].median_ms, ready_ms_all: $gr[0].ready_ms,
@@ -343,6 +412,10 @@ jq -r --arg bc "$BATCH_CONNECTIONS" '
     "           gRPC / gRPC floor \(f(.grpc_to_floor_rps; 2))x req/s (goal >= \($g.grpc_floor_rps_min): \(met(.grpc_to_floor_rps >= $g.grpc_floor_rps_min))), \(f(.grpc_to_floor_cpu; 2))x CPU/req",
     "           REST JSON / python \(f(.json_to_python_rps; 1))x req/s (goal >= \($g.python_ratio_min): \(met(.json_to_python_rps >= $g.python_ratio_min)))",
     "           --enable_batching under \($bc) connections: \(f(.batching_rps; 2))x req/s, \(f(.batching_cpu; 2))x CPU/req of the same server without it"),
+  (.goals as $g | .paired as $pr | .core_splits[] | .server_cores as $p |
+    ($pr | map(select(.server_cores == $p)) | INDEX(.name)) as $x |
+    select($x | length > 0) |
+    "\($p) core(s), paired (at once on the same cores, \($x["json-floor"].rounds_cpu_ratio | length) rounds): REST JSON / floor \(f($x["json-floor"].cpu_ratio; 2))x CPU/req (goal <= \($g.json_floor_cpu_max): \(met($x["json-floor"].cpu_ratio <= $g.json_floor_cpu_max)); rounds \($x["json-floor"].rounds_cpu_ratio | map(f(.; 2) + "x") | join(" "))), / floor with the runtime'"'"'s timeouts \(f($x["json-floor-timeouts"].cpu_ratio; 2))x, gRPC / gRPC floor \(f($x["grpc-floor"].cpu_ratio; 2))x"),
   (.gangboost.after_load[] | "gangboost RSS       \(.server_cores) core(s): \(f(.rss_after_load_mib; 1)) MiB after the load, peak \(f(.rss_peak_mib; 1)) MiB"),
   "gangboost RSS       \(f(.gangboost.rss_loaded_idle_mib; 1)) MiB loaded and idle (goal for the peak <= \(.goals.rss_mib_max))",
   "gangboost ready     \(f(.gangboost.ready_ms_best; 1)) ms best, \(f(.gangboost.ready_ms_median; 1)) ms median of \(.gangboost.ready_ms_all | length) starts (goal <= \(.goals.ready_ms_max): \(met(.gangboost.ready_ms_best <= .goals.ready_ms_max)))",
