@@ -52,6 +52,15 @@ func TestParseInferRequestMatchesEncodingJSON(t *testing.T) {
 			t.Errorf("fast path declined a client-shaped body: %s", body)
 		}
 	}
+	// ParseInferRequest, whichever path it takes, gives what encoding/json gives for the body
+	// with its bare NaN and Infinity rewritten.
+	for _, body := range parseSeeds {
+		got, err := ParseInferRequest([]byte(body))
+		want, wantErr := parseStd(SanitizeNonFinite([]byte(body)))
+		if (err != nil) != (wantErr != nil) || (err == nil && !reflect.DeepEqual(got, want)) {
+			t.Errorf("ParseInferRequest(%s) = %#v, %v; encoding/json of it rewritten: %#v, %v", body, got, err, want, wantErr)
+		}
+	}
 }
 
 func TestParseInferRequestErrors(t *testing.T) {
