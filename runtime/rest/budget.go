@@ -76,6 +76,12 @@ func (h *handlers) readBody(c echo.Context, buf []byte) (body []byte, reserved i
 		if err != nil {
 			return nil, reserved, h.bodyReadError(err, int64(n), r.ContentLength)
 		}
+		// A read of nothing sees the body's end (it is limited to its Content-Length) and the
+		// close after it costs nothing: net/http then has no rest of the body to discard
+		// before it answers, a copy through a LimitReader allocated per request otherwise.
+		if _, err := r.Body.Read(nil); err == io.EOF {
+			_ = r.Body.Close()
+		}
 		return body, reserved, nil
 	}
 	// Chunked: reserve as the body arrives.

@@ -110,6 +110,10 @@ type deadlineConn struct {
 
 	mu          sync.Mutex // orders the connection's own deadlines: the sweeper's against a set's
 	read, write half
+	// The errors of reads and writes past their deadline, made once: net/http stops its
+	// background read at the end of every request with a deadline in the past, so a read
+	// fails that way once a request.
+	readTimeout, writeTimeout atomic.Pointer[net.OpError]
 }
 
 // half is the deadline of one direction.
@@ -188,21 +192,27 @@ func (h *half) expire(now int64, setReal func(time.Time) error) {
 // blocks past it is cut short by the sweeper.
 func (c *deadlineConn) Read(b []byte) (int, error) {
 	if at := c.read.at.Load(); at != 0 && at <= c.l.now.Load() {
-		return 0, c.timeout("read")
+		return 0, c.timeout(&c.readTimeout, "read")
 	}
 	return c.Conn.Read(b)
 }
 
 func (c *deadlineConn) Write(b []byte) (int, error) {
 	if at := c.write.at.Load(); at != 0 && at <= c.l.now.Load() {
-		return 0, c.timeout("write")
+		return 0, c.timeout(&c.writeTimeout, "write")
 	}
 	return c.Conn.Write(b)
 }
 
-// timeout is the error a net.Conn returns for I/O past its deadline.
-func (c *deadlineConn) timeout(op string) error {
-	return &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.ErrDeadlineExceeded}
+// timeout is the error a net.Conn returns for I/O past its deadline, kept in *made after
+// the first (callers only read an error).
+func (c *deadlineConn) timeout(made *atomic.Pointer[net.OpError], op string) error {
+	if err := made.Load(); err != nil {
+		return err
+	}
+	err := &net.OpError{Op: op, Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.ErrDeadlineExceeded}
+	made.Store(err)
+	return err
 }
 
 // CloseWrite half-closes a TCP connection: net/http does so before closing a connection
