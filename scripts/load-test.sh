@@ -184,8 +184,8 @@ bench() {
     "$(jq .cpu_us_per_req "$out")" "$before"
 }
 
-# run_load OUT PROTOCOL SERVER DURATION: one unmeasured-warm-up-free run of the load generator
-# against SERVER, its JSON figures in OUT.
+# run_load OUT PROTOCOL SERVER DURATION: one run of the load generator against SERVER, without
+# a warm-up, its JSON figures in OUT.
 run_load() {
   local out=$1 protocol=$2 server=$3 duration=$4
   case $protocol in
@@ -200,22 +200,28 @@ run_load() {
   [ -s "$out" ] || { cat "$out.wrk" >&2; die "no figures from the load generator for $server"; }
 }
 
+# run_pair OUT PROTOCOL A B DURATION: run_load against A (figures in OUT.a) and against B
+# (OUT.b) at once.
+run_pair() {
+  local la lb
+  run_load "$1.a" "$2" "$3" "$5" &
+  la=$!
+  run_load "$1.b" "$2" "$4" "$5" &
+  lb=$!
+  wait "$la"
+  wait "$lb"
+}
+
 # bench_pair NAME PROTOCOL SERVER PEER ROUND: SERVER and PEER under load at once (a warm-up,
 # then DURATION measured), each from its own load generator; writes $work/P.pair.NAME.ROUND.json
 # with both servers' CPU per request and its ratio.
 bench_pair() {
   local name=$1 protocol=$2 a=$3 b=$4 round=$5 out=$work/$server_cores.pair.$1.$5
-  local la lb ta0 tb0 ta1 tb1
-  run_load "$out.warm-a" "$protocol" "$a" "$WARMUP" & la=$!
-  run_load "$out.warm-b" "$protocol" "$b" "$WARMUP" & lb=$!
-  wait "$la"
-  wait "$lb"
+  local ta0 tb0 ta1 tb1
+  run_pair "$out.warm" "$protocol" "$a" "$b" "$WARMUP"
   ta0=$(cpu_ticks "${pid[$a]}")
   tb0=$(cpu_ticks "${pid[$b]}")
-  run_load "$out.a" "$protocol" "$a" "$DURATION" & la=$!
-  run_load "$out.b" "$protocol" "$b" "$DURATION" & lb=$!
-  wait "$la"
-  wait "$lb"
+  run_pair "$out" "$protocol" "$a" "$b" "$DURATION"
   ta1=$(cpu_ticks "${pid[$a]}")
   tb1=$(cpu_ticks "${pid[$b]}")
   jq -n --arg name "$name" --argjson round "$round" --argjson hz "$clk_tck" \
