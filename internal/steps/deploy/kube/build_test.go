@@ -271,3 +271,35 @@ func TestCrashLooping(t *testing.T) {
 		t.Errorf("crashLooping of a running container = %q", got)
 	}
 }
+
+// TestApplyChanged: an apply changed the service when it moved its spec, labels or
+// annotations, or created it; a resourceVersion moved by KServe's status write between the
+// read and the apply is no change.
+func TestApplyChanged(t *testing.T) {
+	before := &kserveapi.InferenceService{ObjectMeta: metav1.ObjectMeta{
+		ResourceVersion: "100", Generation: 3,
+		Labels: map[string]string{"app": "iris"}, Annotations: map[string]string{RunIDAnnotation: "run-1"},
+	}}
+	after := func(edit func(m *metav1.ObjectMeta)) *metav1.ObjectMeta {
+		m := before.ObjectMeta.DeepCopy()
+		m.ResourceVersion = "107" // the status was written meanwhile
+		edit(m)
+		return m
+	}
+	for _, c := range []struct {
+		name   string
+		before *kserveapi.InferenceService
+		after  *metav1.ObjectMeta
+		want   bool
+	}{
+		{"status written meanwhile", before, after(func(*metav1.ObjectMeta) {}), false},
+		{"spec", before, after(func(m *metav1.ObjectMeta) { m.Generation++ }), true},
+		{"annotation", before, after(func(m *metav1.ObjectMeta) { m.Annotations[RunIDAnnotation] = "run-2" }), true},
+		{"label added", before, after(func(m *metav1.ObjectMeta) { m.Labels["tier"] = "gold" }), true},
+		{"created", &kserveapi.InferenceService{}, after(func(*metav1.ObjectMeta) {}), true},
+	} {
+		if got := applyChanged(c.before, c.after); got != c.want {
+			t.Errorf("%s: applyChanged %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -100,11 +102,11 @@ func predictorServiceName(isvc, predictor string) string {
 // pods roll onto them.
 func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 	var before kserveapi.InferenceService
-	beforeRV, previous, previousSHA, beforeGen := "", "", "", int64(0)
+	previous, previousSHA, beforeGen := "", "", int64(0)
 	desired := *s
 	switch err := b.client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, &before); {
 	case err == nil:
-		beforeRV, previous, beforeGen = before.ResourceVersion, storageURI(&before), before.Generation
+		previous, beforeGen = storageURI(&before), before.Generation
 		pa := before.Spec.Predictor.Annotations
 		previousSHA = pa[ModelSHA256Annotation]
 		if run, ok := pa[RunIDAnnotation]; ok && pa[ModelURIAnnotation] == s.ModelURI && previousSHA == s.ModelSHA256 {
@@ -143,10 +145,20 @@ func (b *Backend) Apply(ctx context.Context, s *deploy.Service) error {
 	if b.applied == nil {
 		b.applied = map[string]appliedVersion{}
 	}
-	b.applied[key(s)] = appliedVersion{resourceVersion: u.GetResourceVersion(), changed: u.GetResourceVersion() != beforeRV,
+	b.applied[key(s)] = appliedVersion{resourceVersion: u.GetResourceVersion(), changed: applyChanged(&before, u),
 		specChanged: u.GetGeneration() != beforeGen, previous: previous, previousSHA: previousSHA, servingSpec: isvc.Spec.Predictor.Annotations[ServingSpecAnnotation]}
 	b.mu.Unlock()
 	return nil
+}
+
+// applyChanged reports whether an apply changed the service it read before as before into
+// after: its spec (metadata.generation), labels or annotations, or created it. Not whether its
+// resourceVersion moved: KServe writes the service's status whenever a condition changes, a
+// write that may fall between the read and the apply, and an apply that changed nothing then
+// returns the newer resourceVersion.
+func applyChanged(before *kserveapi.InferenceService, after metav1.Object) bool {
+	return before.ResourceVersion == "" || after.GetGeneration() != before.Generation ||
+		!maps.Equal(after.GetLabels(), before.Labels) || !maps.Equal(after.GetAnnotations(), before.Annotations)
 }
 
 // predictorNameUnknown reports whether the API server refused an apply because its
