@@ -20,7 +20,8 @@
 # separates the servers. So gangboost and each of its floors are also measured at once: both on
 # the same server cores, each under its own load generator (both on the load cores), over the
 # same seconds; whatever the machine does then falls on both. Their CPU per request is compared
-# (req/s is not: the two share the cores).
+# (req/s is not: the two share the cores). REST binary is paired with the floor answering the
+# JSON request, as in the rounds in turn.
 
 #
 # Core split, for each P in SERVER_CORES: the servers run on cores 0..P-1 with GOMAXPROCS=P, the
@@ -192,6 +193,10 @@ run_load() {
     rest-json)
       LOADTEST_BODY="$body" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$CONNECTIONS" -d"$duration" \
         -s runtime/loadtest/post.lua --latency "http://127.0.0.1:${port[$server]}/v2/models/$model/infer" >"$out.wrk" ;;
+    rest-binary)
+      LOADTEST_BODY_HEX="$bin_hex" LOADTEST_HEADER_LENGTH="${#bin_header}" taskset -c "$load_cpus" wrk -t"$load_threads" \
+        -c"$CONNECTIONS" -d"$duration" -s runtime/loadtest/post.lua --latency \
+        "http://127.0.0.1:${port[$server]}/v2/models/$model/infer" >"$out.wrk" ;;
     grpc)
       GOMAXPROCS=$load_threads taskset -c "$load_cpus" "$work/grpcload" -addr "127.0.0.1:${gport[$server]}" \
         -model "$model" -c "$CONNECTIONS" -d "$duration" -warmup 0s >"$out.wrk" ;;
@@ -200,28 +205,28 @@ run_load() {
   [ -s "$out" ] || { cat "$out.wrk" >&2; die "no figures from the load generator for $server"; }
 }
 
-# run_pair OUT PROTOCOL A B DURATION: run_load against A (figures in OUT.a) and against B
-# (OUT.b) at once.
+# run_pair OUT A PROTOCOL-A B PROTOCOL-B DURATION: run_load against A (figures in OUT.a) and
+# against B (OUT.b) at once.
 run_pair() {
   local la lb
-  run_load "$1.a" "$2" "$3" "$5" &
+  run_load "$1.a" "$3" "$2" "$6" &
   la=$!
-  run_load "$1.b" "$2" "$4" "$5" &
+  run_load "$1.b" "$5" "$4" "$6" &
   lb=$!
   wait "$la"
   wait "$lb"
 }
 
-# bench_pair NAME PROTOCOL SERVER PEER ROUND: SERVER and PEER under load at once (a warm-up,
-# then DURATION measured), each from its own load generator; writes $work/P.pair.NAME.ROUND.json
-# with both servers' CPU per request and its ratio.
+# bench_pair NAME PROTOCOL SERVER PEER PEER-PROTOCOL ROUND: SERVER and PEER under load at once
+# (a warm-up, then DURATION measured), each from its own load generator; writes
+# $work/P.pair.NAME.ROUND.json with both servers' CPU per request and its ratio.
 bench_pair() {
-  local name=$1 protocol=$2 a=$3 b=$4 round=$5 out=$work/$server_cores.pair.$1.$5
+  local name=$1 protocol=$2 a=$3 b=$4 pprotocol=$5 round=$6 out=$work/$server_cores.pair.$1.$6
   local ta0 tb0 ta1 tb1
-  run_pair "$out.warm" "$protocol" "$a" "$b" "$WARMUP"
+  run_pair "$out.warm" "$a" "$protocol" "$b" "$pprotocol" "$WARMUP"
   ta0=$(cpu_ticks "${pid[$a]}")
   tb0=$(cpu_ticks "${pid[$b]}")
-  run_pair "$out" "$protocol" "$a" "$b" "$DURATION"
+  run_pair "$out" "$a" "$protocol" "$b" "$pprotocol" "$DURATION"
   ta1=$(cpu_ticks "${pid[$a]}")
   tb1=$(cpu_ticks "${pid[$b]}")
   jq -n --arg name "$name" --argjson round "$round" --argjson hz "$clk_tck" \
@@ -317,11 +322,12 @@ for server_cores in $SERVER_CORES; do
     bench "gangboost-batching-c$BATCH_CONNECTIONS" rest-json gangboost-batching "$round" "$BATCH_CONNECTIONS"
   done
   for round in $(seq "$PAIRED_ROUNDS"); do
-    bench_pair json-floor rest-json gangboost floor "$round"
-    bench_pair json-floor-timeouts rest-json gangboost floor-timeouts "$round"
-    bench_pair grpc-floor grpc gangboost grpc-floor "$round"
+    bench_pair json-floor rest-json gangboost floor rest-json "$round"
+    bench_pair json-floor-timeouts rest-json gangboost floor-timeouts rest-json "$round"
+    bench_pair binary-floor rest-binary gangboost floor rest-json "$round"
+    bench_pair grpc-floor grpc gangboost grpc-floor grpc "$round"
   done
-  for name in json-floor json-floor-timeouts grpc-floor; do
+  for name in json-floor json-floor-timeouts binary-floor grpc-floor; do
     files=()
     for round in $(seq "$PAIRED_ROUNDS"); do files+=("$work/$server_cores.pair.$name.$round.json"); done
     if [ "${#files[@]}" -gt 0 ]; then
@@ -421,7 +427,7 @@ jq -r --arg bc "$BATCH_CONNECTIONS" '
   (.goals as $g | .paired as $pr | .core_splits[] | .server_cores as $p |
     ($pr | map(select(.server_cores == $p)) | INDEX(.name)) as $x |
     select($x | length > 0) |
-    "\($p) core(s), paired (at once on the same cores, \($x["json-floor"].rounds_cpu_ratio | length) rounds): REST JSON / floor \(f($x["json-floor"].cpu_ratio; 2))x CPU/req (goal <= \($g.json_floor_cpu_max): \(met($x["json-floor"].cpu_ratio <= $g.json_floor_cpu_max)); rounds \($x["json-floor"].rounds_cpu_ratio | map(f(.; 2) + "x") | join(" "))), / floor with the runtime'"'"'s timeouts \(f($x["json-floor-timeouts"].cpu_ratio; 2))x, gRPC / gRPC floor \(f($x["grpc-floor"].cpu_ratio; 2))x"),
+    "\($p) core(s), paired (at once on the same cores, \($x["json-floor"].rounds_cpu_ratio | length) rounds): REST JSON / floor \(f($x["json-floor"].cpu_ratio; 2))x CPU/req (goal <= \($g.json_floor_cpu_max): \(met($x["json-floor"].cpu_ratio <= $g.json_floor_cpu_max)); rounds \($x["json-floor"].rounds_cpu_ratio | map(f(.; 2) + "x") | join(" "))), / floor with the runtime'"'"'s timeouts \(f($x["json-floor-timeouts"].cpu_ratio; 2))x, REST binary / floor \(f($x["binary-floor"].cpu_ratio; 2))x, gRPC / gRPC floor \(f($x["grpc-floor"].cpu_ratio; 2))x"),
   (.gangboost.after_load[] | "gangboost RSS       \(.server_cores) core(s): \(f(.rss_after_load_mib; 1)) MiB after the load, peak \(f(.rss_peak_mib; 1)) MiB"),
   "gangboost RSS       \(f(.gangboost.rss_loaded_idle_mib; 1)) MiB loaded and idle (goal for the peak <= \(.goals.rss_mib_max))",
   "gangboost ready     \(f(.gangboost.ready_ms_best; 1)) ms best, \(f(.gangboost.ready_ms_median; 1)) ms median of \(.gangboost.ready_ms_all | length) starts (goal <= \(.goals.ready_ms_max): \(met(.gangboost.ready_ms_best <= .goals.ready_ms_max)))",
