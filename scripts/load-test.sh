@@ -136,27 +136,6 @@ stop() {
   wait "${pid[$1]}" 2>/dev/null || true
 }
 
-# load_rest OUT URL [binary]: wrk on the load cores, its JSON figures in OUT.
-load_rest() {
-  local out=$1 url=$2 binary=${3:-} env=(LOADTEST_BODY="$body")
-  if [ -n "$binary" ]; then
-    env=(LOADTEST_BODY_HEX="$bin_hex" LOADTEST_HEADER_LENGTH="${#bin_header}")
-  fi
-  env "${env[@]}" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$conns" -d"$WARMUP" -s runtime/loadtest/post.lua "$url" >/dev/null
-  env "${env[@]}" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$conns" -d"$DURATION" -s runtime/loadtest/post.lua --latency "$url" \
-    >"$out.wrk"
-  sed -n 's/^WRK_JSON //p' "$out.wrk" >"$out"
-  [ -s "$out" ] || { cat "$out.wrk" >&2; die "no figures from wrk for $url"; }
-}
-
-# load_grpc OUT ADDR: grpcload on the load cores.
-load_grpc() {
-  GOMAXPROCS=$load_threads taskset -c "$load_cpus" "$work/grpcload" -addr "$2" -model "$model" -c "$conns" \
-    -d "$DURATION" -warmup "$WARMUP" >"$1.wrk"
-  sed -n 's/^WRK_JSON //p' "$1.wrk" >"$1"
-  [ -s "$1" ] || { cat "$1.wrk" >&2; die "no figures from grpcload for $2"; }
-}
-
 # bench NAME PROTOCOL SERVER ROUND [CONNECTIONS]: measures one protocol of one server under
 # load and writes $work/P.NAME.ROUND.json with the load generator's figures, the server's CPU
 # per request and, for gangboost, its allocations per request.
@@ -167,11 +146,7 @@ bench() {
   t0=$(cpu_ticks "${pid[$server]}")
   local before
   before=$(loadavg)
-  case $protocol in
-    rest-json) load_rest "$out.raw" "http://127.0.0.1:${port[$server]}/v2/models/$model/infer" ;;
-    rest-binary) load_rest "$out.raw" "http://127.0.0.1:${port[$server]}/v2/models/$model/infer" binary ;;
-    grpc) load_grpc "$out.raw" "127.0.0.1:${gport[$server]}" ;;
-  esac
+  run_load "$out.raw" "$protocol" "$server" "$DURATION" "$WARMUP" "$conns"
   t1=$(cpu_ticks "${pid[$server]}")
   [[ "$server" = gangboost* ]] && m1=$(mallocs "${port[$server]}")
   jq --arg name "$name" --arg protocol "$protocol" --arg before "$before" --argjson conns "$conns" \
@@ -185,33 +160,37 @@ bench() {
     "$(jq .cpu_us_per_req "$out")" "$before"
 }
 
-# run_load OUT PROTOCOL SERVER DURATION: one run of the load generator against SERVER, without
-# a warm-up, its JSON figures in OUT.
+# run_load OUT PROTOCOL SERVER DURATION WARMUP [CONNECTIONS]: the load generator on the load
+# cores against SERVER, for WARMUP unmeasured ("0s": none) and then DURATION, its JSON figures in
+# OUT: wrk for REST (the JSON body, or for rest-binary the binary one), grpcload for gRPC.
 run_load() {
-  local out=$1 protocol=$2 server=$3 duration=$4
+  local out=$1 protocol=$2 server=$3 duration=$4 warmup=$5 conns=${6:-$CONNECTIONS}
+  local url="http://127.0.0.1:${port[$server]}/v2/models/$model/infer" env=(LOADTEST_BODY="$body")
   case $protocol in
-    rest-json)
-      LOADTEST_BODY="$body" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$CONNECTIONS" -d"$duration" \
-        -s runtime/loadtest/post.lua --latency "http://127.0.0.1:${port[$server]}/v2/models/$model/infer" >"$out.wrk" ;;
-    rest-binary)
-      LOADTEST_BODY_HEX="$bin_hex" LOADTEST_HEADER_LENGTH="${#bin_header}" taskset -c "$load_cpus" wrk -t"$load_threads" \
-        -c"$CONNECTIONS" -d"$duration" -s runtime/loadtest/post.lua --latency \
-        "http://127.0.0.1:${port[$server]}/v2/models/$model/infer" >"$out.wrk" ;;
+    rest-json | rest-binary)
+      if [ "$protocol" = rest-binary ]; then
+        env=(LOADTEST_BODY_HEX="$bin_hex" LOADTEST_HEADER_LENGTH="${#bin_header}")
+      fi
+      if [ "$warmup" != 0s ]; then
+        env "${env[@]}" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$conns" -d"$warmup" -s runtime/loadtest/post.lua "$url" >/dev/null
+      fi
+      env "${env[@]}" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$conns" -d"$duration" -s runtime/loadtest/post.lua --latency "$url" \
+        >"$out.wrk" ;;
     grpc)
-      GOMAXPROCS=$load_threads taskset -c "$load_cpus" "$work/grpcload" -addr "127.0.0.1:${gport[$server]}" \
-        -model "$model" -c "$CONNECTIONS" -d "$duration" -warmup 0s >"$out.wrk" ;;
+      GOMAXPROCS=$load_threads taskset -c "$load_cpus" "$work/grpcload" -addr "127.0.0.1:${gport[$server]}" -model "$model" \
+        -c "$conns" -d "$duration" -warmup "$warmup" >"$out.wrk" ;;
   esac
   sed -n 's/^WRK_JSON //p' "$out.wrk" >"$out"
-  [ -s "$out" ] || { cat "$out.wrk" >&2; die "no figures from the load generator for $server"; }
+  [ -s "$out" ] || { cat "$out.wrk" >&2; die "no figures from the load generator for $server ($protocol)"; }
 }
 
 # run_pair OUT A PROTOCOL-A B PROTOCOL-B DURATION: run_load against A (figures in OUT.a) and
-# against B (OUT.b) at once.
+# against B (OUT.b) at once, without a warm-up.
 run_pair() {
   local la lb
-  run_load "$1.a" "$3" "$2" "$6" &
+  run_load "$1.a" "$3" "$2" "$6" 0s &
   la=$!
-  run_load "$1.b" "$5" "$4" "$6" &
+  run_load "$1.b" "$5" "$4" "$6" 0s &
   lb=$!
   wait "$la"
   wait "$lb"

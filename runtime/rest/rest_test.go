@@ -173,7 +173,7 @@ func TestInferRouteMatchesRouter(t *testing.T) {
 		req := httptest.NewRequest(c.method, c.target, nil)
 		ec := rt.e.NewContext(req, httptest.NewRecorder())
 		rt.e.Router().Find(req.Method, echo.GetPath(req), ec)
-		model, ok := inferModel(req)
+		model, ok := inferModel(req.Method, echo.GetPath(req))
 		if ok != c.taken {
 			t.Errorf("%s %s: matched without the router %v, want %v", c.method, c.target, ok, c.taken)
 		}

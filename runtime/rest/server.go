@@ -75,14 +75,15 @@ type routes struct {
 func (rt *routes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := rt.e.AcquireContext()
 	c.Reset(r, w)
-	if model, ok := inferModel(r); ok {
+	path := echo.GetPath(r)
+	if model, ok := inferModel(r.Method, path); ok {
 		// What echo's router finds for this request, without the walk of its tree.
 		c.SetPath(inferRoute)
 		c.SetParamNames(inferParams...)
 		c.ParamValues()[0] = model // the context's own array: SetParamValues would allocate
 		c.SetHandler(rt.infer)
 	} else {
-		rt.e.Router().Find(r.Method, echo.GetPath(r), c)
+		rt.e.Router().Find(r.Method, path, c)
 	}
 	if err := rt.h.recoverAndLog(c, c.Handler()); err != nil {
 		rt.e.HTTPErrorHandler(err, c)
@@ -101,13 +102,13 @@ const (
 
 var inferParams = []string{"model"}
 
-// inferModel is the model of a POST to /v2/models/{model}/infer, as echo's router reads it (the
-// raw path's segment, not unescaped), or false for any other request.
-func inferModel(r *http.Request) (string, bool) {
-	if r.Method != http.MethodPost {
+// inferModel is the model of a POST to /v2/models/{model}/infer, as echo's router reads it from
+// the path echo.GetPath gives (the raw path's segment, not unescaped), or false for any other
+// request.
+func inferModel(method, p string) (string, bool) {
+	if method != http.MethodPost {
 		return "", false
 	}
-	p := echo.GetPath(r)
 	if len(p) <= len(inferPrefix)+len(inferSuffix) || !strings.HasPrefix(p, inferPrefix) || !strings.HasSuffix(p, inferSuffix) {
 		return "", false
 	}
