@@ -142,11 +142,14 @@ stop() {
 bench() {
   local name=$1 protocol=$2 server=$3 round=$4 conns=${5:-$CONNECTIONS} out=$work/$server_cores.$1.$4.json
   local t0 t1 m0="" m1=""
+  # The warm-up is outside the measured window: its CPU and allocations are not the
+  # measured requests'.
+  run_load "$out.warm" "$protocol" "$server" "$WARMUP" "$conns"
   [[ "$server" = gangboost* ]] && m0=$(mallocs "${port[$server]}")
   t0=$(cpu_ticks "${pid[$server]}")
   local before
   before=$(loadavg)
-  run_load "$out.raw" "$protocol" "$server" "$DURATION" "$WARMUP" "$conns"
+  run_load "$out.raw" "$protocol" "$server" "$DURATION" "$conns"
   t1=$(cpu_ticks "${pid[$server]}")
   [[ "$server" = gangboost* ]] && m1=$(mallocs "${port[$server]}")
   jq --arg name "$name" --arg protocol "$protocol" --arg before "$before" --argjson conns "$conns" \
@@ -160,37 +163,34 @@ bench() {
     "$(jq .cpu_us_per_req "$out")" "$before"
 }
 
-# run_load OUT PROTOCOL SERVER DURATION WARMUP [CONNECTIONS]: the load generator on the load
-# cores against SERVER, for WARMUP unmeasured ("0s": none) and then DURATION, its JSON figures in
-# OUT: wrk for REST (the JSON body, or for rest-binary the binary one), grpcload for gRPC.
+# run_load OUT PROTOCOL SERVER DURATION [CONNECTIONS]: the load generator on the load cores
+# against SERVER for DURATION, its JSON figures in OUT: wrk for REST (the JSON body, or for
+# rest-binary the binary one), grpcload for gRPC.
 run_load() {
-  local out=$1 protocol=$2 server=$3 duration=$4 warmup=$5 conns=${6:-$CONNECTIONS}
+  local out=$1 protocol=$2 server=$3 duration=$4 conns=${5:-$CONNECTIONS}
   local url="http://127.0.0.1:${port[$server]}/v2/models/$model/infer" env=(LOADTEST_BODY="$body")
   case $protocol in
     rest-json | rest-binary)
       if [ "$protocol" = rest-binary ]; then
         env=(LOADTEST_BODY_HEX="$bin_hex" LOADTEST_HEADER_LENGTH="${#bin_header}")
       fi
-      if [ "$warmup" != 0s ]; then
-        env "${env[@]}" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$conns" -d"$warmup" -s runtime/loadtest/post.lua "$url" >/dev/null
-      fi
       env "${env[@]}" taskset -c "$load_cpus" wrk -t"$load_threads" -c"$conns" -d"$duration" -s runtime/loadtest/post.lua --latency "$url" \
         >"$out.wrk" ;;
     grpc)
       GOMAXPROCS=$load_threads taskset -c "$load_cpus" "$work/grpcload" -addr "127.0.0.1:${gport[$server]}" -model "$model" \
-        -c "$conns" -d "$duration" -warmup "$warmup" >"$out.wrk" ;;
+        -c "$conns" -d "$duration" -warmup 0s >"$out.wrk" ;;
   esac
   sed -n 's/^WRK_JSON //p' "$out.wrk" >"$out"
   [ -s "$out" ] || { cat "$out.wrk" >&2; die "no figures from the load generator for $server ($protocol)"; }
 }
 
 # run_pair OUT A PROTOCOL-A B PROTOCOL-B DURATION: run_load against A (figures in OUT.a) and
-# against B (OUT.b) at once, without a warm-up.
+# against B (OUT.b) at once.
 run_pair() {
   local la lb
-  run_load "$1.a" "$3" "$2" "$6" 0s &
+  run_load "$1.a" "$3" "$2" "$6" &
   la=$!
-  run_load "$1.b" "$5" "$4" "$6" 0s &
+  run_load "$1.b" "$5" "$4" "$6" &
   lb=$!
   wait "$la"
   wait "$lb"
