@@ -3,11 +3,10 @@ package rest
 import (
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"sync/atomic"
-
-	"github.com/labstack/echo/v4"
 
 	v2 "github.com/gangboost/gangboost/runtime/v2"
 )
@@ -50,8 +49,7 @@ const readChunk = 256 << 10
 // readBody reads at most MaxBodyBytes within the in-flight body budget, into buf's memory when
 // it has room. It returns the bytes it reserved, which the caller gives back (h.budget.give)
 // once the body's bytes are no longer needed; on error nothing stays reserved.
-func (h *handlers) readBody(c echo.Context, buf []byte) (body []byte, reserved int64, err error) {
-	r := c.Request()
+func (h *handlers) readBody(r *http.Request, buf []byte) (body []byte, reserved int64, err error) {
 	limit := h.opts.MaxBodyBytes
 	if limit <= 0 {
 		limit = 64 << 20

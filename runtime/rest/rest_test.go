@@ -2,6 +2,7 @@ package rest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/gangboost/gangboost/runtime/batcher"
+	"github.com/gangboost/gangboost/runtime/forest"
 	"github.com/gangboost/gangboost/runtime/infer"
 	"github.com/gangboost/gangboost/runtime/metrics"
 	"github.com/gangboost/gangboost/runtime/registry"
@@ -182,6 +184,74 @@ func TestInferRouteMatchesRouter(t *testing.T) {
 		}
 		if ec.Path() != inferRoute || ec.Param("model") != model || len(ec.ParamNames()) != 1 {
 			t.Errorf("%s %s: model %q, the router finds route %q with params %q = %q", c.method, c.target, model, ec.Path(), ec.ParamNames(), ec.ParamValues())
+		}
+	}
+}
+
+// panickingPredictor fails every evaluation the worst way.
+type panickingPredictor struct{}
+
+func (panickingPredictor) PredictContext(context.Context, []float32, []float32, int, forest.OutputKind) ([]float32, error) {
+	panic("evaluator fault")
+}
+
+// TestInferFailuresAnswerInTheProtocolShape: on the infer route routes.ServeHTTP serves
+// itself and on the versioned one echo serves, a refused request and a handler that panics
+// are answered with the v2 error body and status, the request id still in the header, and
+// counted in the metrics under that status; the server goes on answering.
+func TestInferFailuresAnswerInTheProtocolShape(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "testdata", "models", "iris")
+	m := metrics.New()
+	reg, err := registry.Open(dir, "iris", "", registry.Options{NewPredictor: func(*forest.Model) (infer.Predictor, func()) {
+		return panickingPredictor{}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &service.Service{Registry: reg, Metrics: m}
+	var logged bytes.Buffer
+	h := New(svc, Options{MaxBodyBytes: 1 << 20}, slog.New(slog.NewTextHandler(&logged, nil)))
+	for _, c := range []struct {
+		target, body string
+		status       int
+		message      string
+	}{
+		{"/v2/models/iris/infer", string(rowsJSON(1)), http.StatusInternalServerError, "internal error: evaluator fault"},
+		{"/v2/models/iris/infer", `{"inputs":[`, http.StatusBadRequest, "malformed request body"},
+		{"/v2/models/nope/infer", string(rowsJSON(1)), http.StatusNotFound, "nope"},
+		{"/v2/models/iris/versions/9/infer", string(rowsJSON(1)), http.StatusNotFound, "version"},
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("POST", c.target, strings.NewReader(c.body)))
+		var answer struct {
+			Error string `json:"error"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &answer); err != nil || w.Code != c.status || !strings.Contains(answer.Error, c.message) {
+			t.Errorf("POST %s: %d %q, want %d with an error naming %q", c.target, w.Code, w.Body, c.status, c.message)
+		}
+		if ct := w.Header().Get("Content-Type"); ct != echo.MIMEApplicationJSON {
+			t.Errorf("POST %s: Content-Type %q", c.target, ct)
+		}
+		if w.Header().Get(requestIDHeader) == "" {
+			t.Errorf("POST %s: no request id", c.target)
+		}
+	}
+	if !strings.Contains(logged.String(), "panic in handler") || !strings.Contains(logged.String(), "status=500") {
+		t.Errorf("log lacks the panic or its request:\n%s", logged.String())
+	}
+	var text bytes.Buffer
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	text.Write(rec.Body.Bytes())
+	for _, want := range []string{
+		`gangboost_requests_total{model="iris",protocol="v2",status="500"} 1`,
+		`gangboost_requests_total{model="iris",protocol="v2",status="400"} 1`,
+		`gangboost_requests_total{model="",protocol="v2",status="404"} 1`,
+		`gangboost_requests_total{model="iris",protocol="v2",status="404"} 1`,
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("metrics lack %s", want)
 		}
 	}
 }

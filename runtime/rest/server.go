@@ -6,6 +6,7 @@ package rest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,11 +48,12 @@ func New(svc *service.Service, opts Options, log *slog.Logger) http.Handler {
 	e.GET("/v2", h.serverMetadata)
 	e.GET("/v2/", h.serverMetadata)
 	e.GET("/v2/models", h.listModels)
-	infer := h.infer // one method value for the router and routes.ServeHTTP
 	for _, prefix := range []string{"/v2/models/:model", "/v2/models/:model/versions/:version"} {
 		e.GET(prefix, h.modelMetadata)
 		e.GET(prefix+"/ready", h.modelReady)
-		e.POST(prefix+"/infer", infer)
+		// Without a version, routes.ServeHTTP serves the route itself (serveInfer); the
+		// router's entry is what it matches.
+		e.POST(prefix+"/infer", h.infer)
 	}
 	e.POST("/v2/repository/models/:model/load", h.load)
 	e.POST("/v2/repository/models/:model/unload", h.unload)
@@ -60,31 +62,27 @@ func New(svc *service.Service, opts Options, log *slog.Logger) http.Handler {
 	e.GET("/v1/models/:model", h.v1Model)
 	e.POST("/v1/models/:model", h.v1Verb)
 	e.GET("/metrics", echo.WrapHandler(svc.Metrics.Handler()))
-	return &routes{e: e, h: h, infer: infer}
+	return &routes{e: e, h: h}
 }
 
-// routes serves echo's routes with the request middleware (recoverAndLog) around each. It
-// is echo's ServeHTTP without echo's middleware chain, which echo builds anew for every
-// request: a closure allocated and called per request, for a chain that never changes.
+// routes serves the V2 infer route itself (serveInfer) and echo's other routes with the
+// request middleware (recoverAndLog) around each. For those it is echo's ServeHTTP without
+// echo's middleware chain, which echo builds anew for every request: a closure allocated and
+// called per request, for a chain that never changes.
 type routes struct {
-	e     *echo.Echo
-	h     *handlers
-	infer echo.HandlerFunc
+	e *echo.Echo
+	h *handlers
 }
 
 func (rt *routes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c := rt.e.AcquireContext()
-	c.Reset(r, w)
 	path := echo.GetPath(r)
 	if model, ok := inferModel(r.Method, path); ok {
-		// What echo's router finds for this request, without the walk of its tree.
-		c.SetPath(inferRoute)
-		c.SetParamNames(inferParams...)
-		c.ParamValues()[0] = model // the context's own array: SetParamValues would allocate
-		c.SetHandler(rt.infer)
-	} else {
-		rt.e.Router().Find(r.Method, path, c)
+		rt.h.serveInfer(w, r, model)
+		return
 	}
+	c := rt.e.AcquireContext()
+	c.Reset(r, w)
+	rt.e.Router().Find(r.Method, path, c)
 	if err := rt.h.recoverAndLog(c, c.Handler()); err != nil {
 		rt.e.HTTPErrorHandler(err, c)
 	}
@@ -92,15 +90,14 @@ func (rt *routes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // The V2 infer route without a version, which nearly every request takes: routes.ServeHTTP
-// matches it itself (echo's router walks its tree for every request: 6% of the handler's
-// CPU for a one-row request).
+// matches it itself and serves it on net/http's request and writer. Through echo, a one-row
+// request paid for the router's walk of its tree (6% of the handler's CPU), the context's
+// reset, its parameter lookups and the response wrapper, all for a route known by its path.
 const (
 	inferPrefix = "/v2/models/"
 	inferSuffix = "/infer"
 	inferRoute  = inferPrefix + ":model" + inferSuffix
 )
-
-var inferParams = []string{"model"}
 
 // inferModel is the model of a POST to /v2/models/{model}/infer, as echo's router reads it from
 // the path echo.GetPath gives (the raw path's segment, not unescaped), or false for any other
@@ -145,8 +142,8 @@ func newIDPrefix() string {
 // per-process random prefix and a counter, unique without a random read per request.
 // The client's is its own header's value, shared (header values are only read); a new
 // one is a single allocation, the id's bytes and the value together.
-func requestID(c echo.Context) []string {
-	if v := c.Request().Header[requestIDHeader]; len(v) > 0 && v[0] != "" {
+func requestID(r *http.Request) []string {
+	if v := r.Header[requestIDHeader]; len(v) > 0 && v[0] != "" {
 		return v[:1:1]
 	}
 	id := new(struct {
@@ -186,33 +183,68 @@ func statusLabel(code int) string {
 	return strconv.Itoa(code)
 }
 
-// recoverAndLog runs a request's handler, turning a panic into a 500 (a request never takes
-// the process down), and logs and measures every request.
-func (h *handlers) recoverAndLog(c echo.Context, next echo.HandlerFunc) (err error) {
-	start := time.Since(clockStart)
-	idValue := requestID(c)
-	id := idValue[0]
+// begin starts a request's record: its clock, and its id, which the answer's header carries.
+func (h *handlers) begin(w http.ResponseWriter, r *http.Request) (start time.Duration, id string) {
+	start = time.Since(clockStart)
+	idValue := requestID(r)
 	// The id is a canonical header name already: no need for Header.Set to check it.
-	c.Response().Header()[requestIDHeader] = idValue
+	w.Header()[requestIDHeader] = idValue
+	return start, idValue[0]
+}
+
+// panicked is the error of a handler that panicked with p, logged with its stack.
+func (h *handlers) panicked(id string, p any) error {
+	h.log.Error("panic in handler", "request_id", id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	return v2.Errorf(v2.KindInternal, "internal error: %v", p)
+}
+
+// finish measures an answered request (protocol "" for routes that are not inference, model
+// as its path names it) and logs it when it failed, or every request at debug level.
+func (h *handlers) finish(r *http.Request, start time.Duration, id, protocol, model string, status int) {
+	took := time.Since(clockStart) - start
+	if protocol != "" {
+		model, _, _ = strings.Cut(model, ":")
+		h.svc.Metrics.ObserveRequest(h.svc.ModelLabel(model), protocol, statusLabel(status), took)
+	}
+	if status >= 400 || h.log.Enabled(r.Context(), slog.LevelDebug) {
+		h.log.Info("request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+			"status", status, "duration_ms", float64(took.Microseconds())/1000)
+	}
+}
+
+// recoverAndLog runs an echo route's handler, turning a panic into a 500 (a request never
+// takes the process down), and logs and measures every request.
+func (h *handlers) recoverAndLog(c echo.Context, next echo.HandlerFunc) (err error) {
+	start, id := h.begin(c.Response(), c.Request())
 	defer func() {
-		if r := recover(); r != nil {
-			err = v2.Errorf(v2.KindInternal, "internal error: %v", r)
-			h.log.Error("panic in handler", "request_id", id, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		if p := recover(); p != nil {
+			err = h.panicked(id, p)
 		}
 		if err != nil {
 			c.Error(err)
 		}
-		status, took := c.Response().Status, time.Since(clockStart)-start
-		if protocol := inferenceProtocol(c); protocol != "" {
-			model, _, _ := strings.Cut(c.Param("model"), ":")
-			h.svc.Metrics.ObserveRequest(h.svc.ModelLabel(model), protocol, statusLabel(status), took)
-		}
-		if status >= 400 || h.log.Enabled(c.Request().Context(), slog.LevelDebug) {
-			h.log.Info("request", "request_id", id, "method", c.Request().Method, "path", c.Request().URL.Path,
-				"status", status, "duration_ms", float64(took.Microseconds())/1000)
-		}
+		h.finish(c.Request(), start, id, inferenceProtocol(c), c.Param("model"), c.Response().Status)
 	}()
 	return next(c)
+}
+
+// serveInfer is recoverAndLog around the infer route, for a POST to /v2/models/{model}/infer
+// that routes.ServeHTTP matched itself.
+func (h *handlers) serveInfer(w http.ResponseWriter, r *http.Request, model string) {
+	start, id := h.begin(w, r)
+	status, answered := http.StatusOK, false
+	var err error
+	defer func() {
+		if p := recover(); p != nil {
+			err = h.panicked(id, p)
+		}
+		if err != nil && !answered {
+			status = v2.HTTPStatus(err)
+			writeError(w, status, err.Error())
+		}
+		h.finish(r, start, id, "v2", model, status)
+	}()
+	answered, err = h.inferTo(w, r, model, "", id)
 }
 
 // inferenceProtocol is "v2" or "v1" for an inference route, "" for others.
@@ -226,6 +258,8 @@ func inferenceProtocol(c echo.Context) string {
 	return ""
 }
 
+// errorHandler answers an echo route's error in the protocol's shape, {"error": "..."}, with
+// the status of the v2 table (or of echo's own errors: no route, method not allowed).
 func (h *handlers) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -243,7 +277,14 @@ func (h *handlers) errorHandler(err error, c echo.Context) {
 			msg = fmt.Sprintf("method %s not allowed on %s", c.Request().Method, c.Request().URL.Path)
 		}
 	}
-	_ = c.JSON(status, v2.ErrorBody{Error: msg})
+	writeError(c.Response(), status, msg)
+}
+
+// writeError writes the protocol's error answer: {"error": msg} with status.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header()[echo.HeaderContentType] = applicationJSON
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v2.ErrorBody{Error: msg})
 }
 
 // root answers GET / as KServe's model server does, {"status": "alive"}: KServe's V1 client
@@ -306,37 +347,43 @@ func (h *handlers) modelReady(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"name": m.Name, "ready": true})
 }
 
+// infer serves the versioned infer route (routes.ServeHTTP serves the one without a version).
 func (h *handlers) infer(c echo.Context) error {
-	m, l, err := h.svc.Acquire(c.Param("model"), c.Param("version"))
+	_, err := h.inferTo(c.Response(), c.Request(), c.Param("model"), c.Param("version"), headerValue(c.Response().Header(), requestIDHeader))
+	return err
+}
+
+// inferTo answers a V2 infer request for model (version "": the serving one) on w. id answers
+// a request that has none. answered says whether the answer's header went out, after which an
+// error can no longer be answered.
+func (h *handlers) inferTo(w http.ResponseWriter, r *http.Request, model, version, id string) (answered bool, err error) {
+	m, l, err := h.svc.Acquire(model, version)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer l.Release()
 	x := getExchange()
 	defer putExchange(x)
-	body, reserved, err := h.readBody(c, x.body)
+	body, reserved, err := h.readBody(r, x.body)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer h.budget.give(reserved)
 	x.body = body
-	// The id recoverAndLog gave the request answers for a request without one (echo's c.Set
-	// would cost a map per request).
-	jsonLen, err := x.serve(c.Request().Context(), h.svc, m, l,
-		headerValue(c.Request().Header, v2.HeaderContentLength), headerValue(c.Response().Header(), requestIDHeader))
+	jsonLen, err := x.serve(r.Context(), h.svc, m, l, headerValue(r.Header, v2.HeaderContentLength), id)
 	if err != nil {
-		return err
+		return false, err
 	}
-	header := c.Response().Header()
+	header := w.Header()
 	if jsonLen > 0 {
 		header[v2.HeaderContentLength] = []string{strconv.Itoa(jsonLen)}
 		header[echo.HeaderContentType] = octetStream
 	} else {
 		header[echo.HeaderContentType] = applicationJSON
 	}
-	c.Response().WriteHeader(http.StatusOK)
-	_, err = c.Response().Write(x.resp)
-	return err
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(x.resp)
+	return true, err
 }
 
 // Content-Type values of infer answers, shared by every answer: net/http only reads header

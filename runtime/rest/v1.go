@@ -41,7 +41,7 @@ func (h *handlers) v1Verb(c echo.Context) error {
 		return err
 	}
 	defer l.Release()
-	body, reserved, err := h.readBody(c, nil)
+	body, reserved, err := h.readBody(c.Request(), nil)
 	if err != nil {
 		return err
 	}
