@@ -70,10 +70,12 @@ type Model struct {
 	Version string // "" when the model is not versioned
 	Dir     string
 
-	opts     *Options
+	opts *Options
+	// cur is the version serving; nil while loading, after unload, or after a failed first
+	// load. It changes under mu; Acquire reads it without (see there).
+	cur      atomic.Pointer[Loaded]
 	mu       sync.RWMutex
-	cur      *Loaded // the version serving; nil while loading, after unload, or after a failed first load
-	loadErr  error   // the last load's failure; with cur set, a failed reload (cur keeps serving)
+	loadErr  error // the last load's failure; with cur set, a failed reload (cur keeps serving)
 	failedAt time.Time
 	unloaded bool
 }
@@ -96,7 +98,7 @@ func (m *Model) Ready() (bool, error) {
 
 func (m *Model) readyLocked() (bool, error) {
 	switch {
-	case m.cur != nil:
+	case m.cur.Load() != nil:
 		return true, nil
 	case m.unloaded:
 		return false, v2.Errorf(v2.KindNotReady, "model %s is unloaded; load it with POST /v2/repository/models/%s/load", m.Name, m.Name)
@@ -107,24 +109,45 @@ func (m *Model) readyLocked() (bool, error) {
 }
 
 // Acquire returns the serving version with a reference the caller must Release, or a
-// not-ready error.
+// not-ready error. It takes no lock: every request of every core acquires, and a read lock's
+// two updates of one shared word cost more than the rest of it. A version read just as a
+// reload or unload replaced it may already be released (no references left); it is never
+// taken up again, and the version serving now is read instead.
 func (m *Model) Acquire() (*Loaded, error) {
+	for l := m.cur.Load(); l != nil; l = m.cur.Load() {
+		if l.ref() {
+			return l, nil
+		}
+	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if ok, err := m.readyLocked(); !ok {
 		return nil, err
 	}
-	m.cur.refs.Add(1)
-	return m.cur, nil
+	// Loaded meanwhile: while it is current its references include the model's own.
+	l := m.cur.Load()
+	l.refs.Add(1)
+	return l, nil
+}
+
+// ref takes a reference unless the version has none left (it was released).
+func (l *Loaded) ref() bool {
+	for n := l.refs.Load(); n > 0; n = l.refs.Load() {
+		if l.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+	return false
 }
 
 // Status reports the serving version and the last load's failure.
 func (m *Model) Status() Status {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	s := Status{Ready: m.cur != nil, FailedAt: m.failedAt}
-	if m.cur != nil {
-		s.File, s.LoadedAt = m.cur.File, m.cur.LoadedAt
+	cur := m.cur.Load()
+	s := Status{Ready: cur != nil, FailedAt: m.failedAt}
+	if cur != nil {
+		s.File, s.LoadedAt = cur.File, cur.LoadedAt
 	}
 	if m.loadErr != nil {
 		s.LastLoadError = m.loadErr.Error()
@@ -152,7 +175,8 @@ func (m *Model) load() error {
 		// "unloaded", so the reason a load did not bring the model back is what a client reads.
 		m.loadErr, m.failedAt, m.unloaded = err, time.Now(), false
 	} else {
-		old, m.cur, m.loadErr, m.unloaded = m.cur, next, nil, false
+		old = m.cur.Swap(next)
+		m.loadErr, m.unloaded = nil, false
 	}
 	m.mu.Unlock()
 	if old != nil {
@@ -167,8 +191,8 @@ func (m *Model) load() error {
 // unload stops serving; the released version is freed when its last request is done.
 func (m *Model) unload() {
 	m.mu.Lock()
-	old := m.cur
-	m.cur, m.unloaded, m.loadErr = nil, true, nil
+	old := m.cur.Swap(nil)
+	m.unloaded, m.loadErr = true, nil
 	m.mu.Unlock()
 	if old != nil {
 		old.Release()

@@ -53,10 +53,22 @@ type versions struct {
 	loaded, released atomic.Int64
 }
 
+// trackedPredictor is a loaded version's predictor that knows whether it was released.
+type trackedPredictor struct {
+	infer.Predictor
+	released atomic.Bool
+}
+
 func (v *versions) options() registry.Options {
 	return registry.Options{NewPredictor: func(f *forest.Model) (infer.Predictor, func()) {
 		v.loaded.Add(1)
-		return f, func() { v.released.Add(1) }
+		p := &trackedPredictor{Predictor: f}
+		return p, func() {
+			if p.released.Swap(true) {
+				panic("a version released twice")
+			}
+			v.released.Add(1)
+		}
 	}}
 }
 
@@ -320,8 +332,8 @@ func TestRequestKeepsItsVersionAlive(t *testing.T) {
 }
 
 // TestReloadUnderRequests: requests acquiring and releasing on every core while the model is
-// reloaded again and again; every replaced version is released exactly once, the serving one
-// never.
+// reloaded again and again; a request never gets a version already released, nor loses one
+// while it holds it; every replaced version is released exactly once, the serving one never.
 func TestReloadUnderRequests(t *testing.T) {
 	root := copyModels(t, "iris")
 	var v versions
@@ -348,8 +360,15 @@ func TestReloadUnderRequests(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if _, err := l.Predictor.PredictContext(context.Background(), nil, irisRow, 1, forest.OutputProba); err != nil {
+				p := l.Predictor.(*trackedPredictor)
+				if p.released.Load() {
+					t.Error("acquired a released version")
+				}
+				if _, err := p.PredictContext(context.Background(), nil, irisRow, 1, forest.OutputProba); err != nil {
 					t.Error(err)
+				}
+				if p.released.Load() {
+					t.Error("a version was released while a request held it")
 				}
 				l.Release()
 			}
