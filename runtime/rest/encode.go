@@ -81,7 +81,7 @@ func appendResponse(b []byte, model, version, id string, outs []infer.Output) (b
 // characters, HTML characters, non-ASCII) go through json.Marshal itself.
 func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plainJSON[s[i]] {
 			q, _ := json.Marshal(s)
 			return append(b, q...)
 		}
@@ -90,6 +90,19 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// plainJSON marks the bytes json.Marshal writes as they are inside a string: printable ASCII
+// but the quote, the backslash and the HTML characters it escapes. One load a byte, where
+// seven comparisons cost 4% of a one-row request's handler.
+var plainJSON = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()
 
 // appendData writes an output's values as a flat JSON array: INT64 outputs as integers, others as
 // float32 the way json.Marshal formats them. JSON has no NaN or infinity, so a non-finite value

@@ -94,3 +94,16 @@ func TestEncodeResponseMatchesMarshal(t *testing.T) {
 }
 
 func len64[T any](s []T) int64 { return int64(len(s)) }
+
+// TestAppendStringMatchesMarshal: every byte, alone and inside a name, is written as
+// json.Marshal writes it.
+func TestAppendStringMatchesMarshal(t *testing.T) {
+	for c := range 256 {
+		for _, s := range []string{string(rune(c)), string([]byte{byte(c)}), "in" + string([]byte{byte(c)}) + "put-0"} {
+			want, _ := json.Marshal(s)
+			if got := appendString(nil, s); !bytes.Equal(got, want) {
+				t.Errorf("byte %#x: %q, json.Marshal gives %q", c, got, want)
+			}
+		}
+	}
+}
