@@ -129,16 +129,13 @@ func appendData(b []byte, o infer.Output) []byte {
 // form below 1e-6 and from 1e21 on, with e-07 shortened to e-7.
 func appendFloat32(b []byte, f float32) []byte {
 	abs := float32(math.Abs(float64(f)))
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
+	if abs == 0 || abs >= 1e-6 && abs < 1e21 {
+		return appendShortest(b, f)
 	}
-	b = strconv.AppendFloat(b, float64(f), format, -1, 32)
-	if format == 'e' {
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
+	b = strconv.AppendFloat(b, float64(f), 'e', -1, 32)
+	if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1]
+		b = b[:n-1]
 	}
 	return b
 }
