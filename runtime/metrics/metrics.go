@@ -16,49 +16,47 @@ import (
 
 // Metrics is one runtime's collectors, in a registry of their own.
 type Metrics struct {
-	reg       *prometheus.Registry
-	requests  *prometheus.CounterVec
-	latency   *prometheus.HistogramVec
-	batchRows prometheus.Histogram
-	loads     *prometheus.CounterVec
+	reg   *prometheus.Registry
+	loads *prometheus.CounterVec
 
-	// series caches each label set's request counter and latency histogram: WithLabelValues
-	// hashes and checks the labels on every call, twice per request. The label sets are
-	// bounded (models this server has, protocols, statuses), and so is the cache. It is
-	// copied on write: a request reads it without a lock's shared writes (a read lock
-	// costs two atomic updates of one cache line that every core's requests share).
+	// Every request adds to its series and every evaluation to batchRows, from every core:
+	// these are histograms of this package (histogram.go) whose observation is two atomic
+	// additions on a cache line of the caller's core, where client_golang's takes five or
+	// six on lines all cores share (BenchmarkObserveRequest: 145 ns a request on one core,
+	// 290-390 ns on two). A scrape reads them through requestCollector.
+	batchRows *histogram
+	// series holds each label set's latency histogram (its count is the request counter).
+	// The label sets are bounded (models this server has, protocols, statuses), and so is the
+	// map. It is copied on write: a request reads it without a lock's shared writes.
 	mu     sync.Mutex // serializes additions
-	series atomic.Pointer[map[seriesKey]requestSeries]
+	series atomic.Pointer[map[seriesKey]*histogram]
 }
 
 type seriesKey struct{ model, protocol, status string }
 
-type requestSeries struct {
-	count   prometheus.Counter
-	latency prometheus.Observer
-}
+// latencyBounds are the request latency buckets' upper bounds, in seconds.
+var latencyBounds = []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1}
+
+var (
+	requestsDesc = prometheus.NewDesc("gangboost_requests_total", "Inference and metadata requests by model, protocol and status.",
+		[]string{"model", "protocol", "status"}, nil)
+	latencyDesc = prometheus.NewDesc("gangboost_request_duration_seconds", "Request latency by model, protocol and status.",
+		[]string{"model", "protocol", "status"}, nil)
+	batchRowsDesc = prometheus.NewDesc("gangboost_batch_rows", "Rows evaluated per model call (per request, or per merged batch when batching is on).",
+		nil, nil)
+)
 
 // New registers the collectors, plus Go and process metrics.
 func New() *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "gangboost_requests_total", Help: "Inference and metadata requests by model, protocol and status.",
-		}, []string{"model", "protocol", "status"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "gangboost_request_duration_seconds", Help: "Request latency by model, protocol and status.",
-			Buckets: []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1},
-		}, []string{"model", "protocol", "status"}),
-		batchRows: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "gangboost_batch_rows", Help: "Rows evaluated per model call (per request, or per merged batch when batching is on).",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 14),
-		}),
+		reg:       prometheus.NewRegistry(),
+		batchRows: newHistogram(prometheus.ExponentialBuckets(1, 2, 14), 1),
 	}
 	m.loads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gangboost_model_loads_total", Help: "Model loads by model and result (ok, failed); a failed reload keeps the older version serving.",
 	}, []string{"model", "result"})
-	m.series.Store(&map[seriesKey]requestSeries{})
-	m.reg.MustRegister(m.requests, m.latency, m.batchRows, m.loads,
+	m.series.Store(&map[seriesKey]*histogram{})
+	m.reg.MustRegister(requestCollector{m}, m.loads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -66,30 +64,48 @@ func New() *Metrics {
 // ObserveRequest records one finished request.
 func (m *Metrics) ObserveRequest(model, protocol, status string, d time.Duration) {
 	key := seriesKey{model, protocol, status}
-	s, ok := (*m.series.Load())[key]
+	h, ok := (*m.series.Load())[key]
 	if !ok {
-		s = m.addSeries(key)
+		h = m.addSeries(key)
 	}
-	s.count.Inc()
-	s.latency.Observe(d.Seconds())
+	h.observe(uint64(max(d, 0)))
 }
 
-// addSeries puts the series of a label set not seen before into the cache.
-func (m *Metrics) addSeries(key seriesKey) requestSeries {
+// addSeries puts the series of a label set not seen before into the map.
+func (m *Metrics) addSeries(key seriesKey) *histogram {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := *m.series.Load()
-	if s, ok := old[key]; ok {
-		return s
+	if h, ok := old[key]; ok {
+		return h
 	}
-	s := requestSeries{m.requests.WithLabelValues(key.model, key.protocol, key.status), m.latency.WithLabelValues(key.model, key.protocol, key.status)}
-	next := make(map[seriesKey]requestSeries, len(old)+1)
+	h := newHistogram(latencyBounds, 1e9) // observed in nanoseconds
+	next := make(map[seriesKey]*histogram, len(old)+1)
 	for k, v := range old {
 		next[k] = v
 	}
-	next[key] = s
+	next[key] = h
 	m.series.Store(&next)
-	return s
+	return h
+}
+
+// requestCollector hands a scrape the request counters, latency histograms and batch sizes.
+type requestCollector struct{ m *Metrics }
+
+func (c requestCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- requestsDesc
+	ch <- latencyDesc
+	ch <- batchRowsDesc
+}
+
+func (c requestCollector) Collect(ch chan<- prometheus.Metric) {
+	for key, h := range *c.m.series.Load() {
+		count, sum, buckets := h.snapshot()
+		ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(count), key.model, key.protocol, key.status)
+		ch <- prometheus.MustNewConstHistogram(latencyDesc, count, sum, buckets, key.model, key.protocol, key.status)
+	}
+	count, sum, buckets := c.m.batchRows.snapshot()
+	ch <- prometheus.MustNewConstHistogram(batchRowsDesc, count, sum, buckets)
 }
 
 // ObserveLoad records one model load and whether it failed.
@@ -102,7 +118,7 @@ func (m *Metrics) ObserveLoad(model string, err error) {
 }
 
 // ObserveBatch records the rows of one evaluation.
-func (m *Metrics) ObserveBatch(rows int) { m.batchRows.Observe(float64(rows)) }
+func (m *Metrics) ObserveBatch(rows int) { m.batchRows.observe(uint64(max(rows, 0))) }
 
 // classicText is the content type of Prometheus' text format as scrapers have always known it.
 const classicText = "text/plain; version=0.0.4; charset=utf-8"

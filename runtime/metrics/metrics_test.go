@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,6 +136,48 @@ func TestHandlerContentType(t *testing.T) {
 		}
 		if rec.Code != 200 || !strings.Contains(rec.Body.String(), tc.body) {
 			t.Errorf("Accept %q: %d, body without %q", tc.accept, rec.Code, tc.body)
+		}
+	}
+}
+
+// TestHistogramCountsEveryObservation: observations from many goroutines at once, on whatever
+// stripes, all land: the count, the sum and every bucket (a value equal to a bound is in that
+// bound's bucket, as Prometheus' le says) are what one goroutine would have recorded.
+func TestHistogramCountsEveryObservation(t *testing.T) {
+	h := newHistogram(latencyBounds, 1e9)
+	values := []uint64{0, 24_999, 25_000, 25_001, 300_000, 999_999_999, 1_000_000_000, 1_000_000_001, 5_000_000_000}
+	const goroutines, rounds = 8, 5000
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				for _, v := range values {
+					h.observe(v)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	count, sum, buckets := h.snapshot()
+	var total uint64
+	for _, v := range values {
+		total += v
+	}
+	n := uint64(goroutines * rounds)
+	if count != n*uint64(len(values)) || sum != float64(n*total)/1e9 {
+		t.Fatalf("count %d sum %v, want %d and %v", count, sum, n*uint64(len(values)), float64(n*total)/1e9)
+	}
+	for le, got := range buckets {
+		var want uint64
+		for _, v := range values {
+			if float64(v)/1e9 <= le {
+				want += n
+			}
+		}
+		if got != want {
+			t.Errorf("bucket le=%v: %d, want %d", le, got, want)
 		}
 	}
 }
