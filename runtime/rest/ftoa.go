@@ -19,8 +19,8 @@ var pow10u = [...]uint64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1
 // d x 10^q that reads back as f (round half to even), the closest to f when several are as
 // short; ok is false for any other f. Within its range it gives what strconv gives for every
 // float32 (TestShortestMatchesStrconv; all 368,691,272 of them with GANGBOOST_FTOA_ALL=1).
-// Powers of two are left to strconv: below one the next float down is half as far, and strconv
-// breaks a tie there the other way.
+// Powers of two are left to strconv: the float below one is half as far as the float above,
+// which the symmetric interval here does not describe.
 func shortest(f float32) (d uint64, q int, ok bool) {
 	b := math.Float32bits(f)
 	if b>>31 != 0 || f < 1e-6 || f >= 1<<24 || b&(1<<23-1) == 0 {
@@ -33,10 +33,10 @@ func shortest(f float32) (d uint64, q int, ok bool) {
 	c := 4 * m
 	lo, hi := c-2, c+2    // half a step to the floats either side: reads back as f in between
 	inclusive := m&1 == 0 // a tie reads back as the even one
-	// Nine significant digits always lie in the interval (ten when a is one below log10 f);
-	// fewer may. The decimals of the interval at q0, then at each larger q while there are any:
-	// the largest such q gives the shortest.
-	a := ((e + 23) * 78913) >> 18 // floor((e+23) log10 2): log10 f is at least a, below a+2
+	// The interval always holds a decimal of nine significant digits (float32's round trip),
+	// so it holds one at q = a-8, with nine or ten digits; fewer may do. From there q goes up
+	// while the interval holds a multiple of 10^q: the largest such q gives the shortest.
+	a := ((e + 23) * 78913) >> 18 // floor((e+23) log10 2): floor(log10 f) is a or a+1
 	q = a - 8
 	l, lrem, _ := divide(lo, t, q)
 	h, hrem, _ := divide(hi, t, q)
@@ -50,6 +50,8 @@ func shortest(f float32) (d uint64, q int, ok bool) {
 			h-- // the greatest integer below hi
 		}
 	}
+	// [l, h] are the d with d x 10^q in the interval. At q+1 they are the same bounds over ten,
+	// rounded inward: ceil(ceil(x)/10) = ceil(x/10), and likewise for floor.
 	for {
 		var nl, nh uint64
 		if inclusive {
@@ -71,7 +73,8 @@ func shortest(f float32) (d uint64, q int, ok bool) {
 }
 
 // divide is n / (2^t x 10^q) as a quotient, its remainder and half the divisor, both scaled
-// alike so they compare.
+// alike so they compare. For q <= 0 that is n x 10^-q / 2^t: with n < 2^27, -q <= 16 and
+// 2 <= t <= 45 here, the product fits 128 bits and the quotient 64.
 func divide(n uint64, t uint, q int) (quo, rem, half uint64) {
 	if q <= 0 {
 		h, l := bits.Mul64(n, pow10u[-q])
