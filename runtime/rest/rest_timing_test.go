@@ -40,24 +40,27 @@ func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 
 // BenchmarkServeHTTP times what the server does for a one-row request between net/http's read
 // of it and net/http's write of the answer: routing, the request id, the body read, decode ->
-// evaluate -> encode, the answer's headers, metrics and the request log's check. Unlike
-// BenchmarkInfer, the request and its body reader are reused, so its allocations are the
-// handler's own (the answer's header map, as net/http makes one per request, is counted).
+// evaluate -> encode, the answer's headers, metrics and the request log's check; from every
+// core at once (-cpu 1,2 shows what cores cost each other). Unlike BenchmarkInfer, each
+// goroutine reuses its request and body reader, so the allocations are the handler's own (the
+// answer's header map, as net/http makes one per request, is counted).
 // BenchmarkExchangeServe/json-1row beside it is decode -> evaluate -> encode alone.
 func BenchmarkServeHTTP(b *testing.B) {
 	h := newHandler(b, false)
 	body := rowsJSON(1)
-	rd := bytes.NewReader(body)
-	r := httptest.NewRequest("POST", "/v2/models/iris/infer", nil)
-	r.Body, r.ContentLength = io.NopCloser(rd), int64(len(body))
-	w := new(discardWriter)
 	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		rd.Reset(body)
-		w.h = make(http.Header)
-		h.ServeHTTP(w, r)
-		if w.code != http.StatusOK {
-			b.Fatalf("status %d", w.code)
+	b.RunParallel(func(pb *testing.PB) {
+		rd := bytes.NewReader(body)
+		r := httptest.NewRequest("POST", "/v2/models/iris/infer", nil)
+		r.Body, r.ContentLength = io.NopCloser(rd), int64(len(body))
+		w := new(discardWriter)
+		for pb.Next() {
+			rd.Reset(body)
+			w.h = make(http.Header)
+			if h.ServeHTTP(w, r); w.code != http.StatusOK {
+				b.Errorf("status %d", w.code)
+				return
+			}
 		}
-	}
+	})
 }
