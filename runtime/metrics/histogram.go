@@ -9,7 +9,7 @@ import (
 
 // histogram is a Prometheus histogram of fixed buckets over whole numbers (nanoseconds,
 // rows), kept in stripes: each core adds to a stripe of its own (most of the time: see
-// stripeOf), so cores recording at once do not take turns on one cache line. An observation
+// stripeToken), so cores recording at once do not take turns on one cache line. An observation
 // is two atomic additions, its bucket's and the sum's; the count is the buckets' total.
 type histogram struct {
 	bounds  []uint64  // the finite buckets' upper bounds, in the observed unit

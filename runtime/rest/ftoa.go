@@ -99,13 +99,6 @@ func appendShortest(b []byte, f float32) []byte {
 	if neg {
 		b = append(b, '-')
 	}
-	if q >= 0 {
-		b = strconv.AppendUint(b, d, 10)
-		for ; q > 0; q-- {
-			b = append(b, '0')
-		}
-		return b
-	}
 	var digits [20]byte
 	n := len(digits)
 	for ; d > 0; d /= 10 {
@@ -113,6 +106,13 @@ func appendShortest(b []byte, f float32) []byte {
 		digits[n] = byte('0' + d%10)
 	}
 	ds := digits[n:]
+	if q >= 0 {
+		b = append(b, ds...)
+		for ; q > 0; q-- {
+			b = append(b, '0')
+		}
+		return b
+	}
 	k := -q
 	if len(ds) > k {
 		b = append(b, ds[:len(ds)-k]...)

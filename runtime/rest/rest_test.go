@@ -29,17 +29,21 @@ func newHandler(tb testing.TB, batching bool) http.Handler {
 	return New(newService(tb, batching), Options{MaxBodyBytes: 64 << 20}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
+// irisDir is the folder of the iris model the tests serve.
+func irisDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "testdata", "models", "iris")
+}
+
 // newService serves the iris model, with or without batching.
 func newService(tb testing.TB, batching bool) *service.Service {
 	tb.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "testdata", "models", "iris")
 	m := metrics.New()
 	var b batcher.Options
 	if batching {
 		b = batcher.Options{MaxBatchRows: 64}
 	}
-	reg, err := registry.Open(dir, "iris", "", registry.Options{NewPredictor: service.NewPredictor(m, b)})
+	reg, err := registry.Open(irisDir(), "iris", "", registry.Options{NewPredictor: service.NewPredictor(m, b)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -200,10 +204,8 @@ func (panickingPredictor) PredictContext(context.Context, []float32, []float32, 
 // are answered with the v2 error body and status, the request id still in the header, and
 // counted in the metrics under that status; the server goes on answering.
 func TestInferFailuresAnswerInTheProtocolShape(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "testdata", "models", "iris")
 	m := metrics.New()
-	reg, err := registry.Open(dir, "iris", "", registry.Options{NewPredictor: func(*forest.Model) (infer.Predictor, func()) {
+	reg, err := registry.Open(irisDir(), "iris", "", registry.Options{NewPredictor: func(*forest.Model) (infer.Predictor, func()) {
 		return panickingPredictor{}, nil
 	}})
 	if err != nil {
@@ -240,17 +242,15 @@ func TestInferFailuresAnswerInTheProtocolShape(t *testing.T) {
 	if !strings.Contains(logged.String(), "panic in handler") || !strings.Contains(logged.String(), "status=500") {
 		t.Errorf("log lacks the panic or its request:\n%s", logged.String())
 	}
-	var text bytes.Buffer
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	text.Write(rec.Body.Bytes())
 	for _, want := range []string{
 		`gangboost_requests_total{model="iris",protocol="v2",status="500"} 1`,
 		`gangboost_requests_total{model="iris",protocol="v2",status="400"} 1`,
 		`gangboost_requests_total{model="",protocol="v2",status="404"} 1`,
 		`gangboost_requests_total{model="iris",protocol="v2",status="404"} 1`,
 	} {
-		if !strings.Contains(text.String(), want) {
+		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
