@@ -15,7 +15,7 @@ VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
 export VERSION REGISTRY
 
-.PHONY: all help deps deps-build build images push cluster-tools s3-server cluster-up test test-e2e bench bench-load fuzz load-test load-profile proto clean \
+.PHONY: all help deps deps-build build images push cluster-tools s3-server cluster-up test test-e2e bench bench-load fuzz load-test load-profile pgo-profile proto clean \
 	install-volcano verify-volcano configure-training-operator deploy-runtime deploy-example \
 	status logs describe-job port-forward clean-app clean-all
 
@@ -180,6 +180,10 @@ load-test: deps build
 ## load-profile: CPU and allocation profiles of the runtime under the load test's load, one per protocol, into profiles/
 load-profile: deps build
 	scripts/load-profile.sh
+
+## pgo-profile: renew runtime/cmd/gangboost-runtime/default.pgo, the CPU profile under load that go build optimizes the runtime for
+pgo-profile: deps build
+	DURATION=20s PGO_OUT=runtime/cmd/gangboost-runtime/default.pgo scripts/load-profile.sh
 
 ## proto: regenerate the V2 gRPC code
 proto:

@@ -5,7 +5,11 @@
 # taken through --pprof_port. The profiles land in PROFILE_DIR (default profiles/, *.prof is
 # ignored by git) and the top of each is printed.
 #
-# Settings (environment): DURATION=10s CONNECTIONS=32 PROFILE_DIR=profiles TOP=25
+# With PGO_OUT set (`make pgo-profile`), the three CPU profiles are merged into that file: the
+# profile the runtime's build optimizes for (runtime/cmd/gangboost-runtime/default.pgo, which
+# go build applies to that main package by itself).
+#
+# Settings (environment): DURATION=10s CONNECTIONS=32 PROFILE_DIR=profiles TOP=25 PGO_OUT=
 #   GANGBOOST_RUNTIME=bin/gangboost-runtime (built into a temporary folder when missing)
 set -euo pipefail
 
@@ -42,6 +46,10 @@ fi
 go build -o "$work/grpcload" ./runtime/loadtest/grpcload
 mkdir -p "$PROFILE_DIR"
 
+# pprof is go tool pprof without the build settings make exports for the cgo build of the
+# trainer (with them, the tool would run against the xgboost sysroot's libraries).
+pprof() { env -u GOFLAGS -u CGO_LDFLAGS -u CGO_CFLAGS go tool pprof "$@"; }
+
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 http_port=$(free_port) grpc_port=$(free_port) pprof_port=$(free_port)
 GOMAXPROCS=1 taskset -c 0 "$gbr" --model_name "$model" --model_dir "$model_dir" --http_port "$http_port" \
@@ -65,12 +73,19 @@ profile() {
   curl -sf -o "$PROFILE_DIR/$name.allocs.prof" "http://127.0.0.1:$pprof_port/debug/pprof/allocs?seconds=$((seconds - 2))"
   wait "$cpu" "$load"
   echo "== $name: CPU ($PROFILE_DIR/$name.cpu.prof)"
-  go tool pprof -top -nodecount "$TOP" "$PROFILE_DIR/$name.cpu.prof" 2>/dev/null | tail -n +4
+  pprof -top -nodecount "$TOP" "$PROFILE_DIR/$name.cpu.prof" 2>/dev/null | tail -n +4
   echo "== $name: allocations ($PROFILE_DIR/$name.allocs.prof)"
-  go tool pprof -top -sample_index alloc_objects -nodecount "$TOP" "$PROFILE_DIR/$name.allocs.prof" 2>/dev/null | tail -n +4
+  pprof -top -sample_index alloc_objects -nodecount "$TOP" "$PROFILE_DIR/$name.allocs.prof" 2>/dev/null | tail -n +4
 }
 
 profile rest-json env LOADTEST_BODY="$body" taskset -c "$load_cpus" wrk -t1 -c"$CONNECTIONS" -d"$DURATION" -s runtime/loadtest/post.lua "$url"
 profile rest-binary env LOADTEST_BODY_HEX="$bin_hex" LOADTEST_HEADER_LENGTH="${#bin_header}" \
   taskset -c "$load_cpus" wrk -t1 -c"$CONNECTIONS" -d"$DURATION" -s runtime/loadtest/post.lua "$url"
 profile grpc taskset -c "$load_cpus" "$work/grpcload" -addr "127.0.0.1:$grpc_port" -model "$model" -c "$CONNECTIONS" -d "$DURATION" -warmup 0s
+
+if [ -n "${PGO_OUT:-}" ]; then
+  pprof -proto "$PROFILE_DIR"/rest-json.cpu.prof "$PROFILE_DIR"/rest-binary.cpu.prof "$PROFILE_DIR"/grpc.cpu.prof \
+    >"$PGO_OUT.tmp" 2>/dev/null
+  mv "$PGO_OUT.tmp" "$PGO_OUT"
+  echo "== merged CPU profile for the build: $PGO_OUT ($(wc -c <"$PGO_OUT") bytes)"
+fi

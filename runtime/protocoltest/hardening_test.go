@@ -247,11 +247,15 @@ func startForCancellation(t *testing.T, extra ...string) (*server, []byte) {
 
 // checkStopsAfterGiveUp judges a request the client gave up on at cpuAtGiveUp of server CPU
 // (cpuAtStart when it was sent): the server goes idle (hang guard: a minute), and the CPU it
-// spent after the client left is less than it had spent before (or a second, when a busy machine
-// gave it less before). A server that evaluated on to the end would spend more: the request is
-// sized to take several times the client's deadline. The comparison is with the server's own CPU,
-// so a busy machine slows both.
-func checkStopsAfterGiveUp(t *testing.T, s *server, what string, cpuAtStart, cpuAtGiveUp time.Duration) {
+// spent after the client left is less than half of what the whole request costs (whole: its
+// CPU run to the end). A server that evaluated on would spend nearly all of it: the client gives
+// up after 700 ms, at most 1.4 s of CPU on two cores, and the whole request takes several times
+// that. Stopping still costs the blocks in flight, the memory the request's outputs were given
+// before its client left, and a collection: on a VM whose page faults are slow, seconds of CPU
+// on their own (2026-11-28: 1.5 s zeroing the 120 MB of SHAP values while the collector spun
+// on the other core), which is why the bound is the whole request's cost and not the CPU before.
+// The comparison is with the server's own CPU, so a busy machine slows both.
+func checkStopsAfterGiveUp(t *testing.T, s *server, what string, cpuAtStart, cpuAtGiveUp, whole time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	last := s.procCPU(t)
@@ -267,43 +271,71 @@ func checkStopsAfterGiveUp(t *testing.T, s *server, what string, cpuAtStart, cpu
 		last = now
 	}
 	before, after := cpuAtGiveUp-cpuAtStart, last-cpuAtGiveUp
-	t.Logf("%s: server CPU %v before the client went away, %v after", what, before, after)
-	// On a loaded machine the server may get little CPU before the client's deadline (0.3 s
-	// against 0.9 s alone); stopping still costs the blocks in flight and a collection of the
-	// large request, so the bound is at least a second, far below the seconds of CPU the rest of
-	// the request takes.
-	if limit := max(before, time.Second); after >= limit {
-		t.Fatalf("%s: the server spent %v of CPU after the client went away, no less than %v (%v before): it evaluated on", what, after, limit, before)
+	t.Logf("%s: server CPU %v before the client went away, %v after; the whole request %v", what, before, after, whole)
+	if after >= whole/2 {
+		t.Fatalf("%s: the server spent %v of CPU after the client went away, no less than half the whole request's %v (%v before): it evaluated on", what, after, whole, before)
 	}
+}
+
+// wholeCPU is the server CPU a cancellation request costs run to its end, estimated as eight
+// times that of an eighth of its rows (send runs it and reports whether it was answered).
+func wholeCPU(t *testing.T, s *server, what string, send func() error) time.Duration {
+	t.Helper()
+	start := s.procCPU(t)
+	if err := send(); err != nil {
+		t.Fatalf("%s, an eighth of the rows: %v", what, err)
+	}
+	return 8 * (s.procCPU(t) - start)
 }
 
 // Item 5: SHAP went on computing after the client disconnected or its deadline passed. Now
 // evaluation observes the request's context between blocks of rows.
 func TestEvaluationStopsWhenTheClientGoesAway(t *testing.T) {
 	s, body := startForCancellation(t)
+	whole := wholeCPU(t, s, "REST", func() error {
+		resp, err := (&http.Client{Timeout: time.Minute}).Post(s.URL+"/v2/models/iris/infer", "application/json",
+			bytes.NewReader(irisBody(shapRows/8, "contribs")))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d, %v", resp.StatusCode, err)
+		}
+		return nil
+	})
 	client := &http.Client{Timeout: 700 * time.Millisecond}
 	start := s.procCPU(t)
 	if resp, err := client.Post(s.URL+"/v2/models/iris/infer", "application/json", bytes.NewReader(body)); err == nil {
 		resp.Body.Close()
 		t.Fatalf("request finished in under 700ms (%d); make it larger", resp.StatusCode)
 	}
-	checkStopsAfterGiveUp(t, s, "REST", start, s.procCPU(t))
+	checkStopsAfterGiveUp(t, s, "REST", start, s.procCPU(t), whole)
 
 	c := grpcClient(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
-	defer cancel()
 	rows := make([]float32, 0, shapRows*4)
 	for i := 0; i < shapRows; i++ {
 		rows = append(rows, 5.1, 3.5, 1.4, 0.2)
 	}
+	infer := func(ctx context.Context, rows []float32) error {
+		_, err := c.ModelInfer(ctx, &inference.ModelInferRequest{ModelName: "iris",
+			Inputs:  []*inference.ModelInferRequest_InferInputTensor{{Name: "x", Datatype: "FP32", Shape: []int64{int64(len(rows) / 4), 4}, Contents: &inference.InferTensorContents{Fp32Contents: rows}}},
+			Outputs: []*inference.ModelInferRequest_InferRequestedOutputTensor{{Name: "contribs"}}},
+			grpc.MaxCallRecvMsgSize(64<<20)) // an eighth's answer is 15 MB
+		return err
+	}
+	whole = wholeCPU(t, s, "gRPC", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return infer(ctx, rows[:len(rows)/8])
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
 	start = s.procCPU(t)
-	_, err := c.ModelInfer(ctx, &inference.ModelInferRequest{ModelName: "iris",
-		Inputs:  []*inference.ModelInferRequest_InferInputTensor{{Name: "x", Datatype: "FP32", Shape: []int64{shapRows, 4}, Contents: &inference.InferTensorContents{Fp32Contents: rows}}},
-		Outputs: []*inference.ModelInferRequest_InferRequestedOutputTensor{{Name: "contribs"}}})
-	if status.Code(err) != codes.DeadlineExceeded {
+	if err := infer(ctx, rows); status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("gRPC with a 700ms deadline: %v; want DEADLINE_EXCEEDED", err)
 	}
-	checkStopsAfterGiveUp(t, s, "gRPC", start, s.procCPU(t))
+	checkStopsAfterGiveUp(t, s, "gRPC", start, s.procCPU(t), whole)
 }
 
 // Item 5: SIGTERM's drain waited for SHAP to finish, timed out and exited 1. Now the drain's
