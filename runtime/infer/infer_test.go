@@ -32,7 +32,7 @@ func TestStoppedRequestTakesNoLargeOutput(t *testing.T) {
 		if v2.KindOf(err) != v2.KindTimeout || !strings.Contains(err.Error(), "evaluation stopped") || out != nil {
 			t.Fatalf("%d rows of %s: %v, %d outputs; want evaluation stopped", c.rows, c.output, err, len(out))
 		}
-		if large := c.rows*c.width > largeOutput; large && n > 1<<20 {
+		if c.rows*c.width > largeOutput && n > 1<<20 {
 			t.Fatalf("%d rows of %s: a stopped request allocated %d bytes", c.rows, c.output, n)
 		}
 	}
