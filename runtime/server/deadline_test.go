@@ -1,10 +1,13 @@
 package server
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -20,7 +23,7 @@ func deadlinePair(t *testing.T) (l *deadlineListener, server *deadlineConn, clie
 	if err != nil {
 		t.Fatal(err)
 	}
-	l = newDeadlineListener(ln, 5*time.Millisecond)
+	l = newDeadlineListener(ln, 5*time.Millisecond, timeouts{})
 	t.Cleanup(func() { l.Close() })
 	client, err = net.Dial("tcp", ln.Addr().String())
 	if err != nil {
@@ -174,5 +177,147 @@ func TestSweepTick(t *testing.T) {
 		if got := sweepTick(tc.in...); got != tc.want {
 			t.Errorf("sweepTick(%v) = %v, want %v", tc.in, got, tc.want)
 		}
+	}
+}
+
+// phaseServer serves handler with net/http over a deadlineListener with timeouts t and a
+// 2 ms tick, configured as Run configures it; it returns the listener's address.
+func phaseServer(t *testing.T, tm timeouts, handler http.HandlerFunc) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newDeadlineListener(ln, 2*time.Millisecond, tm)
+	srv := &http.Server{Handler: handler, ReadTimeout: tm.read, ReadHeaderTimeout: -1, IdleTimeout: -1, ConnState: l.connState}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
+
+// dialRaw is a client connection that never hangs the test.
+func dialRaw(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(hangGuard))
+	return c
+}
+
+const phaseRequest = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+
+// readAnswer reads one answer off a kept-alive connection.
+func readAnswer(t *testing.T, br *bufio.Reader) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+// closedByServer reports whether the server closed c (a read ends without the hang guard).
+func closedByServer(c net.Conn) bool {
+	_, err := io.ReadAll(c)
+	return !errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// A kept-alive connection with no next request is closed once the idle timeout passes.
+func TestIdleConnectionIsClosed(t *testing.T) {
+	addr := phaseServer(t, timeouts{readHeader: time.Minute, read: time.Minute, write: time.Minute, idle: 30 * time.Millisecond},
+		func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
+	c := dialRaw(t, addr)
+	if _, err := io.WriteString(c, phaseRequest); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	readAnswer(t, br)
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("idle connection: %v, want the server to close it", err)
+	}
+}
+
+// The header of a kept-alive connection's next request has the header timeout from its
+// first bytes, not the (longer) idle timeout; so has the first request's.
+func TestNextRequestsHeaderIsTimed(t *testing.T) {
+	addr := phaseServer(t, timeouts{readHeader: 30 * time.Millisecond, read: time.Minute, write: time.Minute, idle: time.Minute},
+		func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
+	c := dialRaw(t, addr)
+	if _, err := io.WriteString(c, phaseRequest); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	readAnswer(t, br)
+	// Past the first request's header deadline: the idle timeout holds the connection.
+	time.Sleep(60 * time.Millisecond)
+	if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Le"); err != nil {
+		t.Fatal(err)
+	}
+	if !closedByServer(c) {
+		t.Fatal("a next request whose header stopped arriving holds its connection")
+	}
+
+	first := dialRaw(t, addr)
+	if !closedByServer(first) {
+		t.Fatal("a connection that sends no request is held past the header timeout")
+	}
+}
+
+// A client that reads nothing of a large answer has its connection cut once the write
+// timeout passes: the handler's write returns.
+func TestUnreadAnswerIsCut(t *testing.T) {
+	werr := make(chan error, 1)
+	addr := phaseServer(t, timeouts{readHeader: time.Minute, read: time.Minute, write: 30 * time.Millisecond, idle: time.Minute},
+		func(w http.ResponseWriter, r *http.Request) {
+			buf := make([]byte, 1<<20)
+			for {
+				if _, err := w.Write(buf); err != nil {
+					werr <- err
+					return
+				}
+			}
+		})
+	c := dialRaw(t, addr)
+	if _, err := io.WriteString(c, phaseRequest); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-werr:
+		if !isTimeout(err) && !strings.Contains(err.Error(), "timeout") {
+			t.Fatalf("write to a client that reads nothing: %v, want a timeout", err)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("an answer the client does not read holds its handler past the write timeout")
+	}
+}
+
+// A request that takes longer than the header timeout keeps its context: the header's
+// deadline ends with the header (net/http's background read, which cancels the context
+// when the client goes, has none).
+func TestLongRequestKeepsItsContext(t *testing.T) {
+	ctxErr := make(chan error, 1)
+	addr := phaseServer(t, timeouts{readHeader: 20 * time.Millisecond, read: time.Minute, write: time.Minute, idle: time.Minute},
+		func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			select {
+			case <-r.Context().Done():
+			case <-time.After(150 * time.Millisecond):
+			}
+			ctxErr <- r.Context().Err()
+		})
+	c := dialRaw(t, addr)
+	if _, err := io.WriteString(c, phaseRequest); err != nil {
+		t.Fatal(err)
+	}
+	readAnswer(t, bufio.NewReader(c))
+	if err := <-ctxErr; err != nil {
+		t.Fatalf("the request's context ended while it ran: %v", err)
 	}
 }

@@ -14,7 +14,7 @@ func BenchmarkSetReadDeadline(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dl := newDeadlineListener(ln, 250*time.Millisecond)
+	dl := newDeadlineListener(ln, 250*time.Millisecond, timeouts{})
 	defer dl.Close()
 	client, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {

@@ -54,7 +54,7 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
-	httpLn   net.Listener
+	httpLn   *deadlineListener
 	grpcLn   net.Listener
 	registry *registry.Registry
 	metrics  *metrics.Metrics
@@ -71,7 +71,7 @@ func Listen(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("listen on REST port %s: %w", port(cfg.HTTPAddr), err)
 	}
 	t := restTimeouts(cfg)
-	s.httpLn = newDeadlineListener(httpLn, sweepTick(t.readHeader, t.read, t.write, t.idle))
+	s.httpLn = newDeadlineListener(httpLn, sweepTick(t.readHeader, t.read, t.write, t.idle), t)
 	if cfg.GRPCAddr != "" {
 		if s.grpcLn, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
 			s.httpLn.Close()
@@ -155,13 +155,17 @@ func (s *Server) Run(ctx context.Context) error {
 	baseCtx, cancelInflight := context.WithCancel(context.Background())
 	defer cancelInflight()
 	t := restTimeouts(cfg)
+	// net/http keeps the whole request's read timeout, which it counts from a clock read it
+	// makes anyway; the listener keeps the header, write and idle timeouts, for which net/http
+	// would read the clock each time (negative: none of net/http's own, where zero would fall
+	// back to ReadTimeout).
 	httpSrv := &http.Server{
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		Handler:           e,
-		ReadHeaderTimeout: t.readHeader,
 		ReadTimeout:       t.read,
-		WriteTimeout:      t.write,
-		IdleTimeout:       t.idle,
+		ReadHeaderTimeout: -1,
+		IdleTimeout:       -1,
+		ConnState:         s.httpLn.connState,
 	}
 	// One error each from the two servers and the start-up load.
 	errc := make(chan error, 3)

@@ -3,9 +3,10 @@
 // row, so the load test can tell the cost of HTTP (on this machine, under this load generator)
 // from the cost of decoding, evaluating and encoding.
 //
-// With --server_timeouts it runs with the deadlines gangboost-runtime's http.Server has at its
-// defaults (header, body, answer and idle timeouts): net/http then resets the connection's
-// deadlines on every request, a cost of HTTP as a server that must bound slow clients pays it.
+// With --server_timeouts it runs with the timeouts gangboost-runtime has at its defaults
+// (header, body, answer and idle), as net/http's own: net/http then resets the connection's
+// deadlines on every request, a cost of HTTP as a server that must bound slow clients pays it
+// (gangboost-runtime keeps all but the body's on its listener, runtime/server/deadline.go).
 package main
 
 import (
