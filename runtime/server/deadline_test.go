@@ -223,6 +223,20 @@ func readAnswer(t *testing.T, br *bufio.Reader) {
 	}
 }
 
+// answeredOnce serves a handler that reads the body with timeouts tm, and sends it one
+// request on a connection kept alive, whose answer it reads.
+func answeredOnce(t *testing.T, tm timeouts) (addr string, c net.Conn, br *bufio.Reader) {
+	t.Helper()
+	addr = phaseServer(t, tm, func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
+	c = dialRaw(t, addr)
+	if _, err := io.WriteString(c, phaseRequest); err != nil {
+		t.Fatal(err)
+	}
+	br = bufio.NewReader(c)
+	readAnswer(t, br)
+	return addr, c, br
+}
+
 // closedByServer reports whether the server closed c (a read ends without the hang guard).
 func closedByServer(c net.Conn) bool {
 	_, err := io.ReadAll(c)
@@ -231,14 +245,7 @@ func closedByServer(c net.Conn) bool {
 
 // A kept-alive connection with no next request is closed once the idle timeout passes.
 func TestIdleConnectionIsClosed(t *testing.T) {
-	addr := phaseServer(t, timeouts{readHeader: time.Minute, read: time.Minute, write: time.Minute, idle: 30 * time.Millisecond},
-		func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
-	c := dialRaw(t, addr)
-	if _, err := io.WriteString(c, phaseRequest); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(c)
-	readAnswer(t, br)
+	_, _, br := answeredOnce(t, timeouts{readHeader: time.Minute, read: time.Minute, write: time.Minute, idle: 30 * time.Millisecond})
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Fatalf("idle connection: %v, want the server to close it", err)
 	}
@@ -247,14 +254,7 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 // The header of a kept-alive connection's next request has the header timeout from its
 // first bytes, not the (longer) idle timeout; so has the first request's.
 func TestNextRequestsHeaderIsTimed(t *testing.T) {
-	addr := phaseServer(t, timeouts{readHeader: 30 * time.Millisecond, read: time.Minute, write: time.Minute, idle: time.Minute},
-		func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
-	c := dialRaw(t, addr)
-	if _, err := io.WriteString(c, phaseRequest); err != nil {
-		t.Fatal(err)
-	}
-	br := bufio.NewReader(c)
-	readAnswer(t, br)
+	addr, c, _ := answeredOnce(t, timeouts{readHeader: 30 * time.Millisecond, read: time.Minute, write: time.Minute, idle: time.Minute})
 	// Past the first request's header deadline: the idle timeout holds the connection.
 	time.Sleep(60 * time.Millisecond)
 	if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Le"); err != nil {
