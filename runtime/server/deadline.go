@@ -42,7 +42,7 @@ import (
 type deadlineListener struct {
 	net.Listener
 	tick     time.Duration
-	timeouts timeouts     // the phases' (read is net/http's)
+	timeouts timeouts     // the phases' (read is net/http's: httpServer)
 	now      atomic.Int64 // the sweeper's clock: UnixNano at its last tick
 
 	mu     sync.Mutex
@@ -100,6 +100,20 @@ func (l *deadlineListener) connState(nc net.Conn, st http.ConnState) {
 		c.enter(phaseActive, 0, l.timeouts.write)
 	case http.StateIdle:
 		c.enter(phaseIdle, l.timeouts.idle, 0)
+	}
+}
+
+// httpServer is an http.Server for h on this listener: net/http keeps the whole request's
+// read timeout, which it counts from a clock read it makes anyway; the listener keeps the
+// header, write and idle timeouts, for which net/http would read the clock each time
+// (negative: none of net/http's own, where zero would fall back to ReadTimeout).
+func (l *deadlineListener) httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadTimeout:       l.timeouts.read,
+		ReadHeaderTimeout: -1,
+		IdleTimeout:       -1,
+		ConnState:         l.connState,
 	}
 }
 
@@ -265,8 +279,7 @@ func (h *half) expire(now int64, setReal func(time.Time) error) {
 }
 
 // Read fails at once once its deadline has passed by the sweeper's clock; a read that
-// blocks past it is cut short by the sweeper.
-// The first bytes read on an idle connection are a new request's: its header's timeout
+// blocks past it is cut short by the sweeper. The first bytes read on an idle connection are a new request's: its header's timeout
 // begins.
 func (c *deadlineConn) Read(b []byte) (int, error) {
 	if at := c.read.due(); at != 0 && at <= c.l.now.Load() {

@@ -181,7 +181,7 @@ func TestSweepTick(t *testing.T) {
 }
 
 // phaseServer serves handler with net/http over a deadlineListener with timeouts t and a
-// 2 ms tick, configured as Run configures it; it returns the listener's address.
+// 2 ms tick, on the listener's own http.Server, as Run's; it returns the listener's address.
 func phaseServer(t *testing.T, tm timeouts, handler http.HandlerFunc) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -189,7 +189,7 @@ func phaseServer(t *testing.T, tm timeouts, handler http.HandlerFunc) string {
 		t.Fatal(err)
 	}
 	l := newDeadlineListener(ln, 2*time.Millisecond, tm)
-	srv := &http.Server{Handler: handler, ReadTimeout: tm.read, ReadHeaderTimeout: -1, IdleTimeout: -1, ConnState: l.connState}
+	srv := l.httpServer(handler)
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().String()

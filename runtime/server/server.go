@@ -154,19 +154,8 @@ func (s *Server) Run(ctx context.Context) error {
 	// which a shutdown cancels once its drain time is over.
 	baseCtx, cancelInflight := context.WithCancel(context.Background())
 	defer cancelInflight()
-	t := restTimeouts(cfg)
-	// net/http keeps the whole request's read timeout, which it counts from a clock read it
-	// makes anyway; the listener keeps the header, write and idle timeouts, for which net/http
-	// would read the clock each time (negative: none of net/http's own, where zero would fall
-	// back to ReadTimeout).
-	httpSrv := &http.Server{
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-		Handler:           e,
-		ReadTimeout:       t.read,
-		ReadHeaderTimeout: -1,
-		IdleTimeout:       -1,
-		ConnState:         s.httpLn.connState,
-	}
+	httpSrv := s.httpLn.httpServer(e)
+	httpSrv.BaseContext = func(net.Listener) context.Context { return baseCtx }
 	// One error each from the two servers and the start-up load.
 	errc := make(chan error, 3)
 	go func() { errc <- httpSrv.Serve(s.httpLn) }()
