@@ -6,9 +6,12 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gangboost/gangboost/internal/plumbing/netport"
 )
 
 var iris = filepath.Join("..", "testdata", "models", "iris")
@@ -140,9 +143,11 @@ func TestListenOnATakenPort(t *testing.T) {
 	if _, err := Listen(cfg); err == nil || !strings.Contains(err.Error(), "listen on REST port "+port) {
 		t.Errorf("REST on a taken port: %v", err)
 	}
-	free, _ := net.Listen("tcp", "127.0.0.1:0")
-	restAddr := free.Addr().String()
-	free.Close()
+	free, err := netport.Free() // outside the ephemeral range: no outgoing connection takes it meanwhile
+	if err != nil {
+		t.Fatal(err)
+	}
+	restAddr := "127.0.0.1:" + strconv.Itoa(free)
 	cfg = config(iris)
 	cfg.HTTPAddr, cfg.GRPCAddr = restAddr, taken.Addr().String()
 	if _, err := Listen(cfg); err == nil || !strings.Contains(err.Error(), "listen on gRPC port "+port) {

@@ -8,6 +8,12 @@
 // another ":0" listener such as libxgboost's peer links, and then the server cannot listen. The
 // kernel assigns no port outside the ephemeral range on its own, so only a process that names the
 // port can take it.
+//
+// Outside that range the processes that pick ports must not pick the same one: two test packages
+// each starting servers, or a local gang and a local model server, may each find a port free and
+// start a server on it, and the later bind fails. Pick therefore reserves every port it returns on
+// the machine: an exclusive lock on a file named for the port, which no other process's Pick can
+// take until this process releases the port or exits (the kernel drops the lock however it exits).
 package netport
 
 import (
@@ -16,8 +22,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 )
 
 const (
@@ -33,7 +41,8 @@ func Free() (int, error) { return Pick(false, nil) }
 
 // Pick returns a port free on all interfaces, outside the ephemeral range where the machine
 // allows, and not in taken; with withNext, its successor is free and not taken too (the trainer's
-// gang watch listens on MASTER_PORT+1).
+// gang watch listens on MASTER_PORT+1). The port (and its successor) stays reserved on the machine
+// until Release or this process's exit.
 func Pick(withNext bool, taken func(port int) bool) (int, error) {
 	lo, hi := pickRange()
 	for range tries {
@@ -44,9 +53,96 @@ func Pick(withNext bool, taken func(port int) bool) (int, error) {
 		if !bindable(p) || withNext && !bindable(p+1) {
 			continue
 		}
+		if !machine.reserve(p) {
+			continue
+		}
+		if withNext && !machine.reserve(p+1) {
+			machine.release(p)
+			continue
+		}
 		return p, nil
 	}
 	return 0, fmt.Errorf("no free port found in %d tries in [%d, %d)", tries, lo, hi)
+}
+
+// Release ends this process's reservation of ports Pick returned, once their servers have ended
+// (a bound port needs none: it does not bind for anyone else).
+func Release(ports ...int) {
+	for _, p := range ports {
+		machine.release(p)
+	}
+}
+
+// machine holds this process's reservations.
+var machine = reservations{held: map[int]*os.File{}}
+
+// reservations are ports this process holds locked in a folder every picking process of the user
+// shares.
+type reservations struct {
+	mu   sync.Mutex
+	dir  string // "" until first used; "-" where no folder could be made, and nothing is reserved
+	held map[int]*os.File
+}
+
+// reserve locks port's file, and reports whether this process now holds it. Where the folder
+// cannot be made or written (a read-only temporary folder), it reserves nothing and answers true:
+// the bind check alone then stands, as it did before there were reservations.
+func (r *reservations) reserve(port int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held[port] != nil {
+		return false
+	}
+	if r.dir == "" {
+		r.dir = filepath.Join(os.TempDir(), fmt.Sprintf("gangboost-ports-%d", os.Getuid()))
+		if err := os.MkdirAll(r.dir, 0o700); err != nil {
+			r.dir = "-"
+		}
+	}
+	if r.dir == "-" {
+		return true
+	}
+	path := filepath.Join(r.dir, strconv.Itoa(port))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return false // another process holds it
+	}
+	// The holder before may have removed the file (release) between the open and the lock: the
+	// lock is then on a file no one else will open, and a third process may hold the port's new
+	// file. Only a lock on the file the path names now reserves the port.
+	if !samePath(f, path) {
+		f.Close()
+		return false
+	}
+	r.held[port] = f // kept referenced: a collected *os.File closes its descriptor, dropping the lock
+	return true
+}
+
+// release removes port's file and drops its lock (in that order, so a process that opened the
+// file meanwhile finds it gone once it gets the lock). The folder so holds the files of ports held
+// now, and those of processes that ended without releasing theirs, which the next Pick reuses.
+func (r *reservations) release(port int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f := r.held[port]; f != nil {
+		os.Remove(f.Name())
+		f.Close()
+		delete(r.held, port)
+	}
+}
+
+// samePath reports whether path names the file f has open.
+func samePath(f *os.File, path string) bool {
+	open, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	named, err := os.Stat(path)
+	return err == nil && os.SameFile(open, named)
 }
 
 // Set hands out ports it never hands out again, each with its successor free: servers that are

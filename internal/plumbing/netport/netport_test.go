@@ -1,8 +1,13 @@
 package netport
 
 import (
+	"bufio"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -67,4 +72,97 @@ func TestFree(t *testing.T) {
 		t.Fatalf("Free = %d, which does not bind: %v", p, err)
 	}
 	ln.Close()
+}
+
+// A port another process picked is not picked here until that process ends, however it ends:
+// two test packages, or a local gang and a local model server, must not both start a server on
+// one port that was free when each looked.
+func TestAnotherProcesssPortIsNotPicked(t *testing.T) {
+	if os.Getenv("NETPORT_HOLDER") != "" {
+		p, err := Pick(true, nil)
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		fmt.Println(p)
+		select {} // holds the reservation until killed
+	}
+	holder := exec.Command(os.Args[0], "-test.run=^TestAnotherProcesssPortIsNotPicked$")
+	holder.Env = append(os.Environ(), "NETPORT_HOLDER=1")
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Process.Kill(); _ = holder.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the holding process printed no port: %v", err)
+	}
+	p, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("the holding process printed %q", line)
+	}
+	// Its ports are still free to bind: only the reservation keeps them from this process.
+	for _, q := range []int{p, p + 1} {
+		if !bindable(q) {
+			t.Fatalf("port %d, which the holding process only reserved, does not bind", q)
+		}
+		if machine.reserve(q) {
+			t.Fatalf("port %d reserved here while another process holds it", q)
+		}
+	}
+	_ = holder.Process.Kill()
+	_ = holder.Wait()
+	for _, q := range []int{p, p + 1} {
+		if !machine.reserve(q) {
+			t.Fatalf("port %d still held after the holding process was killed", q)
+		}
+		Release(q)
+	}
+}
+
+// A port this process released may be picked again; one it holds may not.
+func TestReleaseHandsAPortBack(t *testing.T) {
+	p, err := Free()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if machine.reserve(p) {
+		t.Fatalf("port %d reserved twice", p)
+	}
+	Release(p)
+	if !machine.reserve(p) {
+		t.Fatalf("port %d not reservable after Release", p)
+	}
+	Release(p)
+}
+
+// A process that opened a port's file just before its holder released it (and removed it) gets
+// the lock on a file no one else opens: that lock must not count, or it and the next process to
+// create the file would both hold the port.
+func TestALockOnAReleasedFileReservesNothing(t *testing.T) {
+	p, err := Free()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := machine.held[p].Name()
+	late, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	Release(p)
+	if samePath(late, path) {
+		t.Fatalf("%s: the released file still counts as the port's", path)
+	}
+	if !machine.reserve(p) {
+		t.Fatalf("port %d not reservable after its release", p)
+	}
+	defer Release(p)
+	if samePath(late, path) {
+		t.Fatalf("%s: the file opened before the release counts as the one reserved now", path)
+	}
 }

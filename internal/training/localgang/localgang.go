@@ -214,10 +214,11 @@ func (l *Launcher) Run(ctx context.Context, j Job) (*Result, error) {
 	defer l.release(need)
 	res := &Result{Waited: time.Since(waitStart)}
 
-	if res.MasterPort, res.WorkerPort, err = l.reservePorts(j.MasterPort, j.WorkerPort); err != nil {
+	var picked []int
+	if res.MasterPort, res.WorkerPort, picked, err = l.reservePorts(j.MasterPort, j.WorkerPort); err != nil {
 		return nil, fmt.Errorf("gang %s: %w", j.Name, err)
 	}
-	defer l.releasePorts(res.MasterPort, res.WorkerPort)
+	defer l.releasePorts(picked, res.MasterPort, res.WorkerPort)
 
 	for {
 		g := &gang{job: j, path: path, logs: logs, res: res, exits: make(chan exit, need)}
@@ -342,34 +343,42 @@ func (l *Launcher) dispatch() {
 	}
 }
 
-// reservePorts picks the gang's ports. Ports handed to a running gang are not handed out again
-// until it ends, since a replica may not have bound its port yet when the next gang asks.
-func (l *Launcher) reservePorts(master, worker int) (int, int, error) {
+// reservePorts picks the gang's ports where the job names none, and returns the ports it picked
+// (which netport holds for the machine). Ports handed to a running gang, picked or named, are not
+// handed out again until it ends, since a replica may not have bound its port yet when the next
+// gang asks.
+func (l *Launcher) reservePorts(master, worker int) (int, int, []int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var picked []int
 	var err error
 	if master == 0 {
 		if master, err = l.freePort(true); err != nil {
-			return 0, 0, fmt.Errorf("pick MASTER_PORT: %w", err)
+			return 0, 0, nil, fmt.Errorf("pick MASTER_PORT: %w", err)
 		}
+		picked = append(picked, master, master+1)
 	}
 	l.ports[master] = true
 	if worker == 0 {
 		if worker, err = l.freePort(false); err != nil {
 			delete(l.ports, master)
-			return 0, 0, fmt.Errorf("pick WORKER_PORT: %w", err)
+			netport.Release(picked...)
+			return 0, 0, nil, fmt.Errorf("pick WORKER_PORT: %w", err)
 		}
+		picked = append(picked, worker)
 	}
 	l.ports[worker] = true
-	return master, worker, nil
+	return master, worker, picked, nil
 }
 
-func (l *Launcher) releasePorts(ports ...int) {
+// releasePorts hands back a finished gang's ports: those it named, and those picked for it.
+func (l *Launcher) releasePorts(picked []int, ports ...int) {
 	l.mu.Lock()
 	for _, p := range ports {
 		delete(l.ports, p)
 	}
 	l.mu.Unlock()
+	netport.Release(picked...)
 }
 
 // freePort picks a free port no running gang holds (see netport.Pick), optionally one whose
