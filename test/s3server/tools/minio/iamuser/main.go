@@ -42,6 +42,9 @@ func run(args []string, policy io.Reader) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if err := waitIAMLoaded(ctx, adm); err != nil {
+		return err
+	}
 	user, secret, name := args[3], args[4], args[5]
 	if err := adm.AddCannedPolicy(ctx, name, doc); err != nil {
 		return fmt.Errorf("add policy %s: %w", name, err)
@@ -53,4 +56,25 @@ func run(args []string, policy io.Reader) error {
 		return fmt.Errorf("attach policy %s to %s: %w", name, user, err)
 	}
 	return nil
+}
+
+// waitIAMLoaded returns once the server's first load of its IAM data (users, policies) from its
+// drive is done. A fresh server answers admin calls as soon as its IAM store exists, before that
+// load ends, and the first load replaces the in-memory users and policies with what it read
+// whatever changed meanwhile (later refreshes skip the swap then: IAMStoreSys.LoadIAMCache), so a
+// policy added during it is on the drive but unknown, and attaching it fails with "The canned
+// policy does not exist". ListUsers waits for that load (IAMSys.configLoaded); before the store
+// exists it fails with "Server not initialized yet", and is asked again.
+func waitIAMLoaded(ctx context.Context, adm *madmin.AdminClient) error {
+	for {
+		_, err := adm.ListUsers(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for the server's IAM data to load: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
