@@ -2,8 +2,8 @@
 // gang's tracker, the local model server, the test cluster's components): free now, and outside
 // the kernel's ephemeral range, so that nothing takes them before the server binds.
 //
-// A port is only reserved by checking that it binds and closing it again: the server binds it
-// later, after its process started. A port from the ephemeral range (what listening on ":0"
+// A port is found free by binding it and closing it again: the server binds it later, after its
+// process started. A port from the ephemeral range (what listening on ":0"
 // returns) can meanwhile become the source port of any outgoing connection on the machine, or
 // another ":0" listener such as libxgboost's peer links, and then the server cannot listen. The
 // kernel assigns no port outside the ephemeral range on its own, so only a process that names the
@@ -12,13 +12,14 @@
 // Outside that range the processes that pick ports must not pick the same one: two test packages
 // each starting servers, or a local gang and a local model server, may each find a port free and
 // start a server on it, and the later bind fails. Pick therefore reserves every port it returns on
-// the machine: an exclusive lock on a file named for the port, which no other process's Pick can
-// take until this process releases the port or exits (the kernel drops the lock however it exits).
+// the machine: a lock no other process's Pick can take until this process releases the port or
+// exits (the kernel drops the lock however the process ends).
 package netport
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -74,75 +75,65 @@ func Release(ports ...int) {
 }
 
 // machine holds this process's reservations.
-var machine = reservations{held: map[int]*os.File{}}
+var machine = reservations{held: map[int]bool{}}
 
-// reservations are ports this process holds locked in a folder every picking process of the user
-// shares.
+// reservations are ports this process holds as write locks on one byte each (the port's offset)
+// of one file every picking process of the user opens. Unlike a file per port, nothing is left
+// behind, and a lock dies with its process.
+//
+// The locks are POSIX record locks, which belong to the process, not the descriptor: closing any
+// descriptor of the file drops them all, so only reservations opens it, once, and never closes
+// it; and the process's own second lock of a byte succeeds, so held says what it holds.
 type reservations struct {
-	mu   sync.Mutex
-	dir  string // "" until first used; "-" where no folder could be made, and nothing is reserved
-	held map[int]*os.File
+	mu     sync.Mutex
+	opened bool
+	file   *os.File // nil where it could not be opened: nothing is reserved then
+	held   map[int]bool
 }
 
-// reserve locks port's file, and reports whether this process now holds it. Where the folder
-// cannot be made or written (a read-only temporary folder), it reserves nothing and answers true:
-// the bind check alone then stands, as it did before there were reservations.
+// reserve locks port's byte, and reports whether this process now holds it. Where the file
+// cannot be opened or locked (a read-only temporary folder, a file system without locks), it
+// reserves nothing and answers true: the bind check alone then stands, as it did before there
+// were reservations.
 func (r *reservations) reserve(port int) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.held[port] != nil {
+	if r.held[port] {
 		return false
 	}
-	if r.dir == "" {
-		r.dir = filepath.Join(os.TempDir(), fmt.Sprintf("gangboost-ports-%d", os.Getuid()))
-		if err := os.MkdirAll(r.dir, 0o700); err != nil {
-			r.dir = "-"
+	if !r.opened {
+		r.opened = true
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("gangboost-ports-%d.lock", os.Getuid()))
+		if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+			r.file = f // kept referenced for the process's life: a collected *os.File closes itself
 		}
 	}
-	if r.dir == "-" {
+	if r.file == nil {
 		return true
 	}
-	path := filepath.Join(r.dir, strconv.Itoa(port))
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
+	if err := r.lock(port, syscall.F_WRLCK); err != nil {
+		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
+			return false // another process holds it
+		}
 		return true
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return false // another process holds it
-	}
-	// The holder before may have removed the file (release) between the open and the lock: the
-	// lock is then on a file no one else will open, and a third process may hold the port's new
-	// file. Only a lock on the file the path names now reserves the port.
-	if !samePath(f, path) {
-		f.Close()
-		return false
-	}
-	r.held[port] = f // kept referenced: a collected *os.File closes its descriptor, dropping the lock
+	r.held[port] = true
 	return true
 }
 
-// release removes port's file and drops its lock (in that order, so a process that opened the
-// file meanwhile finds it gone once it gets the lock). The folder so holds the files of ports held
-// now, and those of processes that ended without releasing theirs, which the next Pick reuses.
 func (r *reservations) release(port int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if f := r.held[port]; f != nil {
-		os.Remove(f.Name())
-		f.Close()
+	if r.held[port] {
+		_ = r.lock(port, syscall.F_UNLCK)
 		delete(r.held, port)
 	}
 }
 
-// samePath reports whether path names the file f has open.
-func samePath(f *os.File, path string) bool {
-	open, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	named, err := os.Stat(path)
-	return err == nil && os.SameFile(open, named)
+// lock sets (F_WRLCK) or drops (F_UNLCK) the lock on port's byte without waiting.
+func (r *reservations) lock(port int, typ int16) error {
+	lk := syscall.Flock_t{Type: typ, Whence: io.SeekStart, Start: int64(port), Len: 1}
+	return syscall.FcntlFlock(r.file.Fd(), syscall.F_SETLK, &lk)
 }
 
 // Set hands out ports it never hands out again, each with its successor free: servers that are

@@ -139,30 +139,3 @@ func TestReleaseHandsAPortBack(t *testing.T) {
 	}
 	Release(p)
 }
-
-// A process that opened a port's file just before its holder released it (and removed it) gets
-// the lock on a file no one else opens: that lock must not count, or it and the next process to
-// create the file would both hold the port.
-func TestALockOnAReleasedFileReservesNothing(t *testing.T) {
-	p, err := Free()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := machine.held[p].Name()
-	late, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer late.Close()
-	Release(p)
-	if samePath(late, path) {
-		t.Fatalf("%s: the released file still counts as the port's", path)
-	}
-	if !machine.reserve(p) {
-		t.Fatalf("port %d not reservable after its release", p)
-	}
-	defer Release(p)
-	if samePath(late, path) {
-		t.Fatalf("%s: the file opened before the release counts as the one reserved now", path)
-	}
-}
