@@ -103,8 +103,7 @@ func (r *reservations) reserve(port int) bool {
 	}
 	if !r.opened {
 		r.opened = true
-		path := filepath.Join(os.TempDir(), fmt.Sprintf("gangboost-ports-%d.lock", os.Getuid()))
-		if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+		if f, err := os.OpenFile(lockPath(), os.O_RDWR|os.O_CREATE, 0o600); err == nil {
 			r.file = f // kept referenced for the process's life: a collected *os.File closes itself
 		}
 	}
@@ -128,6 +127,17 @@ func (r *reservations) release(port int) {
 		_ = r.lock(port, syscall.F_UNLCK)
 		delete(r.held, port)
 	}
+}
+
+// lockPath is the file every picking process of the user shares: in /tmp, the machine's shared
+// temporary folder, rather than in $TMPDIR, which a process may have set to its own (the test
+// cluster's pods each have one); $TMPDIR only where there is no /tmp.
+func lockPath() string {
+	dir := "/tmp"
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, fmt.Sprintf("gangboost-ports-%d.lock", os.Getuid()))
 }
 
 // lock sets (F_WRLCK) or drops (F_UNLCK) the lock on port's byte without waiting.

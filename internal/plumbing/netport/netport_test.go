@@ -88,7 +88,8 @@ func TestAnotherProcesssPortIsNotPicked(t *testing.T) {
 		select {} // holds the reservation until killed
 	}
 	holder := exec.Command(os.Args[0], "-test.run=^TestAnotherProcesssPortIsNotPicked$")
-	holder.Env = append(os.Environ(), "NETPORT_HOLDER=1")
+	// With a temporary folder of its own, as each of the test cluster's pods has.
+	holder.Env = append(os.Environ(), "NETPORT_HOLDER=1", "TMPDIR="+t.TempDir())
 	out, err := holder.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
