@@ -32,7 +32,14 @@ func ServiceProxy(ctx context.Context, kube kubernetes.Interface) (string, error
 	if err != nil {
 		return "", err
 	}
+	// A connection per request: a ClusterIP asked for before kube-proxy's rules for it are in
+	// reaches whatever the host's default route leads to (on the CI machines an egress proxy
+	// that answers every request 404), and a kept-alive connection would keep going there after
+	// the rules are in, so a readiness check that began too early never saw the pod.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.DisableKeepAlives = true
 	rp := &httputil.ReverseProxy{
+		Transport: transport,
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.Out.URL.Host = r.In.Context().Value(proxyTarget{}).(string)
 		},
