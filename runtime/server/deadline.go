@@ -279,8 +279,8 @@ func (h *half) expire(now int64, setReal func(time.Time) error) {
 }
 
 // Read fails at once once its deadline has passed by the sweeper's clock; a read that
-// blocks past it is cut short by the sweeper. The first bytes read on an idle connection are a new request's: its header's timeout
-// begins.
+// blocks past it is cut short by the sweeper. The first bytes read on an idle connection are a
+// new request's: its header's timeout begins.
 func (c *deadlineConn) Read(b []byte) (int, error) {
 	if at := c.read.due(); at != 0 && at <= c.l.now.Load() {
 		return 0, c.timeout(&c.readTimeout, "read")

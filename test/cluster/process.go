@@ -85,22 +85,18 @@ func tailFile(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// ports hands out the ports of the test cluster's components and pods. Pods share the host's
+// FreePort returns a port for one of the test cluster's components or pods. Pods share the host's
 // loopback, where in a cluster each has its own network namespace, so a port handed out is never
-// handed out again, its next port is free and reserved too (the trainer's rank 0 listens on
-// MASTER_PORT and MASTER_PORT+1, its gang watch, as it may in its own pod), and both lie outside
-// the kernel's ephemeral range (see netport).
-var ports netport.Set
-
-// FreePort returns a TCP port that nothing listens on, whose next port is free too, outside the
-// ephemeral range, and that this process has not handed out before.
-func FreePort() (int, error) { return ports.Pick() }
+// handed out again (netport holds it for this process), its next port is free and reserved too
+// (the trainer's rank 0 listens on MASTER_PORT and MASTER_PORT+1, its gang watch, as it may in its
+// own pod), and both lie outside the kernel's ephemeral range.
+func FreePort() (int, error) { return netport.Pick(true, nil) }
 
 // FreePorts is n FreePort results, for a component that listens on several.
 func FreePorts(n int) ([]int, error) {
 	ps := make([]int, n)
 	for i := range ps {
-		p, err := ports.Pick()
+		p, err := FreePort()
 		if err != nil {
 			return nil, err
 		}

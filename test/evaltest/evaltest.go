@@ -75,15 +75,12 @@ func TrainVersion(t testing.TB, claim string, res *prepare.Result, model, versio
 	return uri.String()
 }
 
-// ports are the ports tests of this process were handed: two servers a test starts side by side
-// never get the same one.
-var ports netport.Set
-
 // FreePort is a port nobody listens on at the moment, with its next port free too, outside the
-// ephemeral range (netport), and not handed to a test of this process before.
+// ephemeral range (netport), and not handed to a test of this process or another before: two
+// servers a test starts side by side never get the same one.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	p, err := ports.Pick()
+	p, err := netport.Pick(true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,8 @@ func Free() (int, error) { return Pick(false, nil) }
 // Pick returns a port free on all interfaces, outside the ephemeral range where the machine
 // allows, and not in taken; with withNext, its successor is free and not taken too (the trainer's
 // gang watch listens on MASTER_PORT+1). The port (and its successor) stays reserved on the machine
-// until Release or this process's exit.
+// until Release or this process's exit: until then no Pick returns it again, in this process or
+// another.
 func Pick(withNext bool, taken func(port int) bool) (int, error) {
 	lo, hi := pickRange()
 	for range tries {
@@ -91,10 +92,11 @@ type reservations struct {
 	held   map[int]bool
 }
 
-// reserve locks port's byte, and reports whether this process now holds it. Where the file
-// cannot be opened or locked (a read-only temporary folder, a file system without locks), it
-// reserves nothing and answers true: the bind check alone then stands, as it did before there
-// were reservations.
+// reserve locks port's byte, and reports whether this process now holds it: never a port it
+// holds already, so servers a process starts before any binds never share one. Where the file
+// cannot be opened or locked (a read-only temporary folder, a file system without locks), the
+// port is held for this process alone: the bind check then stands between processes, as it did
+// before there were reservations.
 func (r *reservations) reserve(port int) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -107,14 +109,10 @@ func (r *reservations) reserve(port int) bool {
 			r.file = f // kept referenced for the process's life: a collected *os.File closes itself
 		}
 	}
-	if r.file == nil {
-		return true
-	}
-	if err := r.lock(port, syscall.F_WRLCK); err != nil {
-		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
+	if r.file != nil {
+		if err := r.lock(port, syscall.F_WRLCK); errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
 			return false // another process holds it
 		}
-		return true
 	}
 	r.held[port] = true
 	return true
@@ -123,10 +121,10 @@ func (r *reservations) reserve(port int) bool {
 func (r *reservations) release(port int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.held[port] {
+	if r.held[port] && r.file != nil {
 		_ = r.lock(port, syscall.F_UNLCK)
-		delete(r.held, port)
 	}
+	delete(r.held, port)
 }
 
 // lockPath is the file every picking process of the user shares: in /tmp, the machine's shared
@@ -144,28 +142,6 @@ func lockPath() string {
 func (r *reservations) lock(port int, typ int16) error {
 	lk := syscall.Flock_t{Type: typ, Whence: io.SeekStart, Start: int64(port), Len: 1}
 	return syscall.FcntlFlock(r.file.Fd(), syscall.F_SETLK, &lk)
-}
-
-// Set hands out ports it never hands out again, each with its successor free: servers that are
-// all started before any binds (a test cluster's components) never get the same port.
-type Set struct {
-	mu   sync.Mutex
-	used map[int]bool
-}
-
-// Pick returns a port (and its successor) that is free and that s has not handed out.
-func (s *Set) Pick() (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, err := Pick(true, func(p int) bool { return s.used[p] })
-	if err != nil {
-		return 0, err
-	}
-	if s.used == nil {
-		s.used = map[int]bool{}
-	}
-	s.used[p], s.used[p+1] = true, true
-	return p, nil
 }
 
 // pickRange is where Pick looks: below the ephemeral range when there is room, or else above it.
