@@ -88,7 +88,7 @@ var machine = reservations{held: map[int]bool{}}
 type reservations struct {
 	mu     sync.Mutex
 	opened bool
-	file   *os.File // nil where it could not be opened: nothing is reserved then
+	file   *os.File // nil where it could not be opened: ports are then held for this process alone
 	held   map[int]bool
 }
 
