@@ -133,14 +133,12 @@ cluster-up: build cluster-tools
 
 # CI=true: a control plane that cannot start fails the e2e tests instead of skipping them.
 ## test: run every test tier (installs what it needs)
-# The serving tier runs a second time on Kubeflow 1.11's KServe (v0.15.2), beside the KServe
-# type tests and the fuzzing (it waits on its control plane more than it computes).
+# scripts/run-tests.sh: the packages without a control plane, then those with one as three
+# streams at once, the serving tier a second time on Kubeflow 1.11's KServe (v0.15.2), the KServe
+# type tests and the fuzzing.
 test: deps build cluster-tools s3-server
 	$(GO) vet ./...
-	CI=$${CI:-true} $(GO) test -count=1 -timeout 45m ./...
-	CI=$${CI:-true} GANGBOOST_KSERVE_VERSION=v0.15.2 $(GO) test -count=1 -timeout 20m ./test/cluster/serving/ & serving=$$!; \
-	(cd test/kservetypes && $(GO) vet ./... && $(GO) test -count=1 ./...) && $(MAKE) --no-print-directory fuzz FUZZTIME=10000x; rest=$$?; \
-	wait $$serving && exit $$rest
+	GO='$(GO)' MAKE='$(MAKE)' FUZZTIME=10000x scripts/run-tests.sh
 
 # Only the tests against the control plane, verbosely.
 ## test-e2e: only the tests against the control plane, verbosely

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The tests of `make test`, after its build and vet: first every package that does not start a
+# test control plane (`go test`, two packages at a time on 2 cores), then the ones that do, the
+# KServe v0.15 serving tier, test/images, the KServe types module and the fuzz targets, as three
+# streams at once.
+#
+# A control-plane package spends most of its time waiting on controllers, Volcano and its pods
+# (about two thirds of one core when it runs alone), so two at a time, as `go test ./...` ran
+# them, left part of a 2-core machine idle for nine minutes, and the v0.15 tier ran after them.
+# Three streams keep both cores busy. Each stream is one `go test` per package, in order,
+# balanced by the packages' measured times (2026-11-29, three streams: launche2e 450 s,
+# realnode 435 s, serving 256 s and its v0.15 tier 300 s, e2e 202 s, kservetypes and fuzz
+# 134 s, test/images 70 s). The two serving tiers share a stream: their runtime pods run as
+# local processes that listen on the same host ports (8080, 8081).
+#
+# Every line a stream prints is prefixed with its name; the script fails when any stream fails,
+# after all of them have ended (a failing stream does not stop the others' tests half-way).
+#
+# Environment: GO (default go), MAKE (default make), FUZZTIME (default 10000x, see the
+# Makefile's fuzz target), CI (default true: a control plane that cannot start fails).
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+GO=${GO:-go}
+FUZZTIME=${FUZZTIME:-10000x}
+export CI=${CI:-true}
+
+# stream NAME COMMAND...: runs COMMAND (a shell string) with its lines prefixed "[NAME] ".
+stream() {
+  local name=$1
+  shift
+  (
+    set -eo pipefail
+    eval "$*"
+  ) 2>&1 | sed -u "s/^/[$name] /"
+}
+
+# gotest TIMEOUT PACKAGE: one package's tests, uncached.
+gotest() { "$GO" test -count=1 -timeout "$1" "$2"; }
+
+# The packages run in the streams below rather than by go test ./...: those that start a control
+# plane, and test/images, which builds images with buildah for a minute and ended the first
+# half alone.
+streamed=(test/cluster/e2e test/cluster/launche2e test/cluster/realnode test/cluster/serving test/images)
+module=$("$GO" list -m)
+"$GO" test -count=1 -timeout 45m $("$GO" list ./... | grep -v -x -F "${streamed[@]/#/-e$module/}") || exit 1
+
+declare -A pids
+trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
+stream launche2e 'gotest 45m ./test/cluster/launche2e/
+  (cd test/kservetypes && "$GO" vet ./... && "$GO" test -count=1 ./...)
+  "${MAKE:-make}" --no-print-directory fuzz FUZZTIME="$FUZZTIME"' &
+pids[launche2e]=$!
+stream realnode 'gotest 45m ./test/cluster/realnode/
+  gotest 45m ./test/cluster/e2e/' &
+pids[realnode]=$!
+stream serving 'gotest 45m ./test/cluster/serving/
+  GANGBOOST_KSERVE_VERSION=v0.15.2 gotest 20m ./test/cluster/serving/
+  gotest 45m ./test/images/' &
+pids[serving]=$!
+
+failed=()
+for name in launche2e realnode serving; do
+  wait "${pids[$name]}" || failed+=("$name")
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "run-tests: failed: ${failed[*]}" >&2
+  exit 1
+fi
