@@ -67,14 +67,23 @@ func killAfterCheckpoint(ckDir, rankVar string, rank int, d time.Duration) <-cha
 	return killed
 }
 
+// The resume tests' training: iris, resumeRounds rounds of depth 2 on one thread, a checkpoint
+// every resumeCheckpointEvery rounds. The kill lands at the first checkpoint, with nine tenths of
+// the rounds still to go (seconds of training on a busy 2-core machine), so the gang is
+// always interrupted mid-training; more rounds would only cost CPU (3000 took ~100 CPU-s of
+// make test, a fifth of all the trainers' time).
+const (
+	resumeRounds          = 1000
+	resumeCheckpointEvery = 100
+)
+
 // uninterruptedModel is the model the resume tests' training gives without interruption: a local
-// gang of rank 0 and workers more ranks with the same settings (iris, 3000 rounds of depth 2, one
-// thread, a fifth held out).
+// gang of rank 0 and workers more ranks with the same settings (a fifth held out).
 func uninterruptedModel(t *testing.T, workers int) []byte {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "whole")
 	out, err := exec.Command(filepath.Join(testbin.Dir(t), "gangboost-train"), "--local", strconv.Itoa(workers), "--dataset", "iris", "--label", "species",
-		"--eval-fraction", "0.2", "--objective", "multi:softprob", "--num-round", "3000", "--max-depth", "2", "--nthread", "1",
+		"--eval-fraction", "0.2", "--objective", "multi:softprob", "--num-round", strconv.Itoa(resumeRounds), "--max-depth", "2", "--nthread", "1",
 		"--model-dir", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("uninterrupted gang: %v\n%s", err, out)
@@ -97,8 +106,8 @@ func TestLaunchRestartedGangResumes(t *testing.T) {
 	e := newEnv(t, "resume")
 	runID := uuid.NewString()
 	s := e.newStep(runID, "train-iris", map[string]any{
-		"model_name": "iris", "workers": 1, "num_round": 3000, "max_depth": "2", "nthread": 1,
-		"checkpoint_every_rounds": 300, "restart_policy": "OnFailure", "backoff_limit": 3,
+		"model_name": "iris", "workers": 1, "num_round": resumeRounds, "max_depth": "2", "nthread": 1,
+		"checkpoint_every_rounds": resumeCheckpointEvery, "restart_policy": "OnFailure", "backoff_limit": 3,
 	})
 	job := launch.JobName(launch.Identity{RunID: runID, TaskName: "train-iris"})
 	ckDir := filepath.Join(e.pvcDir, "checkpoints", "iris", "v1")
@@ -128,7 +137,7 @@ func TestLaunchRestartedGangResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k%300 != 0 || k < 300 || !slices.Equal(md.ResumedAt, []int{k}) || md.Rounds != 3000 {
+	if k%resumeCheckpointEvery != 0 || k < resumeCheckpointEvery || !slices.Equal(md.ResumedAt, []int{k}) || md.Rounds != resumeRounds {
 		t.Errorf("resumed at round %d (first checkpoint seen %s); metadata resumed_at %v, rounds %d", k, first, md.ResumedAt, md.Rounds)
 	}
 	model := r.output.GetArtifacts()[launch.OutputModel].GetArtifacts()
@@ -160,8 +169,8 @@ func TestLaunchTrainJobRestartedGangResumes(t *testing.T) {
 	e := newTrainJobEnv(t, "tjresume")
 	runID := uuid.NewString()
 	s := e.newStep(runID, "train-iris", map[string]any{
-		"model_name": "iris", "workers": trainJobNodes - 1, "job_api": launch.APITrainJob, "num_round": 3000, "max_depth": "2",
-		"nthread": 1, "checkpoint_every_rounds": 300,
+		"model_name": "iris", "workers": trainJobNodes - 1, "job_api": launch.APITrainJob, "num_round": resumeRounds, "max_depth": "2",
+		"nthread": 1, "checkpoint_every_rounds": resumeCheckpointEvery,
 	})
 	ckDir := filepath.Join(e.pvcDir, "checkpoints", "iris", "v1")
 	killed := killAfterCheckpoint(ckDir, "DMLC_TASK_ID", 1, 4*time.Minute)
@@ -177,7 +186,7 @@ func TestLaunchTrainJobRestartedGangResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(md.ResumedAt) != 1 || md.ResumedAt[0]%300 != 0 || md.ResumedAt[0] < 300 || md.Rounds != 3000 {
+	if len(md.ResumedAt) != 1 || md.ResumedAt[0]%resumeCheckpointEvery != 0 || md.ResumedAt[0] < resumeCheckpointEvery || md.Rounds != resumeRounds {
 		t.Fatalf("metadata resumed_at %v, rounds %d (first checkpoint seen %s): want one resume at a checkpoint", md.ResumedAt, md.Rounds, first)
 	}
 	whole := uninterruptedModel(t, trainJobNodes-1)
