@@ -8,10 +8,11 @@
 # (about two thirds of one core when it runs alone), so two at a time, as `go test ./...` ran
 # them, left part of a 2-core machine idle for nine minutes, and the v0.15 tier ran after them.
 # Three streams keep both cores busy. Each stream is one `go test` per package, in order,
-# balanced by the packages' measured times (2026-11-29, three streams: launche2e 450 s,
-# realnode 435 s, serving 256 s and its v0.15 tier 300 s, e2e 202 s, kservetypes and fuzz
-# 134 s, test/images 70 s). The two serving tiers share a stream: their runtime pods run as
-# local processes that listen on the same host ports (8080, 8081).
+# balanced by the packages' measured times (2026-11-29, three streams: launche2e 450 s, realnode
+# 435 s, serving 256 s and its v0.15 tier 300 s, e2e 202 s, kservetypes and fuzz 134 s,
+# test/images 70 s; notebooks 64 s beside the other packages; launche2e's resume tests have been
+# 50 s shorter since). The two serving tiers share a stream: their runtime pods run as local
+# processes that listen on the same host ports (8080, 8081).
 #
 # Every line a stream prints is prefixed with its name; the script fails when any stream fails,
 # after all of them have ended (a failing stream does not stop the others' tests half-way).
@@ -42,13 +43,14 @@ gotest() { "$GO" test -count=1 -timeout "$1" "$2"; }
 # The packages run in the streams below rather than by go test ./...: those that start a control
 # plane, and test/images, which builds images with buildah for a minute and ended the first
 # half alone.
-streamed=(test/cluster/e2e test/cluster/launche2e test/cluster/realnode test/cluster/serving test/images)
+streamed=(notebooks test/cluster/e2e test/cluster/launche2e test/cluster/realnode test/cluster/serving test/images)
 module=$("$GO" list -m)
 "$GO" test -count=1 -timeout 45m $("$GO" list ./... | grep -v -x -F "${streamed[@]/#/-e$module/}") || exit 1
 
 declare -A pids
 trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
 stream launche2e 'gotest 45m ./test/cluster/launche2e/
+  gotest 45m ./notebooks/
   (cd test/kservetypes && "$GO" vet ./... && "$GO" test -count=1 ./...)
   "${MAKE:-make}" --no-print-directory fuzz FUZZTIME="$FUZZTIME"' &
 pids[launche2e]=$!
