@@ -137,6 +137,8 @@ cluster-up: build cluster-tools
 # streams at once, the serving tier a second time on Kubeflow 1.11's KServe (v0.15.2), the KServe
 # type tests and the fuzzing.
 test: deps build cluster-tools s3-server
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt-formatted (gofmt -w them): $$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
 	GO='$(GO)' MAKE='$(MAKE)' FUZZTIME=10000x scripts/run-tests.sh
 

@@ -238,7 +238,9 @@ func (e *deployEnv) checkOutputsGRPC(r *deployRun, name, grpcAddress string) {
 
 // namedPredictors reports whether the KServe of c names predictors (v0.20; not Kubeflow 1.11's
 // v0.15).
-func namedPredictors(c *cluster.Cluster) bool { return c.KServeVersion() != cluster.KServeKubeflowVersion }
+func namedPredictors(c *cluster.Cluster) bool {
+	return c.KServeVersion() != cluster.KServeKubeflowVersion
+}
 
 // predictorObject is KServe's name of the Deployment and Service of isvc's stable predictor, which
 // deploy names (named, after its model version) where KServe names predictors.
