@@ -24,6 +24,7 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 GO=${GO:-go}
+MAKE=${MAKE:-make}
 FUZZTIME=${FUZZTIME:-10000x}
 export CI=${CI:-true}
 
@@ -37,29 +38,33 @@ stream() {
   ) 2>&1 | sed -u "s/^/[$name] /"
 }
 
-# gotest TIMEOUT PACKAGE: one package's tests, uncached.
-gotest() { "$GO" test -count=1 -timeout "$1" "$2"; }
+# gotest TIMEOUT PACKAGE...: each package's tests in turn, uncached.
+gotest() {
+  local timeout=$1 pkg
+  shift
+  for pkg in "$@"; do "$GO" test -count=1 -timeout "$timeout" "./$pkg/"; done
+}
 
-# The packages run in the streams below rather than by go test ./...: those that start a control
-# plane, and test/images, which builds images with buildah for a minute and ended the first
-# half alone.
-streamed=(notebooks test/cluster/e2e test/cluster/launche2e test/cluster/realnode test/cluster/serving test/images)
+# Each stream's packages, beside what else it runs. Together they are the packages go test ./...
+# leaves out below: those that start a control plane, and test/images, which builds images with
+# buildah for a minute and ended the first half alone.
+launche2e_pkgs=(test/cluster/launche2e notebooks)
+realnode_pkgs=(test/cluster/realnode test/cluster/e2e)
+serving_pkgs=(test/cluster/serving test/images)
+streamed=("${launche2e_pkgs[@]}" "${realnode_pkgs[@]}" "${serving_pkgs[@]}")
 module=$("$GO" list -m)
 "$GO" test -count=1 -timeout 45m $("$GO" list ./... | grep -v -x -F "${streamed[@]/#/-e$module/}") || exit 1
 
 declare -A pids
 trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
-stream launche2e 'gotest 45m ./test/cluster/launche2e/
-  gotest 45m ./notebooks/
+stream launche2e 'gotest 45m "${launche2e_pkgs[@]}"
   (cd test/kservetypes && "$GO" vet ./... && "$GO" test -count=1 ./...)
-  "${MAKE:-make}" --no-print-directory fuzz FUZZTIME="$FUZZTIME"' &
+  "$MAKE" --no-print-directory fuzz FUZZTIME="$FUZZTIME"' &
 pids[launche2e]=$!
-stream realnode 'gotest 45m ./test/cluster/realnode/
-  gotest 45m ./test/cluster/e2e/' &
+stream realnode 'gotest 45m "${realnode_pkgs[@]}"' &
 pids[realnode]=$!
-stream serving 'gotest 45m ./test/cluster/serving/
-  GANGBOOST_KSERVE_VERSION=v0.15.2 gotest 20m ./test/cluster/serving/
-  gotest 45m ./test/images/' &
+stream serving 'gotest 45m "${serving_pkgs[@]}"
+  GANGBOOST_KSERVE_VERSION=v0.15.2 gotest 20m test/cluster/serving' &
 pids[serving]=$!
 
 failed=()

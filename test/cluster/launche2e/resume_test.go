@@ -71,7 +71,7 @@ func killAfterCheckpoint(ckDir, rankVar string, rank int, d time.Duration) <-cha
 // every resumeCheckpointEvery rounds. The kill lands at the first checkpoint, with nine tenths of
 // the rounds still to go (seconds of training on a busy 2-core machine), so the gang is
 // always interrupted mid-training; more rounds would only cost CPU (3000 took ~100 CPU-s of
-// make test, a fifth of all the trainers' time).
+// make test, half of all the trainers' time).
 const (
 	resumeRounds          = 1000
 	resumeCheckpointEvery = 100
