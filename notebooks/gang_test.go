@@ -60,7 +60,8 @@ func TestGangSchedulingNotebook(t *testing.T) {
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "NAMESPACE="+ns,
 		"GANGBOOST_MANIFESTS="+filepath.Join(testbin.Root(t), "manifests"))
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("notebook failed: %v\n%s\ncontrol plane logs:\n%s", err, b, c.LogTails(40))
+		// The error's own line first: the logs after it run to thousands of lines.
+		t.Fatalf("notebook failed (%v): %s\n%s\ncontrol plane logs:\n%s", err, nbrun.LastLine(b), b, c.LogTails(40))
 	}
 	shown := nbrun.OutputsText(t, out)
 	for _, want := range []string{"Unschedulable=True", "is bound: the free GPU stays free", "pods bound", "Succeeded",

@@ -15,7 +15,10 @@
 # processes that listen on the same host ports (8080, 8081).
 #
 # Every line a stream prints is prefixed with its name; the script fails when any stream fails,
-# after all of them have ended (a failing stream does not stop the others' tests half-way).
+# after all of them have ended (a failing stream does not stop the others' tests half-way), and
+# then repeats the failing tests' names, the first line of each of their messages and the pods the
+# test clusters refused to run: a failure's own words come before the control plane's logs it
+# prints, which can run to thousands of lines and push them out of what a CI log keeps.
 #
 # Environment: GO (default go), MAKE (default make), FUZZTIME (default 10000x, see the
 # Makefile's fuzz target), CI (default true: a control plane that cannot start fails).
@@ -28,14 +31,30 @@ MAKE=${MAKE:-make}
 FUZZTIME=${FUZZTIME:-10000x}
 export CI=${CI:-true}
 
-# stream NAME COMMAND...: runs COMMAND (a shell string) with its lines prefixed "[NAME] ".
+outputs=$(mktemp -d)
+trap 'rm -rf "$outputs"' EXIT
+
+# stream NAME COMMAND...: runs COMMAND (a shell string) with its lines prefixed "[NAME] ", and
+# keeps them in $outputs/NAME.
 stream() {
   local name=$1
   shift
   (
     set -eo pipefail
     eval "$*"
-  ) 2>&1 | sed -u "s/^/[$name] /"
+  ) 2>&1 | sed -u "s/^/[$name] /" | tee "$outputs/$name"
+}
+
+# failures NAME: from stream NAME's output, the failing tests, each with the first line (at most
+# 300 characters) of each of its messages, the packages that failed, and the pods the test
+# clusters' pod runners failed before any container ran; at most 200 lines.
+failures() {
+  awk '
+    /^\[[a-z0-9]+\] --- FAIL: / { print; next }
+    /^\[[a-z0-9]+\] +[^ ]+\.go:[0-9]+: / { print substr($0, 1, 300); next }
+    /^\[[a-z0-9]+\] (FAIL|panic:)/ { print; next }
+    /^\[[a-z0-9]+\] podrunner: [^ ]+ failed: / { print substr($0, 1, 300) }
+  ' "$outputs/$1" | head -n 200
 }
 
 # gotest TIMEOUT PACKAGE...: each package's tests in turn, uncached.
@@ -76,6 +95,10 @@ for name in launche2e realnode serving; do
   wait "${pids[$name]}" || failed+=("$name")
 done
 if [ ${#failed[@]} -gt 0 ]; then
+  for name in "${failed[@]}"; do
+    echo "run-tests: what failed in stream $name:" >&2
+    failures "$name" >&2
+  done
   echo "run-tests: failed: ${failed[*]}" >&2
   exit 1
 fi

@@ -39,6 +39,13 @@ func Command(notebook, out, dir string) *exec.Cmd {
 	return exec.Command(Python, "-c", execute, notebook, out, dir)
 }
 
+// LastLine is the last line of a failed run's output that is not blank: the exception of the
+// cell that raised (nbclient prints its traceback last), such as "RuntimeError: kubectl ... exited 1".
+func LastLine(output []byte) string {
+	lines := strings.Split(strings.TrimRight(string(output), " \n"), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
 // OutputsText is what the cells of an executed notebook showed, and nothing of their source:
 // printed text, results' and displays' text/plain (each preceded by its MIME types, so an
 // image shows as image/png) and errors.

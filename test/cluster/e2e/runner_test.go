@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,5 +162,51 @@ func TestPodRunnerProbes(t *testing.T) {
 		if !strings.Contains(all, want) {
 			t.Errorf("events lack %q:\n%s", want, all)
 		}
+	}
+}
+
+// TestPodRunnerPortConflict checks what the pod runner does with a pod whose containerPort
+// someone else on the host already listens on (another test control plane's pod, here the test
+// itself): the pod fails with reason PortConflict before any container runs, rather than its
+// process reaching a stranger's server, and the runner's failure output names it, as no log file
+// of its containers does.
+func TestPodRunnerPortConflict(t *testing.T) {
+	e := newEnv(t, "portconflict")
+	port, err := cluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: e.ns},
+		Spec: corev1.PodSpec{
+			NodeName:      e.c.Nodes[0],
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "main", Image: "busybox", Command: []string{"sh", "-c", "exit 0"},
+				Ports: []corev1.ContainerPort{{Name: "tracker", ContainerPort: int32(port)}},
+			}},
+		},
+	}
+	e.create(pod)
+	var got *corev1.Pod
+	cluster.WaitFor(e.t, 90*time.Second, "pod Failed", func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = e.c.Kube.CoreV1().Pods(e.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == corev1.PodFailed, err
+	})
+	if got.Status.Reason != "PortConflict" || !strings.Contains(got.Status.Message, fmt.Sprintf("containerPort %d is in use on 127.0.0.1", port)) {
+		t.Errorf("pod status %s: %s; want PortConflict naming port %d", got.Status.Reason, got.Status.Message, port)
+	}
+	if _, err := e.c.Runner.PodLog(e.ns, pod.Name, "main"); err == nil {
+		t.Errorf("the refused pod's container has a log: it ran")
+	}
+	want := fmt.Sprintf("%s/%s: PortConflict: containerPort %d is in use", e.ns, pod.Name, port)
+	if tails := e.c.Runner.LogTails(5); !strings.Contains(tails, want) {
+		t.Errorf("the runner's failure output lacks %q:\n%s", want, tails)
 	}
 }

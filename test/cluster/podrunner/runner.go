@@ -147,6 +147,9 @@ type Runner struct {
 	running map[types.UID]*podProc
 	done    map[types.UID]bool
 	ports   map[int]*portHold // containerPort -> owner holding it
+	// refused are the pods failed before any container ran ("ns/name: reason: message"), which
+	// leave no log file: LogTails names them.
+	refused []string
 }
 
 // portHold is a port claimed by the running pods of one owner, with each
@@ -550,6 +553,9 @@ func (r *Runner) killAll() {
 // fail reports a pod Failed before any container ran.
 func (r *Runner) fail(ctx context.Context, pod *corev1.Pod, reason, msg string) error {
 	fmt.Fprintf(r.opts.Log, "podrunner: %s/%s failed: %s: %s\n", pod.Namespace, pod.Name, reason, msg)
+	r.mu.Lock()
+	r.refused = append(r.refused, fmt.Sprintf("%s/%s: %s: %s", pod.Namespace, pod.Name, reason, msg))
+	r.mu.Unlock()
 	now := metav1.Now()
 	var statuses []corev1.ContainerStatus
 	for _, c := range pod.Spec.Containers {
@@ -575,7 +581,8 @@ func (r *Runner) PodLog(namespace, pod, container string) (string, error) {
 	return string(b), err
 }
 
-// LogTails returns the last n lines of every pod log, for failure output.
+// LogTails returns the last n lines of every pod log, and the pods failed before any container
+// ran, for failure output.
 func (r *Runner) LogTails(n int) string {
 	entries, _ := os.ReadDir(r.opts.LogDir)
 	var b strings.Builder
@@ -587,6 +594,12 @@ func (r *Runner) LogTails(n int) string {
 			lines = lines[len(lines)-n:]
 		}
 		b.WriteString(strings.Join(lines, "\n") + "\n")
+	}
+	r.mu.Lock()
+	refused := slices.Clone(r.refused)
+	r.mu.Unlock()
+	if len(refused) > 0 {
+		b.WriteString("===== pods failed before any container ran =====\n" + strings.Join(refused, "\n") + "\n")
 	}
 	return b.String()
 }
