@@ -42,6 +42,8 @@ CGO_CFLAGS := $(shell scripts/xgboost-flags.sh cflags)
 CGO_LDFLAGS := $(shell scripts/xgboost-flags.sh ldflags)
 GOFLAGS := $(strip $(GOFLAGS) $(shell scripts/xgboost-flags.sh goflags))
 export CGO_CFLAGS CGO_LDFLAGS GOFLAGS
+# go test's -ldflags in make test and fuzz: GOFLAGS' -r, and no DWARF (scripts/xgboost-flags.sh).
+TEST_LDFLAGS := $(shell scripts/xgboost-flags.sh testldflags)
 .PHONY: xgboost-sysroot
 ## xgboost-sysroot: download Debian 13's libxgboost 3.0 .debs and unpack them into the tool cache (once)
 xgboost-sysroot: $(XGBOOST_SYSROOT)/.complete
@@ -140,7 +142,7 @@ test: deps build cluster-tools s3-server
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "not gofmt-formatted (gofmt -w them): $$unformatted" >&2; exit 1; fi
 	$(GO) vet ./...
-	GO='$(GO)' MAKE='$(MAKE)' FUZZTIME=10000x scripts/run-tests.sh
+	GO='$(GO)' MAKE='$(MAKE)' TEST_LDFLAGS='$(TEST_LDFLAGS)' FUZZTIME=10000x scripts/run-tests.sh
 
 # Only the tests against the control plane, verbosely.
 ## test-e2e: only the tests against the control plane, verbosely
@@ -170,7 +172,7 @@ FUZZ_TARGETS += ./internal/training/dataset:FuzzFastRow ./internal/training/data
 fuzz: deps
 	@for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz $$t for $(FUZZTIME)"; \
-	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \
+	  $(GO) test -ldflags='$(TEST_LDFLAGS)' -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}" || exit 1; \
 	done
 
 ## load-test: the runtime (REST JSON, REST binary, gRPC) against an HTTP floor, a gRPC floor and a Python V2 server, server and load generator on disjoint cores

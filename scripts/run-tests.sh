@@ -20,8 +20,9 @@
 # test clusters refused to run: a failure's own words come before the control plane's logs it
 # prints, which can run to thousands of lines and push them out of what a CI log keeps.
 #
-# Environment: GO (default go), MAKE (default make), FUZZTIME (default 10000x, see the
-# Makefile's fuzz target), CI (default true: a control plane that cannot start fails).
+# Environment: GO (default go), MAKE (default make), TEST_LDFLAGS (go test's -ldflags, default
+# scripts/xgboost-flags.sh testldflags), FUZZTIME (default 10000x, see the Makefile's fuzz target),
+# CI (default true: a control plane that cannot start fails).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,6 +30,7 @@ cd "$root"
 GO=${GO:-go}
 MAKE=${MAKE:-make}
 FUZZTIME=${FUZZTIME:-10000x}
+TEST_LDFLAGS=${TEST_LDFLAGS:-$(scripts/xgboost-flags.sh testldflags)}
 export CI=${CI:-true}
 
 outputs=$(mktemp -d)
@@ -61,7 +63,7 @@ failures() {
 gotest() {
   local timeout=$1 pkg
   shift
-  for pkg in "$@"; do "$GO" test -count=1 -timeout "$timeout" "./$pkg/"; done
+  for pkg in "$@"; do "$GO" test -ldflags="$TEST_LDFLAGS" -count=1 -timeout "$timeout" "./$pkg/"; done
 }
 
 # Each stream's packages, beside what else it runs. Together they are the packages go test ./...
@@ -75,13 +77,13 @@ serving_pkgs=(test/cluster/serving)
 serving_after_pkgs=(test/images)
 streamed=("${launche2e_pkgs[@]}" "${realnode_pkgs[@]}" "${serving_pkgs[@]}" "${serving_after_pkgs[@]}")
 module=$("$GO" list -m)
-"$GO" test -count=1 -timeout 45m $("$GO" list ./... | grep -v -x -F "${streamed[@]/#/-e$module/}") || exit 1
+"$GO" test -ldflags="$TEST_LDFLAGS" -count=1 -timeout 45m $("$GO" list ./... | grep -v -x -F "${streamed[@]/#/-e$module/}") || exit 1
 
 declare -A pids
 trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
 stream launche2e 'gotest 45m "${launche2e_pkgs[@]}"
-  (cd test/kservetypes && "$GO" vet ./... && "$GO" test -count=1 ./...)
-  "$MAKE" --no-print-directory fuzz FUZZTIME="$FUZZTIME"' &
+  (cd test/kservetypes && "$GO" vet ./... && "$GO" test -ldflags="$TEST_LDFLAGS" -count=1 ./...)
+  "$MAKE" --no-print-directory fuzz FUZZTIME="$FUZZTIME" TEST_LDFLAGS="$TEST_LDFLAGS"' &
 pids[launche2e]=$!
 stream realnode 'gotest 45m "${realnode_pkgs[@]}"' &
 pids[realnode]=$!
