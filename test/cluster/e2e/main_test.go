@@ -10,6 +10,8 @@ import (
 func TestMain(m *testing.M) {
 	cluster.Main(m, cluster.Options{
 		Nodes: cluster.TwoGPUNodes(),
+		// TestChallengerRefusedOnKServeWithoutCanary changes the InferenceService CRD.
+		KServeAPI: true,
 		PodRunner: &podrunner.Options{
 			Commands: cluster.GangboostCommands("gangboost-train"),
 			// Blocker and placeholder pods run sleep.
