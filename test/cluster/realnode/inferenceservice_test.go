@@ -202,6 +202,11 @@ func clusterHTTPClient(nodeIP string) *http.Client {
 	}}
 	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		Proxy: nil,
+		// A connection per request, as a pod's first calls to a new Service need: one opened
+		// before kube-proxy's rules for the ClusterIP were in went out by the host's default
+		// route (on the CI machines an egress proxy answering 404), and kept alive it kept every
+		// later call there (TestTrainAndServeOnRealNode: 404 for the deploy step's 3 minutes).
+		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			host, port, err := net.SplitHostPort(addr)
 			if err != nil {
@@ -219,9 +224,10 @@ func clusterHTTPClient(nodeIP string) *http.Client {
 // endpointHTTPClient calls <service>.<namespace>.svc.cluster.local[:port] at one of the
 // Service's ready endpoints (its EndpointSlices, the Service port's target port), as kube-proxy's
 // rules would send it. The promotion test uses it because it creates and removes Services in
-// quick succession, and on this test plane kube-proxy has twice programmed a new Service's
-// ClusterIP minutes late (its traffic left by the host's default route meanwhile); the Services
-// and endpoints are KServe's own.
+// quick succession, and on this test plane a new Service's ClusterIP has twice answered 404 from
+// the host's default route for minutes; a kept-alive connection opened in the moment before
+// kube-proxy's rules for it were in explains that (clusterHTTPClient has since opened a
+// connection per request). The Services and endpoints are KServe's own.
 func endpointHTTPClient(c *cluster.Cluster) *http.Client {
 	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		Proxy: nil,

@@ -87,13 +87,17 @@ func (b *Backend) waitAnswers(ctx context.Context, s *deploy.Service, ep *deploy
 	}
 }
 
-// getOK is one GET that succeeds on 200; any other answer is an error naming its status and the
-// start of its body (the runtime's {"error"} message).
+// getOK is one GET, on a connection of its own, that succeeds on 200; any other answer is an
+// error naming its status and the start of its body (the runtime's {"error"} message).
 func (b *Backend) getOK(ctx context.Context, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
+	// A connection per call: one opened before the Service's routing was in place (kube-proxy's
+	// rules for a new ClusterIP, a mesh's) reached whatever the network sent it to then, and kept
+	// alive it would carry every later call there too, however long the routing has been right.
+	req.Close = true
 	client := b.HTTPClient
 	if client == nil {
 		client = http.DefaultClient

@@ -134,6 +134,44 @@ func TestWaitAnswersREST(t *testing.T) {
 	}
 }
 
+// What answered the first call (a Service's ClusterIP before kube-proxy's rules for it were in:
+// the host's default route, an egress proxy answering 404) keeps answering on that connection;
+// the model answers on any new one. The check opens a connection per call, so it reaches the
+// model instead of asking the first answerer until its deadline.
+func TestWaitAnswersNewConnectionEachCall(t *testing.T) {
+	var mu sync.Mutex
+	first := "" // the first connection's remote address
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first == "" {
+			first = r.RemoteAddr
+		}
+		if r.RemoteAddr == first {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		fmt.Fprint(w, `{}`)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	ep := &deploy.Endpoint{URL: "http://" + ln.Addr().String(), ModelName: "iris"}
+	log := newProgressLog()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := (&Backend{}).waitAnswers(ctx, irisService(), ep, log.add); err != nil {
+		t.Fatalf("waitAnswers kept asking the first connection's answerer: %v\n%s", err, log)
+	}
+	if !strings.Contains(log.String(), "not answering yet: 404 Not Found") {
+		t.Errorf("progress lacks the first call's 404:\n%s", log)
+	}
+}
+
 // An endpoint that never answers fails the wait when its context ends, naming the call and the
 // last answer.
 func TestWaitAnswersDeadline(t *testing.T) {
