@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,7 +59,7 @@ func TestGangSchedulingNotebook(t *testing.T) {
 	}
 	cmd := nbrun.Command(filepath.Join(testbin.Root(t), "notebooks", "gang-scheduling.ipynb"), out, filepath.Join(testbin.Root(t), "notebooks"))
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "NAMESPACE="+ns,
-		"GANGBOOST_MANIFESTS="+filepath.Join(testbin.Root(t), "manifests"))
+		"GANGBOOST_MANIFESTS="+contentionManifests(t))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		// The error's own line first: the logs after it run to thousands of lines.
 		t.Fatalf("notebook failed (%v): %s\n%s\ncontrol plane logs:\n%s", err, nbrun.LastLine(b), b, c.LogTails(40))
@@ -74,4 +75,42 @@ func TestGangSchedulingNotebook(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(pvc, "models", "iris-gang", "v1", "metadata.json")); err != nil {
 		t.Errorf("no model from the gang on the claim: %v", err)
 	}
+}
+
+// contentionManifests is a folder holding a copy of manifests/contention, as the notebook reads
+// it from $GANGBOOST_MANIFESTS, with the job's Master port (9999) changed to a free one. The
+// pods run as processes on this machine, beside the other test planes' (the serving tier's
+// pipeline gang listens on 9999 too), where on a cluster each pod has an address of its own.
+func contentionManifests(t *testing.T) string {
+	t.Helper()
+	port, err := cluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(testbin.Root(t), "manifests", "contention")
+	dst := filepath.Join(t.TempDir(), "manifests")
+	if err := os.MkdirAll(filepath.Join(dst, "contention"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const masterPort = "containerPort: 9999"
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == "xgboostjob-iris-gang.yaml" {
+			if !strings.Contains(string(b), masterPort) {
+				t.Fatalf("%s has no %q to change", e.Name(), masterPort)
+			}
+			b = []byte(strings.ReplaceAll(string(b), masterPort, "containerPort: "+strconv.Itoa(port)))
+		}
+		if err := os.WriteFile(filepath.Join(dst, "contention", e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
 }
