@@ -21,6 +21,24 @@ func config(dir string) Config {
 		MaxBodyBytes: 1 << 20, RequestTimeout: 10 * time.Second, ShutdownTimeout: 10 * time.Second}
 }
 
+// configOnOwnPorts is config with the REST and gRPC ports picked by netport: outside the kernel's
+// ephemeral range and reserved on the machine, so that once the server has closed them no other
+// test's listener on ":0" takes them over, and a connection refused there means the server's
+// listener is closed (a run of make test once saw a port from ":0" accept again right after the
+// server's shutdown: another package's listener had been given it).
+func configOnOwnPorts(t *testing.T, dir string) Config {
+	t.Helper()
+	cfg := config(dir)
+	for _, addr := range []*string{&cfg.HTTPAddr, &cfg.GRPCAddr} {
+		p, err := netport.Free()
+		if err != nil {
+			t.Fatal(err)
+		}
+		*addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	}
+	return cfg
+}
+
 // start runs s until the test ends; wait returns Run's result once it has returned.
 func start(t *testing.T, s *Server) (cancel context.CancelFunc, wait func() error) {
 	t.Helper()
@@ -46,7 +64,7 @@ func get(t *testing.T, url string) (int, string) {
 // The ports answer before the models load (live), the model serves once loaded, and a
 // cancelled context drains and closes both ports.
 func TestServesThenStops(t *testing.T) {
-	s, err := Listen(config(iris))
+	s, err := Listen(configOnOwnPorts(t, iris))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +111,7 @@ func TestServesThenStops(t *testing.T) {
 // it the server stays up, live and not ready.
 func TestLoadFailureAtStart(t *testing.T) {
 	empty := t.TempDir()
-	cfg := config(empty)
+	cfg := configOnOwnPorts(t, empty)
 	cfg.ExitOnLoadFailure = true
 	s, err := Listen(cfg)
 	if err != nil {
