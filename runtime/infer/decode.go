@@ -138,7 +138,7 @@ func resolveOutputs(outs []Output, f *forest.Model, asked []OutputRequest) ([]Ou
 		asked = defaultOutput[:]
 	}
 	for i, o := range asked {
-		kind, ok := outputKinds[o.Name]
+		kind, ok := outputKind(o.Name)
 		if !ok {
 			return nil, v2.Errorf(v2.KindInvalidInput, "output %q: unknown; this model has %s", o.Name, strings.Join(OutputNames(f), ", "))
 		}
@@ -154,6 +154,16 @@ func resolveOutputs(outs []Output, f *forest.Model, asked []OutputRequest) ([]Ou
 		outs = append(outs, Output{Name: o.Name, Binary: o.Binary, kind: kind, width: width})
 	}
 	return outs, nil
+}
+
+// outputKind is outputKinds[name]; output-0, nearly every request's, is known without the
+// map's hash.
+func outputKind(name string) (forest.OutputKind, bool) {
+	if name == OutputDefault {
+		return forest.OutputDefault, true
+	}
+	kind, ok := outputKinds[name]
+	return kind, ok
 }
 
 // defaultOutput is what a request that names no output gets.

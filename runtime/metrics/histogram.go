@@ -50,9 +50,13 @@ func (h *histogram) observe(v uint64) {
 	for i < len(h.bounds) && v > h.bounds[i] {
 		i++
 	}
-	t := stripeTokens.Get().(*stripeToken)
-	s := h.stripes[t.n&(len(h.stripes)-1)]
-	stripeTokens.Put(t)
+	s := h.stripes[0]
+	// With one core there is one stripe, and no token to take for it.
+	if len(h.stripes) > 1 {
+		t := stripeTokens.Get().(*stripeToken)
+		s = h.stripes[t.n&(len(h.stripes)-1)]
+		stripeTokens.Put(t)
+	}
 	s[i].Add(1)
 	s[len(h.bounds)+1].Add(v)
 }

@@ -198,13 +198,13 @@ func (h *handlers) panicked(id string, p any) error {
 	return v2.Errorf(v2.KindInternal, "internal error: %v", p)
 }
 
-// finish measures an answered request (protocol "" for routes that are not inference, model
-// as its path names it) and logs it when it failed, or every request at debug level.
-func (h *handlers) finish(r *http.Request, start time.Duration, id, protocol, model string, status int) {
+// finish measures an answered request (protocol "" for routes that are not inference, label
+// its model's metrics label, service.ModelLabel) and logs it when it failed, or every request
+// at debug level.
+func (h *handlers) finish(r *http.Request, start time.Duration, id, protocol, label string, status int) {
 	took := time.Since(clockStart) - start
 	if protocol != "" {
-		model, _, _ = strings.Cut(model, ":")
-		h.svc.Metrics.ObserveRequest(h.svc.ModelLabel(model), protocol, statusLabel(status), took)
+		h.svc.Metrics.ObserveRequest(label, protocol, statusLabel(status), took)
 	}
 	if status >= 400 || h.log.Enabled(r.Context(), slog.LevelDebug) {
 		h.log.Info("request", "request_id", id, "method", r.Method, "path", r.URL.Path,
@@ -223,7 +223,12 @@ func (h *handlers) recoverAndLog(c echo.Context, next echo.HandlerFunc) (err err
 		if err != nil {
 			c.Error(err)
 		}
-		h.finish(c.Request(), start, id, inferenceProtocol(c), c.Param("model"), c.Response().Status)
+		protocol, label := inferenceProtocol(c), ""
+		if protocol != "" {
+			model, _, _ := strings.Cut(c.Param("model"), ":") // V1's path names "model:verb"
+			label = h.svc.ModelLabel(model)
+		}
+		h.finish(c.Request(), start, id, protocol, label, c.Response().Status)
 	}()
 	return next(c)
 }
@@ -238,11 +243,15 @@ func (h *handlers) serveInfer(w http.ResponseWriter, r *http.Request, model stri
 		if p := recover(); p != nil {
 			err = h.panicked(id, p)
 		}
-		if err != nil && !answered {
-			status = v2.HTTPStatus(err)
-			writeError(w, status, err.Error())
+		label := model // served: a model this server has, whose label is its name
+		if err != nil {
+			label = h.svc.ModelLabel(model)
+			if !answered {
+				status = v2.HTTPStatus(err)
+				writeError(w, status, err.Error())
+			}
 		}
-		h.finish(r, start, id, "v2", model, status)
+		h.finish(r, start, id, "v2", label, status)
 	}()
 	answered, err = h.inferTo(w, r, model, "", id)
 }
