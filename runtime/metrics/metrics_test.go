@@ -2,7 +2,9 @@ package metrics
 
 import (
 	"errors"
+	"fmt"
 	"net/http/httptest"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -142,9 +144,23 @@ func TestHandlerContentType(t *testing.T) {
 
 // TestHistogramCountsEveryObservation: observations from many goroutines at once, on whatever
 // stripes, all land: the count, the sum and every bucket (a value equal to a bound is in that
-// bound's bucket, as Prometheus' le says) are what one goroutine would have recorded.
+// bound's bucket, as Prometheus' le says) are what one goroutine would have recorded. With one
+// core the histogram has one stripe and takes no token; with four, four stripes.
 func TestHistogramCountsEveryObservation(t *testing.T) {
-	h := newHistogram(latencyBounds, 1e9)
+	for _, procs := range []int{1, 4} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			before := runtime.GOMAXPROCS(procs)
+			h := newHistogram(latencyBounds, 1e9)
+			runtime.GOMAXPROCS(before)
+			if len(h.stripes) != procs {
+				t.Fatalf("%d stripes with GOMAXPROCS %d", len(h.stripes), procs)
+			}
+			countsEveryObservation(t, h)
+		})
+	}
+}
+
+func countsEveryObservation(t *testing.T, h *histogram) {
 	values := []uint64{0, 24_999, 25_000, 25_001, 300_000, 999_999_999, 1_000_000_000, 1_000_000_001, 5_000_000_000}
 	const goroutines, rounds = 8, 5000
 	var wg sync.WaitGroup
