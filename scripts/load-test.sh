@@ -77,6 +77,11 @@ done
 for p in $SERVER_CORES; do
   [ "$p" -ge 1 ] && [ "$p" -le "$ncpu" ] || die "SERVER_CORES: $p is not between 1 and the $ncpu cores of this machine"
 done
+# Durations both wrk and grpcload read: a whole number of seconds, minutes or hours (wrk refuses
+# 0s and fractions, which would otherwise end the script at its first server without a word).
+for d in DURATION WARMUP; do
+  [[ ${!d} =~ ^[1-9][0-9]*[smh]$ ]] || die "$d: ${!d} is not a whole, positive number of seconds, minutes or hours (say 5s)"
+done
 
 work=$(mktemp -d)
 pids=()
@@ -344,8 +349,8 @@ report=$(jq -n \
   def run(p; n): $runs | map(select(.server_cores == p and .name == n)) | .[0];
   # The median over the rounds of figure k of server a against that of its peer b in the same
   # round: a busy machine moves both alike within a round, and rounds apart by 2x.
-  def ratio(p; a; b; k): run(p; a)[k] as $x | run(p; b)[k] as $y |
-    [range(0; $x | length) | $x[.] / $y[.]] | sort | .[(length - 1) / 2 | floor];
+  def rounds(p; a; b; k): run(p; a)[k] as $x | run(p; b)[k] as $y | [range(0; $x | length) | $x[.] / $y[.]];
+  def ratio(p; a; b; k): rounds(p; a; b; k) | sort | .[(length - 1) / 2 | floor];
   {
     model: "iris", rows_per_request: 1, runtime_flags: $flags,
     load: {connections: $connections, duration: $duration, warmup: $warmup, rounds: $rounds, paired_rounds: $paired_rounds},
@@ -355,11 +360,14 @@ report=$(jq -n \
     ratios: [$splits[] | .server_cores as $p | {
       server_cores: $p,
       json_to_floor_rps: ratio($p; "gangboost-json"; "floor"; "rounds_rps"),
+      json_to_floor_rps_rounds: rounds($p; "gangboost-json"; "floor"; "rounds_rps"),
       json_to_floor_cpu: ratio($p; "gangboost-json"; "floor"; "rounds_cpu"),
+      json_to_floor_cpu_rounds: rounds($p; "gangboost-json"; "floor"; "rounds_cpu"),
       json_to_floor_timeouts_cpu: ratio($p; "gangboost-json"; "floor-timeouts"; "rounds_cpu"),
       binary_to_floor_rps: ratio($p; "gangboost-binary"; "floor"; "rounds_rps"),
       binary_to_floor_cpu: ratio($p; "gangboost-binary"; "floor"; "rounds_cpu"),
       grpc_to_floor_rps: ratio($p; "gangboost-grpc"; "grpc-floor"; "rounds_rps"),
+      grpc_to_floor_rps_rounds: rounds($p; "gangboost-grpc"; "grpc-floor"; "rounds_rps"),
       grpc_to_floor_cpu: ratio($p; "gangboost-grpc"; "grpc-floor"; "rounds_cpu"),
       json_to_python_rps: ratio($p; "gangboost-json"; "python"; "rounds_rps"),
       batching_rps: ratio($p; $batched; $unbatched; "rounds_rps"),
@@ -395,18 +403,29 @@ jq -r '
 jq -r --arg bc "$BATCH_CONNECTIONS" '
   def f(x; n): (x * pow(10; n) | round) / pow(10; n) | tostring;
   def met(c): if c then "met" else "NOT met" end;
+  # A goal on a ratio: met or not by the median of the rounds, and, with three rounds or more,
+  # whether the goal lies inside the rounds'"'"' interquartile range: a reading this run does not
+  # settle, as the next run'"'"'s median may land on the other side. The quartiles are rounds
+  # themselves, taken outward (three rounds: the lowest and the highest).
+  def quartile(r; q): r | sort | .[(length - 1) * q | if q < 0.5 then floor else ceil end];
+  def goal(v; r; op; g):
+    (if op == ">=" then v >= g else v <= g end) as $ok |
+    "goal \(op) \(g): \(met($ok))" +
+    (if (r | length) >= 3 and quartile(r; 0.25) <= g and g <= quartile(r; 0.75)
+     then ", unsettled: inside the rounds'"'"' interquartile range \(f(quartile(r; 0.25); 2))x-\(f(quartile(r; 0.75); 2))x"
+     else "" end);
   "",
   (.goals as $g | .ratios[] |
-    "\(.server_cores) core(s): REST JSON / floor \(f(.json_to_floor_rps; 2))x req/s (goal >= \($g.json_floor_rps_min): \(met(.json_to_floor_rps >= $g.json_floor_rps_min))), \(f(.json_to_floor_cpu; 2))x CPU/req (goal <= \($g.json_floor_cpu_max): \(met(.json_to_floor_cpu <= $g.json_floor_cpu_max)))",
+    "\(.server_cores) core(s): REST JSON / floor \(f(.json_to_floor_rps; 2))x req/s (\(goal(.json_to_floor_rps; .json_to_floor_rps_rounds; ">="; $g.json_floor_rps_min))), \(f(.json_to_floor_cpu; 2))x CPU/req (\(goal(.json_to_floor_cpu; .json_to_floor_cpu_rounds; "<="; $g.json_floor_cpu_max)))",
     "           REST JSON / floor with the runtime'"'"'s timeouts \(f(.json_to_floor_timeouts_cpu; 2))x CPU/req",
     "           REST binary / floor \(f(.binary_to_floor_rps; 2))x req/s, \(f(.binary_to_floor_cpu; 2))x CPU/req",
-    "           gRPC / gRPC floor \(f(.grpc_to_floor_rps; 2))x req/s (goal >= \($g.grpc_floor_rps_min): \(met(.grpc_to_floor_rps >= $g.grpc_floor_rps_min))), \(f(.grpc_to_floor_cpu; 2))x CPU/req",
+    "           gRPC / gRPC floor \(f(.grpc_to_floor_rps; 2))x req/s (\(goal(.grpc_to_floor_rps; .grpc_to_floor_rps_rounds; ">="; $g.grpc_floor_rps_min))), \(f(.grpc_to_floor_cpu; 2))x CPU/req",
     "           REST JSON / python \(f(.json_to_python_rps; 1))x req/s (goal >= \($g.python_ratio_min): \(met(.json_to_python_rps >= $g.python_ratio_min)))",
     "           --enable_batching under \($bc) connections: \(f(.batching_rps; 2))x req/s, \(f(.batching_cpu; 2))x CPU/req of the same server without it"),
   (.goals as $g | .paired as $pr | .core_splits[] | .server_cores as $p |
     ($pr | map(select(.server_cores == $p)) | INDEX(.name)) as $x |
     select($x | length > 0) |
-    "\($p) core(s), paired (at once on the same cores, \($x["json-floor"].rounds_cpu_ratio | length) rounds): REST JSON / floor \(f($x["json-floor"].cpu_ratio; 2))x CPU/req (goal <= \($g.json_floor_cpu_max): \(met($x["json-floor"].cpu_ratio <= $g.json_floor_cpu_max)); rounds \($x["json-floor"].rounds_cpu_ratio | map(f(.; 2) + "x") | join(" "))), / floor with the runtime'"'"'s timeouts \(f($x["json-floor-timeouts"].cpu_ratio; 2))x, REST binary / floor \(f($x["binary-floor"].cpu_ratio; 2))x, gRPC / gRPC floor \(f($x["grpc-floor"].cpu_ratio; 2))x"),
+    "\($p) core(s), paired (at once on the same cores, \($x["json-floor"].rounds_cpu_ratio | length) rounds): REST JSON / floor \(f($x["json-floor"].cpu_ratio; 2))x CPU/req (\(goal($x["json-floor"].cpu_ratio; $x["json-floor"].rounds_cpu_ratio; "<="; $g.json_floor_cpu_max)); rounds \($x["json-floor"].rounds_cpu_ratio | map(f(.; 2) + "x") | join(" "))), / floor with the runtime'"'"'s timeouts \(f($x["json-floor-timeouts"].cpu_ratio; 2))x, REST binary / floor \(f($x["binary-floor"].cpu_ratio; 2))x, gRPC / gRPC floor \(f($x["grpc-floor"].cpu_ratio; 2))x"),
   (.gangboost.after_load[] | "gangboost RSS       \(.server_cores) core(s): \(f(.rss_after_load_mib; 1)) MiB after the load, peak \(f(.rss_peak_mib; 1)) MiB"),
   "gangboost RSS       \(f(.gangboost.rss_loaded_idle_mib; 1)) MiB loaded and idle (goal for the peak <= \(.goals.rss_mib_max))",
   "gangboost ready     \(f(.gangboost.ready_ms_best; 1)) ms best, \(f(.gangboost.ready_ms_median; 1)) ms median of \(.gangboost.ready_ms_all | length) starts (goal <= \(.goals.ready_ms_max): \(met(.gangboost.ready_ms_best <= .goals.ready_ms_max)))",
