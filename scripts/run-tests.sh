@@ -12,10 +12,11 @@
 # 435 s, serving 256 s and its v0.15 tier 300 s, e2e 202 s, kservetypes and fuzz 134 s,
 # test/images 70 s; notebooks 64 s beside the other packages; launche2e's resume tests have been
 # 50 s shorter since; with the claim binder's 1 s sync, in a later run: launche2e 304 s, realnode
-# 425 s, serving 277 s and 284 s, e2e 144 s, notebooks 103 s, test/images 68 s). The two serving tiers share a stream: their runtime pods run as local
-# processes that listen on the same host ports (8080, 8081), and their pipeline's gang on the
-# launch step's default Master port (9999). Pods of the other streams' planes run on the same
-# host: their ports must be free ones (cluster.FreePort), never those.
+# 425 s, serving 277 s and 284 s, e2e 144 s, notebooks 103 s, test/images 68 s). The two serving
+# tiers share a stream: their runtime pods run as local processes that listen on the same host
+# ports (8080, 8081), and their pipeline's gang on the launch step's default Master port (9999).
+# Pods of the other streams' planes run on the same host: their ports must be free ones
+# (cluster.FreePort), never those.
 #
 # Every line a stream prints is prefixed with its name; the script fails when any stream fails,
 # after all of them have ended (a failing stream does not stop the others' tests half-way), and
