@@ -2,6 +2,7 @@ package batcher
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"runtime"
@@ -142,5 +143,102 @@ func TestCallsRacingCloseAreAnswered(t *testing.T) {
 	case <-done:
 	case <-time.After(60 * time.Second):
 		t.Fatal("calls racing Close still waiting after 60s")
+	}
+}
+
+// A call that comes alone is evaluated at once, not held for others to join it: with a
+// MaxDelay of an hour it is still answered.
+func TestALoneCallIsNotHeldForOthers(t *testing.T) {
+	b := New(rowSum{nf: 1}, Options{MaxBatchRows: 64, MaxDelay: time.Hour, Log: quiet()})
+	for i := 0; i < 3; i++ {
+		done := make(chan error, 1)
+		go func() {
+			got, err := b.PredictContext(context.Background(), nil, []float32{float32(i)}, 1, forest.OutputDefault)
+			if err == nil && (len(got) != 1 || got[0] != float32(i)) {
+				err = fmt.Errorf("answer %v, want [%d]", got, i)
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("call %d, alone, still waiting after 60 s (MaxDelay is an hour)", i)
+		}
+	}
+	b.Close() // not deferred: after a failure it would wait for the stuck call
+}
+
+// gated is rowSum that holds its first evaluation until release is closed, and records how
+// many rows each evaluation got.
+type gated struct {
+	rowSum
+	entered, release chan struct{}
+
+	mu    sync.Mutex
+	evals []int
+}
+
+func (g *gated) PredictContext(ctx context.Context, dst, rows []float32, nrows int, kind forest.OutputKind) ([]float32, error) {
+	g.mu.Lock()
+	g.evals = append(g.evals, nrows)
+	first := len(g.evals) == 1
+	g.mu.Unlock()
+	if first {
+		close(g.entered)
+		<-g.release
+	}
+	return g.rowSum.PredictContext(ctx, dst, rows, nrows, kind)
+}
+
+// The calls that arrive while a batch is evaluated form the next batch, all of them, each
+// answered with its own rows.
+func TestCallsQueuedDuringAnEvaluationFormTheNextBatch(t *testing.T) {
+	g := &gated{rowSum: rowSum{nf: 1}, entered: make(chan struct{}), release: make(chan struct{})}
+	b := New(g, Options{MaxBatchRows: 64, MaxDelay: time.Hour, Log: quiet()})
+	var wg sync.WaitGroup
+	call := func(v float32) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := b.PredictContext(context.Background(), nil, []float32{v, v}, 2, forest.OutputDefault)
+			if err != nil || len(got) != 2 || got[0] != v || got[1] != v {
+				t.Errorf("call %v: %v, %v", v, got, err)
+			}
+		}()
+	}
+	guard := time.After(60 * time.Second)
+	call(100)
+	select {
+	case <-g.entered:
+	case <-guard:
+		t.Fatal("the first call not evaluated after 60 s")
+	}
+	const queued = 5
+	for i := 0; i < queued; i++ {
+		call(float32(i))
+	}
+	for q := b.queues[forest.OutputDefault]; len(q) < queued; {
+		select {
+		case <-guard:
+			t.Fatalf("%d of %d calls queued after 60 s", len(q), queued)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	close(g.release)
+	answered := make(chan struct{})
+	go func() { wg.Wait(); close(answered) }()
+	select {
+	case <-answered:
+	case <-guard:
+		t.Fatal("calls still waiting 60 s after the first evaluation ended (MaxDelay is an hour)")
+	}
+	b.Close() // not deferred: after a failure it would wait for the stuck calls
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.evals) != 2 || g.evals[0] != 2 || g.evals[1] != 2*queued {
+		t.Fatalf("evaluations of %v rows; want [2 %d]: the first call alone, then the %d queued behind it together", g.evals, 2*queued, queued)
 	}
 }

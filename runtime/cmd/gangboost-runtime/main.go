@@ -55,7 +55,7 @@ func run(args []string) error {
 		timeout      = fs.Duration("request_timeout", 60*time.Second, "longest time to receive a request (408 after it); its answer must be written within "+server.WriteGrace.String()+" more")
 		batchOn      = fs.Bool("enable_batching", false, "merge concurrent requests into shared evaluations")
 		batchSize    = fs.Int("max_batch_size", 64, "rows a merged batch collects before it runs")
-		batchDelay   = fs.Duration("max_batch_delay", time.Millisecond, "longest a request waits for others to join its batch")
+		batchDelay   = fs.Duration("max_batch_delay", time.Millisecond, "longest a batch gathers requests already on their way (none waits for requests not yet sent)")
 		drain        = fs.Duration("shutdown_timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
 		logLevel     = fs.String("log_level", "info", "debug, info, warn or error")
 		check        = fs.Bool("check", false, "load the models in --model_dir as serving would, print each one's file and exit, 1 with the reason when one does not load; opens no port (a pre-flight for a model folder, e.g. make deploy-example's)")
