@@ -21,7 +21,11 @@ import (
 type Options struct {
 	MaxBatchRows int
 	MaxDelay     time.Duration
-	Log          *slog.Logger // where a recovered panic is reported; nil: slog.Default()
+	// Evaluators is how many merged evaluations of one output kind may run at once, each
+	// gathering its own batch; 0: GOMAXPROCS, so that batches of a model too large for one
+	// core's evaluations use every core the server has.
+	Evaluators int
+	Log        *slog.Logger // where a recovered panic is reported; nil: slog.Default()
 }
 
 // Predictor is what the batcher calls with merged rows.
@@ -69,6 +73,9 @@ func New(next Predictor, o Options) *Batcher {
 	if o.MaxBatchRows <= 0 {
 		o.MaxBatchRows = 1
 	}
+	if o.Evaluators <= 0 {
+		o.Evaluators = runtime.GOMAXPROCS(0)
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -76,8 +83,10 @@ func New(next Predictor, o Options) *Batcher {
 	for _, k := range kinds {
 		q := make(chan *call, 4*o.MaxBatchRows)
 		b.queues[k] = q
-		b.wg.Add(1)
-		go b.loop(k, q)
+		for range o.Evaluators {
+			b.wg.Add(1)
+			go b.loop(k, q)
+		}
 	}
 	return b
 }

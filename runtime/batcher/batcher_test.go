@@ -197,7 +197,7 @@ func (g *gated) PredictContext(ctx context.Context, dst, rows []float32, nrows i
 // answered with its own rows.
 func TestCallsQueuedDuringAnEvaluationFormTheNextBatch(t *testing.T) {
 	g := &gated{rowSum: rowSum{nf: 1}, entered: make(chan struct{}), release: make(chan struct{})}
-	b := New(g, Options{MaxBatchRows: 64, MaxDelay: time.Hour, Log: quiet()})
+	b := New(g, Options{MaxBatchRows: 64, MaxDelay: time.Hour, Evaluators: 1, Log: quiet()})
 	var wg sync.WaitGroup
 	call := func(v float32) {
 		wg.Add(1)
@@ -241,4 +241,43 @@ func TestCallsQueuedDuringAnEvaluationFormTheNextBatch(t *testing.T) {
 	if len(g.evals) != 2 || g.evals[0] != 2 || g.evals[1] != 2*queued {
 		t.Fatalf("evaluations of %v rows; want [2 %d]: the first call alone, then the %d queued behind it together", g.evals, 2*queued, queued)
 	}
+}
+
+// With two evaluators, a call is evaluated while another evaluation still runs: a model too
+// large for one core's evaluations gets a second core.
+func TestEvaluatorsRunBatchesAtOnce(t *testing.T) {
+	g := &gated{rowSum: rowSum{nf: 1}, entered: make(chan struct{}), release: make(chan struct{})}
+	b := New(g, Options{MaxBatchRows: 64, MaxDelay: time.Hour, Evaluators: 2, Log: quiet()})
+	first := make(chan error, 1)
+	go func() {
+		_, err := b.PredictContext(context.Background(), nil, []float32{1}, 1, forest.OutputDefault)
+		first <- err
+	}()
+	guard := time.After(60 * time.Second)
+	select {
+	case <-g.entered:
+	case <-guard:
+		t.Fatal("the first call not evaluated after 60 s")
+	}
+	second := make(chan error, 1)
+	go func() {
+		got, err := b.PredictContext(context.Background(), nil, []float32{2}, 1, forest.OutputDefault)
+		if err == nil && (len(got) != 1 || got[0] != 2) {
+			err = fmt.Errorf("answer %v, want [2]", got)
+		}
+		second <- err
+	}()
+	select {
+	case err := <-second:
+		if err != nil {
+			t.Fatalf("second call: %v", err)
+		}
+	case <-guard:
+		t.Fatal("the second call still waiting after 60 s while the first evaluation runs: one evaluator only")
+	}
+	close(g.release)
+	if err := <-first; err != nil {
+		t.Fatalf("first call: %v", err)
+	}
+	b.Close()
 }

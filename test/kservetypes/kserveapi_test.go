@@ -31,6 +31,7 @@ func full() *kserveapi.InferenceService {
 			Model: &kserveapi.ModelSpec{
 				ModelFormat: kserveapi.ModelFormat{Name: "xgboost"}, Runtime: ptr("gangboost-xgboost"),
 				StorageURI: ptr("pvc://gangboost-models/models/iris/v1"), ProtocolVersion: ptr("v2"), Name: kserveapi.ContainerName,
+				Args:      []string{"--enable_batching"},
 				Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
 			},
 			Name:        "run-1a2b3c4d",
@@ -42,7 +43,7 @@ func full() *kserveapi.InferenceService {
 				Name: "run-5e6f7a8b",
 				Model: &kserveapi.ModelSpec{ModelFormat: kserveapi.ModelFormat{Name: "xgboost"}, Runtime: ptr("gangboost-xgboost"),
 					StorageURI: ptr("pvc://gangboost-models/models/iris/v2"), ProtocolVersion: ptr("v2"), Name: kserveapi.ContainerName,
-					Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()}},
+					Args: []string{"--enable_batching"}, Resources: corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()}},
 				// Every field set, for the check below (KServe's validation refuses maxReplicas on
 				// a canary; its types carry it).
 				MinReplicas: ptr(int32(1)), MaxReplicas: 1,
@@ -148,7 +149,7 @@ func TestModelSpecMarshalsAsKServes(t *testing.T) {
 			Runtime:     m.Runtime,
 			PredictorExtensionSpec: v1beta1.PredictorExtensionSpec{
 				StorageURI: m.StorageURI, ProtocolVersion: &protocol,
-				Container: corev1.Container{Name: m.Name, Resources: m.Resources},
+				Container: corev1.Container{Name: m.Name, Args: m.Args, Resources: m.Resources},
 			},
 		}
 		a, _ := json.Marshal(m)

@@ -10,6 +10,8 @@
 package kserveapi
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -105,7 +107,10 @@ type ModelSpec struct {
 	// ProtocolVersion is "v1", "v2" or "grpc-v2".
 	ProtocolVersion *string `json:"protocolVersion,omitempty"`
 	// Name is the model container's name (empty: KServe names it ContainerName).
-	Name      string                      `json:"name"`
+	Name string `json:"name"`
+	// Args are the model container's arguments, which KServe appends to its runtime's (e.g.
+	// --enable_batching for gangboost-runtime).
+	Args      []string                    `json:"args,omitempty"`
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
@@ -264,6 +269,7 @@ func (p PredictorSpec) DeepCopy() PredictorSpec {
 	if m := p.Model; m != nil {
 		c := *m
 		c.Runtime, c.StorageURI, c.ProtocolVersion = copyPtr(m.Runtime), copyPtr(m.StorageURI), copyPtr(m.ProtocolVersion)
+		c.Args = slices.Clone(m.Args)
 		m.Resources.DeepCopyInto(&c.Resources)
 		out.Model = &c
 	}

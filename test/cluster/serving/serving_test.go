@@ -403,9 +403,17 @@ func TestInferenceServices(t *testing.T) {
 		e := *e
 		e.t = t
 		isvc := e.inferenceService("inferenceservice-grpc.yaml")
+		// An InferenceService turns the runtime's batching on with an argument of its own:
+		// KServe appends the predictor's args to the runtime's (runtime/README.md, batching).
+		isvc.Spec.Predictor.Model.Args = []string{"--enable_batching"}
 		start := e.create(isvc)
 		e.waitReady(isvc.Name, start)
-		e.checkPredictorPod(isvc.Name, "models/iris/v1")
+		pod := e.checkPredictorPod(isvc.Name, "models/iris/v1")
+		for _, c := range pod.Spec.Containers {
+			if c.Name == "kserve-container" && (len(c.Args) < 2 || c.Args[0] != "--model_name="+isvc.Name || c.Args[len(c.Args)-1] != "--enable_batching") {
+				t.Errorf("kserve-container args %q: want the runtime's, then the InferenceService's --enable_batching", c.Args)
+			}
+		}
 		svc, err := e.c.Kube.CoreV1().Services(namespace).Get(context.Background(), isvc.Name+"-predictor", metav1.GetOptions{})
 		if err != nil || len(svc.Spec.Ports) == 0 {
 			t.Fatalf("Service %s-predictor: %v %+v", isvc.Name, err, svc)
