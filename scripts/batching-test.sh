@@ -55,27 +55,9 @@ for n in $TREES $CONNECTIONS $DEPTH $FEATURES $ROUNDS; do
 done
 [ "$DEPTH" -le 16 ] && [ "$FEATURES" -le 1000 ] || die "DEPTH at most 16, FEATURES at most 1000"
 for n in $TREES; do [ "$n" -le 20000 ] || die "TREES: $n is more than 20000 trees"; done
-for d in DURATION WARMUP; do
-  [[ ${!d} =~ ^[1-9][0-9]*[smh]$ ]] || die "$d: ${!d} is not a whole, positive number of seconds, minutes or hours (say 4s)"
-done
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# free_port: a port nothing listens on now (the kernel's pick for a socket bound to port 0).
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-# cpu_ticks PID: the process's user + system CPU time so far, in clock ticks (fields 14 and 15 of
-# /proc/PID/stat, counted after the command name, which may hold spaces).
-cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
-cpu_list() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
+# shellcheck source=scripts/loadtest-lib.sh
+. scripts/loadtest-lib.sh
+check_durations DURATION WARMUP
 
 # The data set: FEATURES standard normal columns and a label from a linear part, an interaction
 # and a sine of them plus noise, so that deep trees keep finding splits. One request's row is

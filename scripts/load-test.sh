@@ -77,22 +77,9 @@ done
 for p in $SERVER_CORES; do
   [ "$p" -ge 1 ] && [ "$p" -le "$ncpu" ] || die "SERVER_CORES: $p is not between 1 and the $ncpu cores of this machine"
 done
-# Durations both wrk and grpcload read: a whole number of seconds, minutes or hours (wrk refuses
-# 0s and fractions, which would otherwise end the script at its first server without a word).
-for d in DURATION WARMUP; do
-  [[ ${!d} =~ ^[1-9][0-9]*[smh]$ ]] || die "$d: ${!d} is not a whole, positive number of seconds, minutes or hours (say 5s)"
-done
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=scripts/loadtest-lib.sh
+. scripts/loadtest-lib.sh
+check_durations DURATION WARMUP
 
 gbr=${GANGBOOST_RUNTIME:-$root/bin/gangboost-runtime}
 if [ ! -x "$gbr" ]; then
@@ -104,18 +91,10 @@ for tool in floor grpcfloor grpcload readytime; do
   go build -o "$work/$tool" "./runtime/loadtest/$tool"
 done
 
-free_port() {
-  "$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 rss_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
-# cpu_ticks PID: the process's user + system CPU time so far, in clock ticks (fields 14 and 15 of
-# /proc/PID/stat, counted after the command name, which may hold spaces).
-cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 # mallocs PORT: gangboost's heap allocations so far.
 mallocs() { curl -sf "http://127.0.0.1:$1/metrics" | awk '$1 == "go_memstats_mallocs_total" { printf "%.0f\n", $2 }'; }
-# cpu_list FIRST LAST: "0" or "0-1".
-cpu_list() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
 
 declare -A pid port gport
 
