@@ -89,28 +89,14 @@ for trees in $TREES; do
     >"$work/train.$trees.log" 2>&1 || { cat "$work/train.$trees.log" >&2; die "training $trees trees failed"; }
 done
 
-declare -A pid port
-
-# start NAME CPUS MODEL-DIR [FLAG...]: gangboost-runtime pinned to CPUS, once it is ready.
-start() {
-  local name=$1 cpus=$2 dir=$3 i
-  shift 3
+# start_runtime NAME MODEL-DIR [FLAG...]: gangboost-runtime serving MODEL-DIR as model m on the
+# server cores, once it is ready.
+start_runtime() {
+  local name=$1 dir=$2
+  shift 2
   port[$name]=$(free_port)
-  GOMAXPROCS=$server_cores taskset -c "$cpus" "$gbr" --model_name m --model_dir "$dir" \
-    --http_port "${port[$name]}" --grpc_port 0 "$@" >"$work/$name.log" 2>&1 &
-  pid[$name]=$!
-  pids+=("${pid[$name]}")
-  for i in $(seq 600); do
-    curl -sf "http://127.0.0.1:${port[$name]}/v2/health/ready" >/dev/null 2>&1 && return 0
-    kill -0 "${pid[$name]}" 2>/dev/null || { cat "$work/$name.log" >&2; die "$name exited before it was ready"; }
-    sleep 0.05
-  done
-  die "$name not ready within 30 s"
-}
-
-stop() {
-  kill "${pid[$1]}" 2>/dev/null || true
-  wait "${pid[$1]}" 2>/dev/null || true
+  start "$name" "$server_cpus" "curl -sf http://127.0.0.1:${port[$name]}/v2/health/ready" \
+    "$gbr" --model_name m --model_dir "$dir" --http_port "${port[$name]}" --grpc_port 0 "$@"
 }
 
 # answer NAME: the outputs of the request on server NAME.
@@ -136,19 +122,11 @@ bench() {
 }
 
 for server_cores in $SERVER_CORES; do
-  server_cpus=$(cpu_list 0 $((server_cores - 1)))
-  if [ "$server_cores" -lt "$ncpu" ]; then
-    load_cpus=$(cpu_list "$server_cores" $((ncpu - 1)))
-    load_threads=$((ncpu - server_cores))
-    echo "$server_cores server core(s): server on cores $server_cpus, load generator on cores $load_cpus"
-  else
-    load_cpus=$((ncpu - 1))
-    load_threads=1
-    echo "$server_cores server core(s): server on cores $server_cpus, load generator on core $load_cpus (shared: no core is left)"
-  fi
+  split_cores "$server_cores"
+  echo "$server_cores server core(s): $split"
   for trees in $TREES; do
-    start plain "$server_cpus" "$work/models/t$trees"
-    start batching "$server_cpus" "$work/models/t$trees" --enable_batching
+    start_runtime plain "$work/models/t$trees"
+    start_runtime batching "$work/models/t$trees" --enable_batching
     [ "$(answer plain)" = "$(answer batching)" ] || die "$trees trees: the answers differ: $(answer plain) without batching, $(answer batching) with it"
     for conns in $CONNECTIONS; do
       for round in $(seq "$ROUNDS"); do

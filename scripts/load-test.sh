@@ -96,29 +96,7 @@ rss_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 # mallocs PORT: gangboost's heap allocations so far.
 mallocs() { curl -sf "http://127.0.0.1:$1/metrics" | awk '$1 == "go_memstats_mallocs_total" { printf "%.0f\n", $2 }'; }
 
-declare -A pid port gport
-
-# start NAME CPUS READY-COMMAND COMMAND...: starts a server pinned to CPUS in the background and
-# waits until READY-COMMAND (a shell string) succeeds.
-start() {
-  local name=$1 cpus=$2 ready=$3
-  shift 3
-  GOMAXPROCS=$server_cores taskset -c "$cpus" "$@" >"$work/$name.log" 2>&1 &
-  pid[$name]=$!
-  pids+=("${pid[$name]}")
-  local i
-  for i in $(seq 600); do
-    eval "$ready" >/dev/null 2>&1 && return 0
-    kill -0 "${pid[$name]}" 2>/dev/null || { cat "$work/$name.log" >&2; die "$name exited before it was ready"; }
-    sleep 0.05
-  done
-  die "$name not ready within 30 s"
-}
-
-stop() {
-  kill "${pid[$1]}" 2>/dev/null || true
-  wait "${pid[$1]}" 2>/dev/null || true
-}
+declare -A gport
 
 # bench NAME PROTOCOL SERVER ROUND [CONNECTIONS]: measures one protocol of one server under
 # load and writes $work/P.NAME.ROUND.json with the load generator's figures, the server's CPU
@@ -233,16 +211,7 @@ p=$(free_port)
 
 splits=()
 for server_cores in $SERVER_CORES; do
-  server_cpus=$(cpu_list 0 $((server_cores - 1)))
-  if [ "$server_cores" -lt "$ncpu" ]; then
-    load_cpus=$(cpu_list "$server_cores" $((ncpu - 1)))
-    load_threads=$((ncpu - server_cores))
-    split="server on cores $server_cpus, load generator on cores $load_cpus"
-  else
-    load_cpus=$((ncpu - 1))
-    load_threads=1
-    split="server on cores $server_cpus, load generator on core $load_cpus (shared: no core is left)"
-  fi
+  split_cores "$server_cores"
   splits+=("$(jq -n --argjson p "$server_cores" --arg s "$split" '{server_cores: $p, split: $s}')")
   echo "$server_cores server core(s): $split"
 

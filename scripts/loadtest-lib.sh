@@ -33,3 +33,46 @@ free_port() {
 cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
 # cpu_list FIRST LAST: "0" or "0-1".
 cpu_list() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
+
+# split_cores P: the core split for P server cores, in server_cpus (cores 0..P-1), load_cpus and
+# load_threads (the cores after them; with none left, the last, shared) and split (in words).
+split_cores() {
+  local ncpu
+  ncpu=$(nproc)
+  server_cpus=$(cpu_list 0 $(($1 - 1)))
+  if [ "$1" -lt "$ncpu" ]; then
+    load_cpus=$(cpu_list "$1" $((ncpu - 1)))
+    load_threads=$((ncpu - $1))
+    split="server on cores $server_cpus, load generator on cores $load_cpus"
+  else
+    load_cpus=$((ncpu - 1))
+    load_threads=1
+    split="server on cores $server_cpus, load generator on core $load_cpus (shared: no core is left)"
+  fi
+}
+
+# The servers of a run by name: their process ids and ports.
+declare -A pid port
+
+# start NAME CPUS READY-COMMAND COMMAND...: starts a server pinned to CPUS in the background and
+# waits until READY-COMMAND (a shell string) succeeds; GOMAXPROCS is $server_cores.
+start() {
+  local name=$1 cpus=$2 ready=$3
+  shift 3
+  GOMAXPROCS=$server_cores taskset -c "$cpus" "$@" >"$work/$name.log" 2>&1 &
+  pid[$name]=$!
+  pids+=("${pid[$name]}")
+  local i
+  for i in $(seq 600); do
+    eval "$ready" >/dev/null 2>&1 && return 0
+    kill -0 "${pid[$name]}" 2>/dev/null || { cat "$work/$name.log" >&2; die "$name exited before it was ready"; }
+    sleep 0.05
+  done
+  die "$name not ready within 30 s"
+}
+
+stop() {
+  kill "${pid[$1]}" 2>/dev/null || true
+  wait "${pid[$1]}" 2>/dev/null || true
+}
+
