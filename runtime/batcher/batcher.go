@@ -25,7 +25,11 @@ type Options struct {
 	// gathering its own batch; 0: GOMAXPROCS, so that batches of a model too large for one
 	// core's evaluations use every core the server has.
 	Evaluators int
-	Log        *slog.Logger // where a recovered panic is reported; nil: slog.Default()
+	// MinRowCost batches only a model whose one-row evaluation takes at least this long
+	// (service.NewPredictor times it at load; 0: every model): batching pays for large models
+	// under concurrent load and costs small ones (runtime/README.md, "Batching").
+	MinRowCost time.Duration
+	Log        *slog.Logger // where a recovered panic and a model's batching choice are reported; nil: slog.Default()
 }
 
 // Predictor is what the batcher calls with merged rows.

@@ -227,7 +227,7 @@ func TestReleasedVersionStopsItsBatcher(t *testing.T) {
 	if err := s.Registry.Load("iris"); err != nil {
 		t.Fatal(err)
 	}
-	// The batcher runs one loop per output kind; Close, run by the last Release, returns once
+	// The batcher runs loops per output kind (one per core); Close, run by the last Release, returns once
 	// each loop has said it is done, a moment before its goroutine ends: the count is waited for
 	// (the deadline only guards against a hang).
 	before := runtime.NumGoroutine()
@@ -241,5 +241,24 @@ func TestReleasedVersionStopsItsBatcher(t *testing.T) {
 	got, err := old.Predictor.PredictContext(context.Background(), nil, irisRows[:4], 1, forest.OutputLabel)
 	if err != nil || len(got) != 1 || got[0] != 0 {
 		t.Fatalf("call after the batcher stopped: %v %v", got, err)
+	}
+}
+
+// With MinRowCost, a version is batched only when its one-row evaluation takes that long: the
+// Iris model's takes well under an hour, and far more than nothing.
+func TestMinRowCostChoosesBatchingByTheModel(t *testing.T) {
+	for _, c := range []struct {
+		min     time.Duration
+		batched bool
+	}{{time.Nanosecond, true}, {time.Hour, false}} {
+		s := newService(t, batcher.Options{MaxBatchRows: 16, MinRowCost: c.min}, infer.Limits{})
+		_, l, err := s.Acquire("iris", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := l.Predictor.(*batcher.Batcher); ok != c.batched {
+			t.Errorf("MinRowCost %v: predictor %T, batched %v; want batched %v", c.min, l.Predictor, ok, c.batched)
+		}
+		l.Release()
 	}
 }

@@ -312,7 +312,7 @@ func TestClusterServingRuntimes(t *testing.T) {
 			if c.Image != image {
 				t.Errorf("image %q, want %q", c.Image, image)
 			}
-			wantArgs := []string{"--model_name={{.Name}}", "--model_dir=/mnt/models", "--http_port=8080", "--grpc_port=8081", "--exit_on_load_failure"}
+			wantArgs := []string{"--model_name={{.Name}}", "--model_dir=/mnt/models", "--http_port=8080", "--grpc_port=8081", "--exit_on_load_failure", "--enable_batching=auto"}
 			if !slices.Equal(c.Args, wantArgs) {
 				t.Errorf("args = %q, want %q", c.Args, wantArgs)
 			}

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -53,7 +54,6 @@ func run(args []string) error {
 		maxContribs  = fs.Int("max_contribs_rows", 1000, "most rows of a request that asks for SHAP values (contribs), which cost trees x depth^2 per row")
 		maxInflight  = fs.Int64("max_inflight_body_bytes", 256<<20, "request bodies held in memory at once over all requests; a request beyond it gets 503 (0: no limit)")
 		timeout      = fs.Duration("request_timeout", 60*time.Second, "longest time to receive a request (408 after it); its answer must be written within "+server.WriteGrace.String()+" more")
-		batchOn      = fs.Bool("enable_batching", false, "merge concurrent requests into shared evaluations")
 		batchSize    = fs.Int("max_batch_size", 64, "rows a merged batch collects before it runs")
 		batchDelay   = fs.Duration("max_batch_delay", time.Millisecond, "longest a batch gathers requests already on their way (none waits for requests not yet sent)")
 		drain        = fs.Duration("shutdown_timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests")
@@ -62,6 +62,8 @@ func run(args []string) error {
 		pprofPort    = fs.Int("pprof_port", 0, "serve Go's pprof profiles (net/http/pprof) on 127.0.0.1 at this port, for profiling a load run (make load-profile); 0: off")
 		exitOnFail   = fs.Bool("exit_on_load_failure", false, "exit 1 when a model fails to load at start, instead of staying up live but not ready; under KServe the failure then reaches the InferenceService's status.modelStatus.lastFailureInfo (with terminationMessagePolicy FallbackToLogsOnError) and the pod restarts with back-off")
 	)
+	batching := batchingOff
+	fs.Var(&batching, "enable_batching", "merge concurrent requests into shared evaluations: true, false, or auto (only a model whose one-row evaluation takes "+autoMinRowCost.String()+" or more: one of about 1000 trees of depth 8)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,8 +88,11 @@ func run(args []string) error {
 	if *grpcPort > 0 {
 		cfg.GRPCAddr = ":" + strconv.Itoa(*grpcPort)
 	}
-	if *batchOn {
+	switch batching {
+	case batchingOn:
 		cfg.Batching = batcher.Options{MaxBatchRows: *batchSize, MaxDelay: *batchDelay}
+	case batchingAuto:
+		cfg.Batching = batcher.Options{MaxBatchRows: *batchSize, MaxDelay: *batchDelay, MinRowCost: autoMinRowCost}
 	}
 	s, err := server.Listen(cfg)
 	if err != nil {
@@ -136,3 +141,37 @@ func checkModels(w io.Writer, dir, name, version string) error {
 	}
 	return nil
 }
+
+// batchingMode is --enable_batching: a boolean flag (given alone, true) that also takes auto.
+type batchingMode string
+
+const (
+	batchingOff  batchingMode = "false"
+	batchingOn   batchingMode = "true"
+	batchingAuto batchingMode = "auto"
+)
+
+// autoMinRowCost is where --enable_batching=auto turns batching on: measured on the 2-core VM
+// (2026-11-29, make load-test-batching), batching paid from models of about 1000 trees of depth
+// 8, whose one-row evaluation service.RowCost times at 7.0-8.9 µs (500 trees, the break-even:
+// 2.9-3.6 µs; 100 trees, which batching slows by a fifth: 0.5 µs).
+const autoMinRowCost = 5 * time.Microsecond
+
+func (b *batchingMode) String() string { return string(*b) }
+
+func (b *batchingMode) Set(v string) error {
+	switch strings.ToLower(v) {
+	case "true", "1", "t", "on":
+		*b = batchingOn
+	case "false", "0", "f", "off":
+		*b = batchingOff
+	case "auto":
+		*b = batchingAuto
+	default:
+		return fmt.Errorf("%q: want true, false or auto", v)
+	}
+	return nil
+}
+
+// IsBoolFlag lets --enable_batching stand alone, as the boolean flag it was.
+func (b *batchingMode) IsBoolFlag() bool { return true }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,5 +51,34 @@ func TestCheckModels(t *testing.T) {
 	}
 	if err := run([]string{"--check", "--model_name", "iris", "--model_dir", t.TempDir()}); err == nil {
 		t.Error("run --check on an empty folder succeeded")
+	}
+}
+
+// --enable_batching stands alone as the boolean flag it was, and takes true, false or auto.
+func TestEnableBatchingValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want batchingMode
+	}{
+		{nil, batchingOff},
+		{[]string{"--enable_batching"}, batchingOn},
+		{[]string{"--enable_batching=true"}, batchingOn},
+		{[]string{"--enable_batching=false"}, batchingOff},
+		{[]string{"--enable_batching=auto"}, batchingAuto},
+		{[]string{"--enable_batching=auto", "--enable_batching=false"}, batchingOff}, // an InferenceService's args after the runtime's
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		b := batchingOff
+		fs.Var(&b, "enable_batching", "")
+		if err := fs.Parse(c.args); err != nil || b != c.want {
+			t.Errorf("%q: %q, %v; want %q", c.args, b, err, c.want)
+		}
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	b := batchingOff
+	fs.Var(&b, "enable_batching", "")
+	if err := fs.Parse([]string{"--enable_batching=maybe"}); err == nil || !strings.Contains(err.Error(), "want true, false or auto") {
+		t.Errorf("--enable_batching=maybe: %v; want an error naming the values", err)
 	}
 }
