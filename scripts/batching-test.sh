@@ -40,23 +40,20 @@ clk_tck=$(getconf CLK_TCK)
 
 die() { echo "batching-test: $*" >&2; exit 1; }
 
-for tool in wrk curl jq taskset awk; do
-  command -v "$tool" >/dev/null || die "$tool not found (scripts/deps.sh installs the Debian packages)"
-done
+# shellcheck source=scripts/loadtest-lib.sh
+. scripts/loadtest-lib.sh
+require_tools wrk curl jq taskset awk
 for bin in "$gbr" "$train"; do
   [ -x "$bin" ] || die "$bin not found: make build makes it"
 done
 [ "$ncpu" -ge 2 ] || die "needs 2 cores (server and load generator apart)"
-for p in $SERVER_CORES; do
-  [[ $p =~ ^[1-9][0-9]*$ ]] && [ "$p" -le "$ncpu" ] || die "SERVER_CORES: $p is not between 1 and the $ncpu cores of this machine"
-done
+# shellcheck disable=SC2086 # SERVER_CORES is a list
+check_server_cores $SERVER_CORES
 for n in $TREES $CONNECTIONS $DEPTH $FEATURES $ROUNDS; do
   [[ $n =~ ^[1-9][0-9]*$ ]] || die "TREES, CONNECTIONS, DEPTH, FEATURES and ROUNDS are positive whole numbers, not $n"
 done
 [ "$DEPTH" -le 16 ] && [ "$FEATURES" -le 1000 ] || die "DEPTH at most 16, FEATURES at most 1000"
 for n in $TREES; do [ "$n" -le 20000 ] || die "TREES: $n is more than 20000 trees"; done
-# shellcheck source=scripts/loadtest-lib.sh
-. scripts/loadtest-lib.sh
 check_durations DURATION WARMUP
 
 # The data set: FEATURES standard normal columns and a label from a linear part, an interaction

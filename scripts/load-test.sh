@@ -69,16 +69,13 @@ clk_tck=$(getconf CLK_TCK)
 
 die() { echo "load-test: $*" >&2; exit 1; }
 
-for tool in wrk curl jq go taskset; do
-  command -v "$tool" >/dev/null || die "$tool not found (scripts/deps.sh installs the Debian packages)"
-done
-"$python" -c 'import fastapi, uvicorn, xgboost, numpy' 2>/dev/null ||
-  die "$python lacks fastapi/uvicorn/xgboost/numpy: apt-get install python3-fastapi python3-uvicorn python3-xgboost python3-numpy"
-for p in $SERVER_CORES; do
-  [ "$p" -ge 1 ] && [ "$p" -le "$ncpu" ] || die "SERVER_CORES: $p is not between 1 and the $ncpu cores of this machine"
-done
 # shellcheck source=scripts/loadtest-lib.sh
 . scripts/loadtest-lib.sh
+require_tools wrk curl jq go taskset
+"$python" -c 'import fastapi, uvicorn, xgboost, numpy' 2>/dev/null ||
+  die "$python lacks fastapi/uvicorn/xgboost/numpy: apt-get install python3-fastapi python3-uvicorn python3-xgboost python3-numpy"
+# shellcheck disable=SC2086 # SERVER_CORES is a list
+check_server_cores $SERVER_CORES
 check_durations DURATION WARMUP
 
 gbr=${GANGBOOST_RUNTIME:-$root/bin/gangboost-runtime}

@@ -1,6 +1,23 @@
 # Shared by the load tests (scripts/load-test.sh, scripts/batching-test.sh), which source it after
 # defining die MESSAGE.
 
+# require_tools TOOL...: each is on PATH.
+require_tools() {
+  local tool
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || die "$tool not found (scripts/deps.sh installs the Debian packages)"
+  done
+}
+
+# check_server_cores P...: each is a whole number of cores from 1 to this machine's.
+check_server_cores() {
+  local p ncpu
+  ncpu=$(nproc)
+  for p in "$@"; do
+    [[ $p =~ ^[1-9][0-9]*$ ]] && [ "$p" -le "$ncpu" ] || die "SERVER_CORES: $p is not between 1 and the $ncpu cores of this machine"
+  done
+}
+
 # check_durations NAME...: each named variable is a duration both wrk and grpcload read: a whole
 # number of seconds, minutes or hours (wrk refuses 0s and fractions, which would otherwise end a
 # load test at its first server without a word).
@@ -75,4 +92,3 @@ stop() {
   kill "${pid[$1]}" 2>/dev/null || true
   wait "${pid[$1]}" 2>/dev/null || true
 }
-

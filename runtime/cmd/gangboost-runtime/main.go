@@ -88,11 +88,11 @@ func run(args []string) error {
 	if *grpcPort > 0 {
 		cfg.GRPCAddr = ":" + strconv.Itoa(*grpcPort)
 	}
-	switch batching {
-	case batchingOn:
+	if batching != batchingOff {
 		cfg.Batching = batcher.Options{MaxBatchRows: *batchSize, MaxDelay: *batchDelay}
-	case batchingAuto:
-		cfg.Batching = batcher.Options{MaxBatchRows: *batchSize, MaxDelay: *batchDelay, MinRowCost: autoMinRowCost}
+		if batching == batchingAuto {
+			cfg.Batching.MinRowCost = autoMinRowCost
+		}
 	}
 	s, err := server.Listen(cfg)
 	if err != nil {
