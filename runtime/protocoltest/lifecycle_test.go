@@ -3,6 +3,7 @@ package protocoltest
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -277,5 +278,38 @@ func TestKeepAliveOutlivesOneRequestsDeadlines(t *testing.T) {
 		}
 		// Past the first request's body and header deadlines, on the same connection.
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// A model's metadata says whether its requests are batched, and the server's start says how
+// --enable_batching applies: under auto each model's one-row evaluation decides, and Iris's
+// (well under a microsecond) is too cheap for batching to pay.
+func TestBatchingIsReportedPerModel(t *testing.T) {
+	for _, c := range []struct {
+		args            []string
+		mode, parameter string
+	}{
+		{nil, "off", "false"},
+		{[]string{"--enable_batching"}, "on", "true"},
+		{[]string{"--enable_batching=auto"}, "auto", "false"},
+	} {
+		s := startIris(t, c.args...)
+		if want := `"msg":"serving"`; !strings.Contains(s.log.String(), want) ||
+			!strings.Contains(s.log.String(), `"batching":"`+c.mode+`"`) {
+			t.Errorf("%v: the serving log line does not say batching %q:\n%s", c.args, c.mode, s.log.String())
+		}
+		status, _, body := call(t, "GET", s.URL+"/v2/models/iris", nil)
+		var md struct {
+			Parameters map[string]string `json:"parameters"`
+		}
+		if status != 200 || json.Unmarshal(body, &md) != nil {
+			t.Fatalf("%v: metadata %d %s", c.args, status, body)
+		}
+		if got := md.Parameters["batching"]; got != c.parameter {
+			t.Errorf("%v: metadata parameter batching %q, want %q", c.args, got, c.parameter)
+		}
+		if c.mode == "auto" && !strings.Contains(s.log.String(), "batching chosen by the model's evaluation cost") {
+			t.Errorf("auto: the model's choice is not logged:\n%s", s.log.String())
+		}
 	}
 }

@@ -325,8 +325,9 @@ func (h *handlers) listModels(c echo.Context) error {
 }
 
 // modelMetadata answers the V2 model metadata, plus a "parameters" object with the serving
-// file, when it was loaded and the last failed load (a failed reload keeps the older version
-// serving, and this is where a client sees it).
+// file, when it was loaded, whether its requests are batched (under --enable_batching=auto the
+// model's evaluation cost decided) and the last failed load (a failed reload keeps the older
+// version serving, and this is where a client sees it).
 func (h *handlers) modelMetadata(c echo.Context) error {
 	m, l, err := h.svc.Acquire(c.Param("model"), c.Param("version"))
 	if err != nil {
@@ -334,7 +335,8 @@ func (h *handlers) modelMetadata(c echo.Context) error {
 	}
 	defer l.Release()
 	st := m.Status()
-	params := map[string]string{"model_file": st.File, "loaded_at": st.LoadedAt.UTC().Format(time.RFC3339Nano)}
+	params := map[string]string{"model_file": st.File, "loaded_at": st.LoadedAt.UTC().Format(time.RFC3339Nano),
+		"batching": strconv.FormatBool(service.Batched(l))}
 	if st.LastLoadError != "" {
 		params["last_load_error"] = st.LastLoadError
 		params["last_load_failed_at"] = st.FailedAt.UTC().Format(time.RFC3339Nano)

@@ -167,7 +167,7 @@ func (s *Server) Run(ctx context.Context) error {
 		grpcPort = s.grpcLn.Addr().(*net.TCPAddr).Port
 	}
 	s.log.Info("serving", "http_port", s.httpLn.Addr().(*net.TCPAddr).Port, "grpc_port", grpcPort,
-		"batching", cfg.Batching.MaxBatchRows > 0, "models", s.registry.Names())
+		"batching", batchingMode(cfg.Batching), "models", s.registry.Names())
 
 	// Load while serving: live answers at once, ready once the models are in.
 	go func() {
@@ -195,6 +195,19 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	return s.drain(httpSrv, gs, cancelInflight)
+}
+
+// batchingMode is --enable_batching as the server applies it: off, on (every model), or auto
+// (each model as its evaluation cost decides at load; its metadata's "batching" parameter and
+// the load's log line say which).
+func batchingMode(o batcher.Options) string {
+	switch {
+	case o.MaxBatchRows <= 0:
+		return "off"
+	case o.MinRowCost > 0:
+		return "auto"
+	}
+	return "on"
 }
 
 // stopNow closes both servers without draining: Run is returning an error.

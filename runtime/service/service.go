@@ -61,6 +61,13 @@ func NewPredictor(m *metrics.Metrics, batching batcher.Options) func(*forest.Mod
 	}
 }
 
+// Batched reports whether l's requests go through a batcher: with --enable_batching=auto its
+// model's evaluation cost decided that at load.
+func Batched(l *registry.Loaded) bool {
+	_, ok := l.Predictor.(*batcher.Batcher)
+	return ok
+}
+
 // RowCost is how long f takes to evaluate one row (of zeros, the same row each time, so with
 // f in cache): the mean of up to 64 evaluations after 8 unmeasured, measuring for at most
 // 50 ms, so that a very large model costs its load little more.

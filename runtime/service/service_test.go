@@ -256,7 +256,7 @@ func TestMinRowCostChoosesBatchingByTheModel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := l.Predictor.(*batcher.Batcher); ok != c.batched {
+		if ok := service.Batched(l); ok != c.batched {
 			t.Errorf("MinRowCost %v: predictor %T, batched %v; want batched %v", c.min, l.Predictor, ok, c.batched)
 		}
 		l.Release()
