@@ -156,6 +156,7 @@ var Parameters = []Parameter{
 	{Name: "object_store_secret_key_key", Feeds: secretFeeds("object_store_secret_key_key")},
 	{Name: "serving_service_account", Feeds: feeds(Deploy, "service_account")},
 	{Name: "serving_priority_class", Feeds: feeds(Deploy, "priority_class")},
+	{Name: "serving_runtime_args", Feeds: feeds(Deploy, "runtime_args")},
 	// The Kubeflow Model Registry: evaluate registers the version with its metrics, promote-model
 	// records which version serves.
 	{Name: "registry_url", Feeds: append(feeds(Evaluate, "registry_url"), feeds(Promote, "registry_url")...)},

@@ -88,6 +88,9 @@ func TestLocalBackend(t *testing.T) {
 	}
 	params := deploy.Component(image).DefaultParameters()
 	params["name"], params["model_uri"], params["pvc_mount_path"] = "iris", "pvc://gangboost-models/models/iris/v1", claim
+	// The runtime's auto choice leaves the Iris model unbatched; the service's own argument,
+	// after the runtime's, turns batching on.
+	params["runtime_args"] = "--enable_batching=true"
 	outParams := map[string]any{}
 	for _, o := range deploy.OutputNames {
 		outParams[o] = map[string]any{"outputFile": filepath.Join(outDir, o)}
@@ -140,6 +143,18 @@ func TestLocalBackend(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s/v2/models/iris/ready: %s", got["url"], resp.Status)
+	}
+	var md struct {
+		Parameters map[string]string `json:"parameters"`
+	}
+	resp, err = http.Get(got["url"] + "/v2/models/iris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&md)
+	resp.Body.Close()
+	if err != nil || md.Parameters["batching"] != "true" {
+		t.Errorf("model metadata parameters %v (%v): want batching true, as runtime_args asked", md.Parameters, err)
 	}
 	if pgid, err := syscall.Getpgid(rec.PID); err != nil || pgid != rec.PGID {
 		t.Errorf("runtime pid %d: process group %d (%v), want %d", rec.PID, pgid, err, rec.PGID)

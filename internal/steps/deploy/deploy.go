@@ -25,6 +25,7 @@ import (
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/contract/modelobjects"
 	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
+	"github.com/gangboost/gangboost/runtime/cmdline"
 )
 
 // Service is one model served under a name, independent of the backend that serves it.
@@ -51,6 +52,11 @@ type Service struct {
 	MountPath string
 	// Runtime is the ServingRuntime or ClusterServingRuntime; ProtocolVersion v1, v2 or grpc-v2.
 	Runtime, ProtocolVersion string
+	// RuntimeArgs are more gangboost-runtime flags for this model's server
+	// (spec.predictor.model.args, which KServe appends to the ServingRuntime's, so they win):
+	// e.g. --enable_batching=true for a model the runtime's auto choice leaves unbatched.
+	// Validate checks them as the runtime parses them (cmdline.CheckDeploymentArgs).
+	RuntimeArgs []string
 	// CPU and Memory are the predictor's requests and limits.
 	CPU, Memory              string
 	MinReplicas, MaxReplicas int32
@@ -392,6 +398,9 @@ func (s *Service) Validate() error {
 	case "v1", "v2", "grpc-v2":
 	default:
 		errs = append(errs, fmt.Errorf("protocol_version = %q, want v1, v2 or grpc-v2", s.ProtocolVersion))
+	}
+	if err := cmdline.CheckDeploymentArgs(s.RuntimeArgs); err != nil {
+		errs = append(errs, fmt.Errorf("runtime_args: %w", err))
 	}
 	if s.Runtime == "" {
 		errs = append(errs, errors.New("runtime is empty: name the ClusterServingRuntime (gangboost-xgboost, or gangboost-xgboost-grpc for grpc-v2); the gangboost runtimes are not auto-selected, so KServe would serve the model with another runtime or none"))

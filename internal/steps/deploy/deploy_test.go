@@ -67,13 +67,17 @@ func TestServiceFromExecutorDefaults(t *testing.T) {
 	}
 
 	e, _ = executor(t, withDefaults(map[string]any{"name": "iris", "model_uri": "pvc://gangboost-models/models/iris/v1",
-		"deployment_mode": "", "fs_group": -1, "run_as_user": 1000, "run_as_group": 2000}))
+		"deployment_mode": "", "fs_group": -1, "run_as_user": 1000, "run_as_group": 2000,
+		"runtime_args": " --enable_batching=true\t--max_batch_size 128 "}))
 	s, err = ServiceFromExecutor(e, "kubeflow-user")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.DeploymentMode != "" || s.FSGroup != nil || s.RunAsUser == nil || *s.RunAsUser != 1000 || s.RunAsGroup == nil || *s.RunAsGroup != 2000 {
 		t.Errorf("mode %q, fsGroup %v, runAsUser %v, runAsGroup %v: want the cluster's mode, no fsGroup, 1000, 2000", s.DeploymentMode, s.FSGroup, s.RunAsUser, s.RunAsGroup)
+	}
+	if want := []string{"--enable_batching=true", "--max_batch_size", "128"}; !reflect.DeepEqual(s.RuntimeArgs, want) {
+		t.Errorf("runtime args %q, want %q", s.RuntimeArgs, want)
 	}
 }
 
@@ -116,6 +120,11 @@ func TestServiceFromExecutorRejects(t *testing.T) {
 		{"deployment mode", map[string]any{"deployment_mode": "Raw"}, `deployment_mode = "Raw", want RawDeployment, Serverless, Standard, Knative, or empty`},
 		{"fs_group below -1", map[string]any{"fs_group": -2}, `"fs_group": want an integer from -1 to 4294967295`},
 		{"unknown input", map[string]any{"replicas": 2}, `unknown input parameter "replicas"`},
+		{"runtime_args misspelt flag", map[string]any{"runtime_args": "--enable_batchng"}, "runtime_args: runtime arguments: flag provided but not defined: -enable_batchng"},
+		{"runtime_args bad value", map[string]any{"runtime_args": "--max_batch_delay=soon"}, `runtime_args: runtime arguments: invalid value "soon" for flag -max_batch_delay`},
+		{"runtime_args the runtime's own", map[string]any{"runtime_args": "--model_dir=/etc"}, "runtime_args: runtime argument --model_dir: the ServingRuntime sets it"},
+		{"runtime_args not a flag", map[string]any{"runtime_args": "--enable_batching true"}, `runtime_args: runtime argument "true": not a flag`},
+		{"runtime_args too long", map[string]any{"runtime_args": strings.Repeat("--enable_batching ", 1000)}, "runtime_args: 18000 bytes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

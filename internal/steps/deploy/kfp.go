@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/gangboost/gangboost/internal/contract/claim"
 	"github.com/gangboost/gangboost/internal/kfp"
 	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
+	"github.com/gangboost/gangboost/runtime/cmdline"
 )
 
 // The deploy-inferenceservice component's outputs (components/deploy-inferenceservice/component.yaml).
@@ -41,6 +43,7 @@ var Inputs = []kfp.Input{
 	{Name: "object_store_path_style", Type: kfp.String, Default: "false", Description: "true: address buckets as endpoint/bucket (MinIO, Ceph)"},
 	{Name: "namespace", Type: kfp.String, Default: "", Description: "where the InferenceService goes; default this step's namespace"},
 	{Name: "runtime", Type: kfp.String, Default: "gangboost-xgboost", Description: "the ServingRuntime or ClusterServingRuntime serving the model"},
+	{Name: "runtime_args", Type: kfp.String, Default: "", Description: "more gangboost-runtime flags for this model, space-separated, after the runtime's own (so they win), e.g. --enable_batching=true --max_batch_size=128; checked as the runtime reads them before anything is applied; empty: the runtime's (batching auto: only a model whose one-row evaluation takes " + cmdline.AutoMinRowCost.String() + " or more)"},
 	{Name: "protocol_version", Type: kfp.String, Default: "v2", Description: "v1, v2 or grpc-v2 (with runtime gangboost-xgboost-grpc)"},
 	{Name: "cpu", Type: kfp.String, Default: "1", Description: "CPU of the predictor (requests = limits)"},
 	{Name: "memory", Type: kfp.String, Default: "1Gi", Description: "memory of the predictor (requests = limits)"},
@@ -122,6 +125,13 @@ func ServiceFromExecutor(e *kfp.Executor, defaultNamespace string) (*Service, er
 	s.Timeout = time.Duration(timeout) * time.Second
 	if err := claim.CheckName(claimInput); err != nil {
 		return nil, err
+	}
+	args := in.String("runtime_args", "")
+	if len(args) > cmdline.MaxDeploymentArgs*(cmdline.MaxDeploymentArgBytes+1) {
+		return nil, fmt.Errorf("runtime_args: %d bytes, more than %d flags of %d bytes", len(args), cmdline.MaxDeploymentArgs, cmdline.MaxDeploymentArgBytes)
+	}
+	if f := strings.Fields(args); len(f) > 0 {
+		s.RuntimeArgs = f
 	}
 	s.ServiceAccount = in.String("service_account", "")
 	s.PriorityClass = in.String("priority_class", "")

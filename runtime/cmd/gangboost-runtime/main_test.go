@@ -2,12 +2,13 @@ package main
 
 import (
 	"bytes"
-	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gangboost/gangboost/runtime/cmdline"
+	"github.com/gangboost/gangboost/runtime/server"
 )
 
 // --check loads a model folder as serving would and says which file loads, or why none does.
@@ -54,31 +55,10 @@ func TestCheckModels(t *testing.T) {
 	}
 }
 
-// --enable_batching stands alone as the boolean flag it was, and takes true, false or auto.
-func TestEnableBatchingValues(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want batchingMode
-	}{
-		{nil, batchingOff},
-		{[]string{"--enable_batching"}, batchingOn},
-		{[]string{"--enable_batching=true"}, batchingOn},
-		{[]string{"--enable_batching=false"}, batchingOff},
-		{[]string{"--enable_batching=auto"}, batchingAuto},
-		{[]string{"--enable_batching=auto", "--enable_batching=false"}, batchingOff}, // an InferenceService's args after the runtime's
-	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		b := batchingOff
-		fs.Var(&b, "enable_batching", "")
-		if err := fs.Parse(c.args); err != nil || b != c.want {
-			t.Errorf("%q: %q, %v; want %q", c.args, b, err, c.want)
-		}
-	}
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	b := batchingOff
-	fs.Var(&b, "enable_batching", "")
-	if err := fs.Parse([]string{"--enable_batching=maybe"}); err == nil || !strings.Contains(err.Error(), "want true, false or auto") {
-		t.Errorf("--enable_batching=maybe: %v; want an error naming the values", err)
+// --request_timeout's help names the time an answer has after it, which the server owns.
+func TestRequestTimeoutHelpNamesTheWriteGrace(t *testing.T) {
+	fs := cmdline.NewFlagSet(new(cmdline.Values))
+	if usage := fs.Lookup("request_timeout").Usage; !strings.Contains(usage, server.WriteGrace.String()+" more") {
+		t.Errorf("--request_timeout's help %q does not say the answer's %s", usage, server.WriteGrace)
 	}
 }

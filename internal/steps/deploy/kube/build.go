@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -91,6 +92,9 @@ func InferenceService(s *deploy.Service) (*kserveapi.InferenceService, error) {
 		StorageURI:      &uri,
 		ProtocolVersion: &protocol,
 		Resources:       corev1.ResourceRequirements{Requests: res, Limits: res.DeepCopy()},
+	}
+	if len(s.RuntimeArgs) > 0 {
+		model.Args = slices.Clone(s.RuntimeArgs)
 	}
 	digest, err := json.Marshal(struct {
 		Model       *kserveapi.ModelSpec       `json:"model"`

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,7 +81,16 @@ func TestInferenceService(t *testing.T) {
 	if sc := isvc.Spec.Predictor.SecurityContext; sc == nil || sc.FSGroup == nil || *sc.FSGroup != 65532 || sc.RunAsUser != nil || sc.RunAsGroup != nil {
 		t.Errorf("predictor securityContext = %+v, want fsGroup 65532 only", sc)
 	}
+	if m.Args != nil {
+		t.Errorf("predictor.model.args = %q without runtime args: want none (the ServingRuntime's alone)", m.Args)
+	}
 	s := irisService()
+	s.RuntimeArgs = []string{"--enable_batching=true", "--max_batch_size=128"}
+	built, _ = InferenceService(s)
+	if got := asKServe(t, built).Spec.Predictor.Model.Args; !slices.Equal(got, s.RuntimeArgs) {
+		t.Errorf("predictor.model.args = %q, want the runtime args %q (KServe appends them to the runtime's)", got, s.RuntimeArgs)
+	}
+	s = irisService()
 	s.RunID, s.DeploymentMode, s.FSGroup, s.RunAsUser = "", "", nil, ptr(int64(1000))
 	built, _ = InferenceService(s)
 	if _, ok := built.Spec.Predictor.Annotations[RunIDAnnotation]; ok {
@@ -185,6 +195,7 @@ func TestServingSpecDigest(t *testing.T) {
 		"model_sha256": func(s *deploy.Service) { s.ModelSHA256 = "3b1f0c" },
 		"mode":         func(s *deploy.Service) { s.DeploymentMode = "Serverless" },
 		"fs_group":     func(s *deploy.Service) { s.FSGroup = ptr(int64(1000)) },
+		"runtime_args": func(s *deploy.Service) { s.RuntimeArgs = []string{"--enable_batching=false"} },
 	} {
 		if digest(change) == base {
 			t.Errorf("%s does not change the digest", name)

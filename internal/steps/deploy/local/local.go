@@ -183,9 +183,12 @@ func (b *Backend) start(ctx context.Context, s *deploy.Service, key string) (*pr
 		return nil, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(runtimeBin,
-		"--model_name", s.Name, "--model_dir", dir,
-		"--http_port", strconv.Itoa(httpPort), "--grpc_port", strconv.Itoa(grpcPort))
+	// The ClusterServingRuntime's arguments, then the service's own (which win, as KServe
+	// appends them).
+	args := append([]string{"--model_name", s.Name, "--model_dir", dir,
+		"--http_port", strconv.Itoa(httpPort), "--grpc_port", strconv.Itoa(grpcPort),
+		"--enable_batching=auto"}, s.RuntimeArgs...)
+	cmd := exec.Command(runtimeBin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = dir
 	// Its own session: the step's end, or a Ctrl-C in the step's terminal, does not stop the
