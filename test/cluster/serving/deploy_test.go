@@ -297,6 +297,9 @@ func (e *deployEnv) predictorPod(name string) (corev1.Pod, string) {
 // service account: it creates the InferenceService for a trained model and outputs a URL that
 // serves the trainer's predictions; deployed again with a second model it rolls the service out
 // to it; deployed with a model folder that holds no model it fails at its deadline saying why.
+// rolloutRuntimeArgs are the runtime_args of TestDeployComponent's rollout.
+const rolloutRuntimeArgs = "--enable_batching=true"
+
 func TestDeployComponent(t *testing.T) {
 	e := newDeployEnv(t)
 	v1Dir, v2Dir := e.train("v1", 20), e.train("v2", 3)
@@ -355,11 +358,20 @@ func TestDeployComponent(t *testing.T) {
 		e := *e
 		e.t = t
 		old, _ := e.predictorPod("iris")
-		r := e.runDeploy(params("pvc://"+claim+"/models/iris/v2", 120), 3*time.Minute)
+		p := params("pvc://"+claim+"/models/iris/v2", 120)
+		p["runtime_args"] = rolloutRuntimeArgs
+		r := e.runDeploy(p, 3*time.Minute)
 		e.checkOutputs(r, "iris")
 		pod, uri := e.predictorPod("iris")
 		if pod.Name == old.Name || uri != "pvc://"+claim+"/models/iris/v2" {
 			t.Errorf("after the rollout pod %s serves %s (before: %s)", pod.Name, uri, old.Name)
+		}
+		// runtime_args reach the runtime after the ClusterServingRuntime's own (KServe appends
+		// the model's args), so they decide.
+		for _, c := range pod.Spec.Containers {
+			if c.Name == "kserve-container" && (len(c.Args) < 2 || c.Args[0] != "--model_name=iris" || c.Args[len(c.Args)-1] != rolloutRuntimeArgs) {
+				t.Errorf("kserve-container args %q: want the runtime's, then runtime_args' %s", c.Args, rolloutRuntimeArgs)
+			}
 		}
 		checkSame(t, "V2 REST output-0 after the rollout", e.inferAt(r.param("url"), "iris"), wantV2)
 		if !strings.Contains(r.log, "rolling InferenceService "+e.ns+"/iris out from pvc://"+claim+"/models/iris/v1 to pvc://"+claim+"/models/iris/v2") {
@@ -378,7 +390,7 @@ func TestDeployComponent(t *testing.T) {
 		e.t = t
 		before, _ := e.predictorPod("iris")
 		p := params("pvc://"+claim+"/models/iris/v2", 60)
-		p["run_id"] = "second-run"
+		p["run_id"], p["runtime_args"] = "second-run", rolloutRuntimeArgs
 		r := e.runDeploy(p, 2*time.Minute)
 		e.checkOutputs(r, "iris")
 		// Done at once: nothing was rolled out or waited for (the step's own lines say so; how
