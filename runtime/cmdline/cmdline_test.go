@@ -1,8 +1,12 @@
 package cmdline
 
 import (
+	"flag"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +97,27 @@ func TestCheckDeploymentArgs(t *testing.T) {
 		if err := CheckDeploymentArgs(c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%.60q: %v; want an error containing %q", c.args, err, c.want)
 		}
+	}
+}
+
+// runtime/README.md's flag table names every flag, and only flags the runtime has.
+func TestREADMEListsEveryFlag(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `--([a-z_]+)` \\|").FindAllStringSubmatch(string(b), -1) {
+		documented[m[1]] = true
+	}
+	fs := NewFlagSet(new(Values))
+	fs.VisitAll(func(f *flag.Flag) {
+		if !documented[f.Name] {
+			t.Errorf("runtime/README.md's flag table lacks --%s", f.Name)
+		}
+		delete(documented, f.Name)
+	})
+	for name := range documented {
+		t.Errorf("runtime/README.md's flag table has --%s, which the runtime does not", name)
 	}
 }
