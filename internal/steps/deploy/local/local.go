@@ -40,6 +40,8 @@ type Record struct {
 	GRPC string `json:"grpc"`
 	// ModelURI is the model it serves.
 	ModelURI string `json:"model_uri,omitempty"`
+	// RuntimeArgs are the service's own runtime flags it runs with (after the local runtime's).
+	RuntimeArgs []string `json:"runtime_args,omitempty"`
 }
 
 // ProcessesDir is where records live under the state folder.
@@ -199,7 +201,7 @@ func (b *Backend) start(ctx context.Context, s *deploy.Service, key string) (*pr
 		return nil, fmt.Errorf("local service %s: start %s: %w", s.Name, runtimeBin, err)
 	}
 	p := &proc{
-		rec: Record{PID: cmd.Process.Pid, PGID: cmd.Process.Pid, Name: key, ModelURI: s.ModelURI,
+		rec: Record{PID: cmd.Process.Pid, PGID: cmd.Process.Pid, Name: key, ModelURI: s.ModelURI, RuntimeArgs: s.RuntimeArgs,
 			URL: "http://127.0.0.1:" + strconv.Itoa(httpPort), GRPC: "127.0.0.1:" + strconv.Itoa(grpcPort)},
 		log: logFile.Name(), dir: dir, proc: rt,
 	}

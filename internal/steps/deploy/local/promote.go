@@ -21,9 +21,11 @@ var _ deploy.Promoter = (*Backend)(nil)
 // ServingRecord is serving/<service>.json on the claim: which model a service name serves (its
 // champion) and the one before it. It is the local backend's counterpart of an
 // InferenceService's stable predictor, and outlives the run's processes: the next run starts
-// the champion again to compare its challenger with.
+// the champion again to compare its challenger with, with the runtime flags it was deployed with
+// (an InferenceService's stable predictor keeps its args likewise).
 type ServingRecord struct {
 	ModelURI         string    `json:"model_uri"`
+	RuntimeArgs      []string  `json:"runtime_args,omitempty"`
 	PreviousModelURI string    `json:"previous_model_uri,omitempty"`
 	RunID            string    `json:"run_id,omitempty"`
 	Updated          time.Time `json:"updated"`
@@ -107,7 +109,7 @@ func writeServingLocked(s *deploy.Service, previous string, fromRecord bool) err
 	if err != nil {
 		return err
 	}
-	rec := ServingRecord{ModelURI: s.ModelURI, PreviousModelURI: previous, RunID: s.RunID, Updated: time.Now().UTC()}
+	rec := ServingRecord{ModelURI: s.ModelURI, RuntimeArgs: s.RuntimeArgs, PreviousModelURI: previous, RunID: s.RunID, Updated: time.Now().UTC()}
 	if fromRecord && old != nil {
 		rec.PreviousModelURI = old.PreviousModelURI
 		if old.ModelURI != s.ModelURI {
@@ -143,7 +145,11 @@ func (b *Backend) Serving(ctx context.Context, s *deploy.Service) (*deploy.Servi
 // run serves it (a new run: the previous run's processes ended with it).
 func (b *Backend) ApplyChallenger(ctx context.Context, s *deploy.Service, c deploy.Challenger) error {
 	if rec, err := ReadRecord(b.StateDir, s.Name); err != nil || rec.ModelURI != c.Champion || !procgroup.Alive(rec.PID) {
-		champion, err := championService(s, c.Champion)
+		var args []string // the champion's own runtime flags, not this run's
+		if served, err := ReadServing(s); err == nil && served != nil && served.ModelURI == c.Champion {
+			args = served.RuntimeArgs
+		}
+		champion, err := championService(s, c.Champion, args)
 		if err != nil {
 			return err
 		}
@@ -155,13 +161,13 @@ func (b *Backend) ApplyChallenger(ctx context.Context, s *deploy.Service, c depl
 	return err
 }
 
-// championService is s serving the champion's model instead.
-func championService(s *deploy.Service, modelURI string) (*deploy.Service, error) {
+// championService is s serving the champion's model, with the champion's runtime flags, instead.
+func championService(s *deploy.Service, modelURI string, runtimeArgs []string) (*deploy.Service, error) {
 	if err := deploy.CheckModelURI(modelURI); err != nil {
 		return nil, fmt.Errorf("the champion's %w", err)
 	}
 	champion := *s
-	champion.ModelURI, champion.Claim, champion.ModelPath = modelURI, "", ""
+	champion.ModelURI, champion.Claim, champion.ModelPath, champion.RuntimeArgs = modelURI, "", "", runtimeArgs
 	if u, err := claim.ParseURI(modelURI); err == nil {
 		champion.Claim, champion.ModelPath = u.Claim, u.Path
 	}
@@ -239,7 +245,11 @@ func (b *Backend) Promote(ctx context.Context, s *deploy.Service, c deploy.Chall
 	if ch.ModelURI != s.ModelURI {
 		return fmt.Errorf("challenger %s of %s serves %s, not %s", c.Name, s.Name, ch.ModelURI, s.ModelURI)
 	}
-	if err := writeServingLocked(s, c.Champion, false); err != nil {
+	// The challenger serves on with the runtime flags it was started with, which the promote
+	// step's service does not carry.
+	promotedService := *s
+	promotedService.RuntimeArgs = ch.RuntimeArgs
+	if err := writeServingLocked(&promotedService, c.Champion, false); err != nil {
 		return err
 	}
 	old, oldErr := ReadRecord(b.StateDir, s.Name)

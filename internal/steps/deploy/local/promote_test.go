@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -61,7 +62,7 @@ func TestLocalChampionChallenger(t *testing.T) {
 	// Run 2, in a new state folder: v2 beside v1, whose process run 2 starts again.
 	b2, state2 := newRun()
 	s2 := service(claim, "iris", uri("v2"))
-	s2.Promotion = deploy.PromotionChallenge
+	s2.Promotion, s2.RuntimeArgs = deploy.PromotionChallenge, []string{"--enable_batching=true"}
 	r2, err := d(b2).Deploy(ctx, s2)
 	if err != nil || r2.Challenger == nil || r2.Challenger.Name != "v2" || r2.ChampionModelURI != uri("v1") || r2.Champion == nil {
 		t.Fatalf("challenger deploy: %+v, %v\n%s", r2, err, log.String())
@@ -79,9 +80,19 @@ func TestLocalChampionChallenger(t *testing.T) {
 	}
 	champion, _ := ReadRecord(state2, "iris")
 	challenger, _ := ReadRecord(state2, "iris.v2")
+	// Each runs with its own runtime flags: v1 was deployed without, v2 with batching on.
+	if b, err := batching(hc, r2.Champion.URL); err != nil || b != "false" {
+		t.Errorf("the champion restarted by run 2 batches %q (%v); want false: its own flags, not run 2's", b, err)
+	}
+	if b, err := batching(hc, r2.URL); err != nil || b != "true" {
+		t.Errorf("the challenger batches %q (%v); want true: run 2's runtime_args", b, err)
+	}
 
-	// Promote: the challenger's process serves on under the service's name.
-	if err := b2.Promote(ctx, s2, *r2.Challenger); err != nil {
+	// Promote, as the promote step does (its service carries no runtime flags): the challenger's
+	// process serves on under the service's name.
+	promote := *s2
+	promote.RuntimeArgs = nil
+	if err := b2.Promote(ctx, &promote, *r2.Challenger); err != nil {
 		t.Fatal(err)
 	}
 	rec, err := ReadRecord(state2, "iris")
@@ -112,6 +123,9 @@ func TestLocalChampionChallenger(t *testing.T) {
 	}
 	champion3, _ := ReadRecord(state3, "iris")
 	challenger3, _ := ReadRecord(state3, "iris.v3")
+	if b, err := batching(hc, r3.Champion.URL); err != nil || b != "true" {
+		t.Errorf("v2, restarted as champion by run 3, batches %q (%v); want true: the flags it was deployed and promoted with", b, err)
+	}
 	if err := b3.Reject(ctx, s3, *r3.Challenger); err != nil {
 		t.Fatal(err)
 	}
@@ -161,4 +175,20 @@ func TestLocalChampionChallenger(t *testing.T) {
 	if _, err := ReadRecord(state3, "iris.v3"); err == nil {
 		t.Error("the refused challenger's record is still there")
 	}
+}
+
+// batching is the "batching" parameter of the iris model's metadata at base.
+func batching(hc *http.Client, base string) (string, error) {
+	resp, err := hc.Get(base + "/v2/models/iris")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var md struct {
+		Parameters map[string]string `json:"parameters"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&md); err != nil {
+		return "", err
+	}
+	return md.Parameters["batching"], nil
 }
