@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -146,11 +147,9 @@ func CheckDeploymentArgs(args []string) error {
 			return fmt.Errorf("runtime argument %.40q...: longer than %d bytes", a, MaxDeploymentArgBytes)
 		}
 	}
-	var errs strings.Builder
 	v := new(Values)
 	fs := NewFlagSet(v)
-	fs.SetOutput(&errs)
-	fs.Usage = func() {}
+	fs.SetOutput(io.Discard) // its errors are returned; no usage for a deployment's log
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return errors.New("runtime argument --help: not a setting")
@@ -162,10 +161,8 @@ func CheckDeploymentArgs(args []string) error {
 	}
 	var reserved error
 	fs.Visit(func(f *flag.Flag) {
-		for _, name := range ServingRuntimeFlags {
-			if f.Name == name && reserved == nil {
-				reserved = fmt.Errorf("runtime argument --%s: the ServingRuntime sets it for every model (KServe gives the model's name, folder and ports)", name)
-			}
+		if reserved == nil && slices.Contains(ServingRuntimeFlags, f.Name) {
+			reserved = fmt.Errorf("runtime argument --%s: the ServingRuntime sets it for every model (KServe gives the model's name, folder and ports)", f.Name)
 		}
 	})
 	if reserved != nil {
