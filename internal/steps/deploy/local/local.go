@@ -97,6 +97,14 @@ type Backend struct {
 
 var _ deploy.Backend = (*Backend)(nil)
 
+// servingRuntimeFlags are the flags the ClusterServingRuntimes of manifests/clusterservingruntime.yaml
+// give every model beside its name, folder and ports, so a model serves here as it would in the
+// cluster (TestServingRuntimeFlagsAreTheClusters). The cluster's --exit_on_load_failure is not
+// among them: there it makes a failed load the container's termination message, which KServe
+// reports; here Wait reads the reason from the runtime's not-ready answer, which that flag would
+// end with the process.
+var servingRuntimeFlags = []string{"--enable_batching=auto"}
+
 // proc is a runtime process Apply started; Wait makes it the served version or stops it.
 type proc struct {
 	rec Record
@@ -188,8 +196,8 @@ func (b *Backend) start(ctx context.Context, s *deploy.Service, key string) (*pr
 	// The ClusterServingRuntime's arguments, then the service's own (which win, as KServe
 	// appends them).
 	args := append([]string{"--model_name", s.Name, "--model_dir", dir,
-		"--http_port", strconv.Itoa(httpPort), "--grpc_port", strconv.Itoa(grpcPort),
-		"--enable_batching=auto"}, s.RuntimeArgs...)
+		"--http_port", strconv.Itoa(httpPort), "--grpc_port", strconv.Itoa(grpcPort)}, servingRuntimeFlags...)
+	args = append(args, s.RuntimeArgs...)
 	cmd := exec.Command(runtimeBin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Dir = dir
