@@ -101,21 +101,32 @@ func (v *Values) check() error {
 			return fmt.Errorf("--%s %d: want a port, 0 to 65535", p.name, p.port)
 		}
 	}
+	// The limits on what one request may hold and ask for cannot be turned off: at 0 a
+	// request's rows, its answer or its SHAP rows would be bounded by nothing but its body, and
+	// the body by a default the flag does not show. A larger value raises one.
 	for _, n := range []struct {
 		name  string
 		value int64
 	}{
 		{"max_body_bytes", v.MaxBodyBytes}, {"max_batch_rows", int64(v.MaxBatchRows)}, {"max_response_values", int64(v.MaxResponseValues)},
-		{"max_contribs_rows", int64(v.MaxContribsRows)}, {"max_inflight_body_bytes", v.MaxInflightBodyBytes}, {"max_batch_size", int64(v.MaxBatchSize)},
+		{"max_contribs_rows", int64(v.MaxContribsRows)}, {"max_batch_size", int64(v.MaxBatchSize)},
 	} {
-		if n.value < 0 {
-			return fmt.Errorf("--%s %d: want 0 or more", n.name, n.value)
+		if n.value < 1 {
+			return fmt.Errorf("--%s %d: want 1 or more (a limit cannot be turned off; a larger value raises it)", n.name, n.value)
 		}
+	}
+	if v.MaxInflightBodyBytes < 0 {
+		return fmt.Errorf("--max_inflight_body_bytes %d: want 0 (no limit) or more", v.MaxInflightBodyBytes)
+	}
+	// Without a request timeout a connection could hold its goroutine forever sending nothing:
+	// the header's and body's deadlines are the request timeout's.
+	if v.RequestTimeout <= 0 {
+		return fmt.Errorf("--request_timeout %s: want more than 0 (the time a request's header and body may take to arrive)", v.RequestTimeout)
 	}
 	for _, d := range []struct {
 		name  string
 		value time.Duration
-	}{{"request_timeout", v.RequestTimeout}, {"max_batch_delay", v.MaxBatchDelay}, {"shutdown_timeout", v.ShutdownTimeout}} {
+	}{{"max_batch_delay", v.MaxBatchDelay}, {"shutdown_timeout", v.ShutdownTimeout}} {
 		if d.value < 0 {
 			return fmt.Errorf("--%s %s: want 0 or more", d.name, d.value)
 		}

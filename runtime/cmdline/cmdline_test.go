@@ -54,8 +54,17 @@ func TestParse(t *testing.T) {
 		want string
 	}{
 		{[]string{"--http_port=70000"}, "--http_port 70000: want a port"},
-		{[]string{"--max_batch_rows=-1"}, "--max_batch_rows -1: want 0 or more"},
-		{[]string{"--request_timeout=-1s"}, "--request_timeout -1s: want 0 or more"},
+		{[]string{"--max_batch_rows=-1"}, "--max_batch_rows -1: want 1 or more"},
+		{[]string{"--request_timeout=-1s"}, "--request_timeout -1s: want more than 0"},
+		// A limit is not turned off by 0: it would leave what it bounds unbounded.
+		{[]string{"--max_body_bytes=0"}, "--max_body_bytes 0: want 1 or more"},
+		{[]string{"--max_batch_rows=0"}, "--max_batch_rows 0: want 1 or more"},
+		{[]string{"--max_response_values=0"}, "--max_response_values 0: want 1 or more"},
+		{[]string{"--max_contribs_rows=0"}, "--max_contribs_rows 0: want 1 or more"},
+		{[]string{"--max_batch_size=0"}, "--max_batch_size 0: want 1 or more"},
+		{[]string{"--request_timeout=0"}, "--request_timeout 0s: want more than 0"},
+		{[]string{"--max_inflight_body_bytes=-1"}, "--max_inflight_body_bytes -1: want 0 (no limit) or more"},
+		{[]string{"--shutdown_timeout=-1s"}, "--shutdown_timeout -1s: want 0 or more"},
 		{[]string{"--log_level=loud"}, "log_level"},
 		{[]string{"--model_name", "a", "extra"}, `unexpected argument "extra"`},
 	} {
@@ -74,6 +83,8 @@ func TestCheckDeploymentArgs(t *testing.T) {
 		{"--enable_batching=false", "--max_batch_size=128", "--max_batch_delay=2ms"},
 		{"--request_timeout=2m", "--log_level=debug", "--max_contribs_rows=50"},
 		{"--max_batch_size", "128"},
+		// These are 0 by choice: no in-flight body budget, no drain, no gathering wait.
+		{"--max_inflight_body_bytes=0", "--shutdown_timeout=0s", "--max_batch_delay=0s"},
 	} {
 		if err := CheckDeploymentArgs(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)
@@ -88,7 +99,8 @@ func TestCheckDeploymentArgs(t *testing.T) {
 		{[]string{"--model_dir=/tmp"}, "--model_dir: the ServingRuntime sets it"},
 		{[]string{"--http_port=9000"}, "--http_port: the ServingRuntime sets it"},
 		{[]string{"--check"}, "--check: the ServingRuntime sets it"},
-		{[]string{"--max_batch_rows=-5"}, "want 0 or more"},
+		{[]string{"--max_batch_rows=-5"}, "want 1 or more"},
+		{[]string{"--max_response_values=0"}, "--max_response_values 0: want 1 or more"},
 		{[]string{"--help"}, "not a setting"},
 		{[]string{"--log_level=" + strings.Repeat("x", 300)}, "longer than 256 bytes"},
 		{make([]string, 33), "33 runtime arguments: at most 32"},

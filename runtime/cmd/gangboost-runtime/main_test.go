@@ -62,3 +62,18 @@ func TestRequestTimeoutHelpNamesTheWriteGrace(t *testing.T) {
 		t.Errorf("--request_timeout's help %q does not say the answer's %s", usage, server.WriteGrace)
 	}
 }
+
+// A limit set to 0, on the command line or in the environment KServe's container may carry,
+// stops the runtime before it does anything, naming the flag: 0 does not turn a limit off.
+// (--check keeps a runtime that accepted the value from serving on: it would return nil.)
+func TestZeroLimitIsRefusedAtStart(t *testing.T) {
+	check := []string{"--check", "--model_name", "iris", "--model_dir", filepath.Join("..", "..", "testdata", "models", "iris")}
+	if err := run(append(check, "--max_response_values=0")); err == nil ||
+		!strings.Contains(err.Error(), "--max_response_values 0: want 1 or more") {
+		t.Errorf("--max_response_values=0: %v", err)
+	}
+	t.Setenv("REQUEST_TIMEOUT", "0s")
+	if err := run(check); err == nil || !strings.Contains(err.Error(), "--request_timeout 0s: want more than 0") {
+		t.Errorf("REQUEST_TIMEOUT=0s: %v", err)
+	}
+}
