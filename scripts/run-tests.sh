@@ -67,11 +67,14 @@ failures() {
   ' "$outputs/$1" | head -n 200
 }
 
-# gotest TIMEOUT PACKAGE...: each package's tests in turn, uncached.
+# gotest TIMEOUT PACKAGE...: each package's tests in turn, uncached; with test_exec set, their
+# test binaries run under it (go test -exec).
 gotest() {
   local timeout=$1 pkg
   shift
-  for pkg in "$@"; do "$GO" test -ldflags="$TEST_LDFLAGS" -count=1 -timeout "$timeout" "./$pkg/"; done
+  for pkg in "$@"; do
+    "$GO" test ${test_exec:+-exec "$test_exec"} -ldflags="$TEST_LDFLAGS" -count=1 -timeout "$timeout" "./$pkg/"
+  done
 }
 
 # planetest TIMEOUT PACKAGE...: gotest for packages that start a control plane, whose test binary
@@ -81,11 +84,7 @@ gotest() {
 # looking for work the other streams' processes would have done. Three plane packages at once
 # (e2e, launche2e, notebooks; 2026-11-29, two runs each way): 300 and 360 CPU-s with the
 # default, 274 and 305 with GOMAXPROCS=1; the last to finish 210 and 238 s against 204 and 223.
-planetest() {
-  local timeout=$1 pkg
-  shift
-  for pkg in "$@"; do "$GO" test -exec "env GOMAXPROCS=1" -ldflags="$TEST_LDFLAGS" -count=1 -timeout "$timeout" "./$pkg/"; done
-}
+planetest() { test_exec="env GOMAXPROCS=1" gotest "$@"; }
 
 # Each stream's packages, beside what else it runs. Together they are the packages go test ./...
 # leaves out below: those that start a control plane, and test/images, which builds images with

@@ -8,12 +8,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gangboost/gangboost/manifests"
+	"github.com/gangboost/gangboost/runtime/cmdline"
 )
 
 // TestServingRuntimeFlagsAreTheClusters holds the flags the local backend runs every model with
 // to those of the ClusterServingRuntimes a cluster serves it with, less what names the model, its
-// folder and ports (the backend's own) and --exit_on_load_failure (see servingRuntimeFlags), so a
-// model behaves here, batching included, as it will there.
+// folder and ports (cmdline.ServingRuntimeFlags, the backend's own) and --exit_on_load_failure
+// (see servingRuntimeFlags), so a model behaves here, batching included, as it will there.
 func TestServingRuntimeFlagsAreTheClusters(t *testing.T) {
 	b, err := manifests.Files.ReadFile("clusterservingruntime.yaml")
 	if err != nil {
@@ -23,7 +24,6 @@ func TestServingRuntimeFlagsAreTheClusters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	perModel := []string{"--model_name", "--model_dir", "--http_port", "--grpc_port", "--exit_on_load_failure"}
 	runtimes := 0
 	for _, doc := range docs {
 		var obj struct {
@@ -45,8 +45,8 @@ func TestServingRuntimeFlagsAreTheClusters(t *testing.T) {
 		}
 		var flags []string
 		for _, a := range obj.Spec.Containers[0].Args {
-			name, _, _ := strings.Cut(a, "=")
-			if !slices.Contains(perModel, name) {
+			name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+			if !slices.Contains(cmdline.ServingRuntimeFlags, name) && name != "exit_on_load_failure" {
 				flags = append(flags, a)
 			}
 		}
