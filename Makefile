@@ -40,7 +40,12 @@ all: build
 XGBOOST_SYSROOT := $(shell scripts/xgboost-sysroot.sh --path)
 CGO_CFLAGS := $(shell scripts/xgboost-flags.sh cflags)
 CGO_LDFLAGS := $(shell scripts/xgboost-flags.sh ldflags)
-GOFLAGS := $(strip $(GOFLAGS) $(shell scripts/xgboost-flags.sh goflags))
+# Every go command builds with -trimpath (the binaries, go vet, go test, the fuzzing and the
+# binaries tests build): the packages then compile once for all of them, where a package built
+# with and without it is two compilations, and they compile to the same objects in any checkout,
+# so a second clone's make test reuses the first's instead of compiling every package of the
+# module again (its folder is otherwise part of each one's build).
+GOFLAGS := $(strip $(GOFLAGS) -trimpath $(shell scripts/xgboost-flags.sh goflags))
 export CGO_CFLAGS CGO_LDFLAGS GOFLAGS
 # go test's -ldflags in make test and fuzz: GOFLAGS' -r, and no DWARF (scripts/xgboost-flags.sh).
 TEST_LDFLAGS := $(shell scripts/xgboost-flags.sh testldflags)

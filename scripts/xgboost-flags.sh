@@ -45,6 +45,8 @@ case ${1:-} in
   ldflags) echo "$ldflags" ;;
   goflags) echo "-ldflags=-r=$libs" ;;
   testldflags) echo "-r=$libs -w" ;;
-  env) printf 'export CGO_CFLAGS=%q CGO_LDFLAGS=%q GOFLAGS=%q\n' "$cflags" "$ldflags" "${GOFLAGS:+$GOFLAGS }-ldflags=-r=$libs" ;;
+  # env: make's go environment, -trimpath included (the Makefile says why), so go commands
+  # outside make reuse the packages make compiled.
+  env) printf 'export CGO_CFLAGS=%q CGO_LDFLAGS=%q GOFLAGS=%q\n' "$cflags" "$ldflags" "${GOFLAGS:+$GOFLAGS }-trimpath -ldflags=-r=$libs" ;;
   *) echo "usage: $0 [local | image ARCH] cflags|ldflags|goflags|testldflags|env" >&2; exit 2 ;;
 esac

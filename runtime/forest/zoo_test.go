@@ -60,7 +60,7 @@ var zooOutputs = []struct {
 
 func zooDirs(t *testing.T) []string {
 	t.Helper()
-	root := foresttest.Testdata("zoo")
+	root := foresttest.Testdata(t, "zoo")
 	var dirs []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -82,7 +82,7 @@ func zooDirs(t *testing.T) []string {
 }
 
 func TestZoo(t *testing.T) {
-	root := foresttest.Testdata("zoo")
+	root := foresttest.Testdata(t, "zoo")
 	var models, refusedLoads, loads, checked int
 	for _, name := range zooDirs(t) {
 		dir := filepath.Join(root, filepath.FromSlash(name))

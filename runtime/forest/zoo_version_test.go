@@ -13,7 +13,7 @@ import (
 // zooModel returns a zoo model file with each old -> new replacement applied once.
 func zooModel(t *testing.T, name string, repl ...string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(foresttest.Testdata("zoo/" + name + "/json/model.json"))
+	b, err := os.ReadFile(foresttest.Testdata(t, "zoo/"+name+"/json/model.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestNamedCategoriesRefused(t *testing.T) {
 // XGBoost 3.3 and later save a dart booster as "gbtree" with weight_drop in the
 // model; it reports itself as dart.
 func TestDartSavedAsGbtree(t *testing.T) {
-	m, err := forest.Load(foresttest.Testdata("zoo/xgb-3.4.1/dart_reg/ubj/model.ubj"))
+	m, err := forest.Load(foresttest.Testdata(t, "zoo/xgb-3.4.1/dart_reg/ubj/model.ubj"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestVectorLeafIndexChecked(t *testing.T) {
 			t.Errorf("right children ...%s: got %v", bad, err)
 		}
 	}
-	m, err := forest.Load(foresttest.Testdata("zoo/xgb-3.4.1/multi_target_vector_leaf/ubj/model.ubj"))
+	m, err := forest.Load(foresttest.Testdata(t, "zoo/xgb-3.4.1/multi_target_vector_leaf/ubj/model.ubj"))
 	if err != nil {
 		t.Fatal(err)
 	}

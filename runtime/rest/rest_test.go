@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,10 +28,14 @@ func newHandler(tb testing.TB, batching bool) http.Handler {
 	return New(newService(tb, batching), Options{MaxBodyBytes: 64 << 20}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
-// irisDir is the folder of the iris model the tests serve.
+// irisDir is the folder of the iris model the tests serve, under runtime/testdata (go test runs
+// a package in its own folder).
 func irisDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "testdata", "models", "iris")
+	dir, err := filepath.Abs(filepath.Join("..", "testdata", "models", "iris"))
+	if err != nil {
+		panic(err)
+	}
+	return dir
 }
 
 // newService serves the iris model, with or without batching.

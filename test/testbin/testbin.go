@@ -96,7 +96,8 @@ func goBuild(pkg string, env []string, n int) (string, error) {
 	}
 	// One folder per build: two builds of a package (other env) keep the package's name.
 	out := filepath.Join(dir, fmt.Sprint(n), path.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	// -trimpath, as make build's: the packages make build compiled are reused.
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), env...)
 	if msg, err := cmd.CombinedOutput(); err != nil {

@@ -17,7 +17,7 @@ import (
 // max_cat_to_onehot=4, so it holds both partition splits (cat_b) and one-hot splits
 // (cat_c). libxgboost's own predictions from the same file are the reference.
 func TestCategoricalParity(t *testing.T) {
-	path := foresttest.Testdata("categorical.json")
+	path := foresttest.Testdata(t, "categorical.json")
 	m, err := forest.Load(path)
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ func saveLegacy(t testing.TB, b *xgb.Booster) ([]byte, string) {
 // libxgboost today loads each fixture as the same trees as its JSON model.
 func TestLegacySeedFiles(t *testing.T) {
 	for _, s := range foresttest.LegacySeeds {
-		p := foresttest.Testdata(s.Bst)
+		p := foresttest.Testdata(t, s.Bst)
 		fromBst, err := xgb.LoadBooster(p)
 		if err != nil {
 			t.Fatalf("libxgboost %s cannot load %s: %v", xgb.Version(), p, err)

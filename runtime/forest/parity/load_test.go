@@ -32,7 +32,7 @@ func TestLoadFiles(t *testing.T) {
 		}
 		return p
 	}
-	binf, err := os.ReadFile(foresttest.Testdata("tiny_pruned.bst"))
+	binf, err := os.ReadFile(foresttest.Testdata(t, "tiny_pruned.bst"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,17 +8,22 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
+	"github.com/gangboost/gangboost/internal/plumbing/repodir"
 	"github.com/gangboost/gangboost/runtime/forest"
 )
 
 // Testdata is the path of a file under runtime/forest/testdata, from whichever package's
-// tests ask (go test runs each package in its own folder).
-func Testdata(name string) string {
-	_, self, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(self), "..", "..", "testdata", name)
+// tests ask. It is found from the checkout (go test runs a package in its own folder), not from
+// this file's compiled path: make test builds with -trimpath, which leaves that path relative.
+func Testdata(tb testing.TB, name string) string {
+	tb.Helper()
+	root, err := repodir.Root()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return filepath.Join(root, "runtime", "forest", "testdata", name)
 }
 
 // GenRows draws n rows: feature values mix normals, a few integers and outliers, with
@@ -78,7 +83,7 @@ func SeedJSON(t testing.TB, name string) []byte {
 	if name == "" {
 		return []byte(TinyModel)
 	}
-	js, err := os.ReadFile(Testdata(name))
+	js, err := os.ReadFile(Testdata(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
