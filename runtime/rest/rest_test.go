@@ -30,13 +30,7 @@ func newHandler(tb testing.TB, batching bool) http.Handler {
 
 // irisDir is the folder of the iris model the tests serve, under runtime/testdata (go test runs
 // a package in its own folder).
-func irisDir() string {
-	dir, err := filepath.Abs(filepath.Join("..", "testdata", "models", "iris"))
-	if err != nil {
-		panic(err)
-	}
-	return dir
-}
+var irisDir = filepath.Join("..", "testdata", "models", "iris")
 
 // newService serves the iris model, with or without batching.
 func newService(tb testing.TB, batching bool) *service.Service {
@@ -46,7 +40,7 @@ func newService(tb testing.TB, batching bool) *service.Service {
 	if batching {
 		b = batcher.Options{MaxBatchRows: 64}
 	}
-	reg, err := registry.Open(irisDir(), "iris", "", registry.Options{NewPredictor: service.NewPredictor(m, b)})
+	reg, err := registry.Open(irisDir, "iris", "", registry.Options{NewPredictor: service.NewPredictor(m, b)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -208,7 +202,7 @@ func (panickingPredictor) PredictContext(context.Context, []float32, []float32, 
 // counted in the metrics under that status; the server goes on answering.
 func TestInferFailuresAnswerInTheProtocolShape(t *testing.T) {
 	m := metrics.New()
-	reg, err := registry.Open(irisDir(), "iris", "", registry.Options{NewPredictor: func(*forest.Model) (infer.Predictor, func()) {
+	reg, err := registry.Open(irisDir, "iris", "", registry.Options{NewPredictor: func(*forest.Model) (infer.Predictor, func()) {
 		return panickingPredictor{}, nil
 	}})
 	if err != nil {
