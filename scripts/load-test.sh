@@ -24,10 +24,12 @@
 # JSON request, as in the rounds in turn.
 
 #
-# Core split, for each P in SERVER_CORES: the servers run on cores 0..P-1 with GOMAXPROCS=P, the
-# load generator (wrk, or runtime/loadtest/grpcload for gRPC) on the cores after them; when no
-# core is left (P = all cores) it runs on the last core, shared with the server, and the table
-# says so. On a 2-core machine: P=1 is server on core 0, load on core 1.
+# Core split, for each P in SERVER_CORES (split_cores, scripts/loadtest-lib.sh): the servers run
+# on the first P cores, one per physical core where there are enough, with GOMAXPROCS=P; the load
+# generator (wrk, or runtime/loadtest/grpcload for gRPC) on the other cores, but not on the
+# server cores' hyperthread siblings while any other core is left; when no core is left (P = all
+# cores) it runs on the last core, shared with the server. The run prints the split. On a 2-core
+# machine: P=1 is server on core 0, load on core 1.
 #
 # Settings (environment):
 #   DURATION=5s WARMUP=1s CONNECTIONS=32 STARTS=5
@@ -39,6 +41,12 @@
 #   PAIRED_ROUNDS=3      rounds of the paired measurement (0: none), below
 #   RUNTIME_FLAGS=       extra gangboost-runtime flags (e.g. --enable_batching)
 #   GANGBOOST_RUNTIME=bin/gangboost-runtime (built into a temporary folder when missing)
+#   LOADTEST_TOOLS=      a folder holding the peers and load tools already built (floor, grpcfloor,
+#                        grpcload, readytime, from runtime/loadtest): then no Go toolchain is
+#                        needed, as on a machine the binaries were copied to
+#   PYTHON=/usr/bin/python3 the Python server's interpreter
+#   PYTHON_PEER=on       off: leave the Python server out (a machine without its Debian packages);
+#                        the report then says it was not measured
 #   LOAD_TEST_OUT=path   also write the figures as JSON there
 set -euo pipefail
 
@@ -54,9 +62,11 @@ ROUNDS=${ROUNDS:-1}
 PAIRED_ROUNDS=${PAIRED_ROUNDS:-3}
 SERVER_CORES=${SERVER_CORES:-1 2}
 RUNTIME_FLAGS=${RUNTIME_FLAGS:-}
+PYTHON_PEER=${PYTHON_PEER:-on}
+case $PYTHON_PEER in on | off) ;; *) echo "load-test: PYTHON_PEER=$PYTHON_PEER: say on or off" >&2; exit 1 ;; esac
 # Debian's interpreter holds python3-fastapi, -uvicorn and -xgboost; a python3 earlier on PATH
 # (pyenv, venv) usually does not.
-python=/usr/bin/python3
+python=${PYTHON:-/usr/bin/python3}
 model=iris
 model_dir=$root/runtime/testdata/models/iris
 body='{"inputs":[{"name":"input-0","shape":[1,4],"datatype":"FP32","data":[5.1,3.5,1.4,0.2]}]}'
@@ -71,9 +81,10 @@ die() { echo "load-test: $*" >&2; exit 1; }
 
 # shellcheck source=scripts/loadtest-lib.sh
 . scripts/loadtest-lib.sh
-require_tools wrk curl jq go taskset
-"$python" -c 'import fastapi, uvicorn, xgboost, numpy' 2>/dev/null ||
-  die "$python lacks fastapi/uvicorn/xgboost/numpy: apt-get install python3-fastapi python3-uvicorn python3-xgboost python3-numpy"
+require_tools wrk curl jq taskset
+[ -n "${LOADTEST_TOOLS:-}" ] || require_tools go
+[ "$PYTHON_PEER" = off ] || "$python" -c 'import fastapi, uvicorn, xgboost, numpy' 2>/dev/null ||
+  die "$python lacks fastapi/uvicorn/xgboost/numpy: apt-get install python3-fastapi python3-uvicorn python3-xgboost python3-numpy (or PYTHON_PEER=off)"
 # shellcheck disable=SC2086 # SERVER_CORES is a list
 check_server_cores $SERVER_CORES
 check_durations DURATION WARMUP
@@ -85,8 +96,16 @@ if [ ! -x "$gbr" ]; then
   CGO_ENABLED=0 go build -trimpath -o "$gbr" ./runtime/cmd/gangboost-runtime
 fi
 for tool in floor grpcfloor grpcload readytime; do
-  go build -o "$work/$tool" "./runtime/loadtest/$tool"
+  if [ -n "${LOADTEST_TOOLS:-}" ]; then
+    [ -x "$LOADTEST_TOOLS/$tool" ] || die "LOADTEST_TOOLS: no $LOADTEST_TOOLS/$tool"
+    ln -s "$(cd "$LOADTEST_TOOLS" && pwd)/$tool" "$work/$tool"
+  else
+    go build -o "$work/$tool" "./runtime/loadtest/$tool"
+  fi
 done
+# The servers in this run, the Python one unless PYTHON_PEER=off.
+servers=(gangboost gangboost-batching floor floor-timeouts grpc-floor)
+[ "$PYTHON_PEER" = off ] || servers+=(python)
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 rss_kib() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
@@ -188,6 +207,7 @@ check_answers() {
   grep -qi '^Inference-Header-Content-Length:' "$work/binary.headers" || die "binary answer without a binary part"
   resp=$(curl -sf -X POST -H 'Content-Type: application/json' -d "$body" "http://127.0.0.1:${port[floor]}/v2/models/$model/infer") ||
     die "floor: POST failed"
+  [ "$PYTHON_PEER" = off ] && return
   resp=$(curl -sf -X POST -H 'Content-Type: application/json' -d "$body" "http://127.0.0.1:${port[python]}/v2/models/$model/infer") ||
     die "python: POST failed"
   jq -e '.outputs[0].shape == [1, 3]' <<<"$resp" >/dev/null || die "python: unexpected answer $resp"
@@ -201,10 +221,14 @@ p=$(free_port)
 "$work/readytime" -n "$STARTS" -url "http://127.0.0.1:$p/v2/health/ready" -- \
   "$gbr" --model_name "$model" --model_dir "$model_dir" --http_port "$p" --grpc_port "$(free_port)" \
   >"$work/gangboost-ready.json"
-p=$(free_port)
-"$work/readytime" -n "$STARTS" -url "http://127.0.0.1:$p/v2/health/ready" -- \
-  "$python" runtime/loadtest/pyserver.py --model_dir "$model_dir" --model_name "$model" --port "$p" \
-  >"$work/python-ready.json"
+py_rss=null py_impl=""
+echo null >"$work/python-ready.json"
+if [ "$PYTHON_PEER" = on ]; then
+  p=$(free_port)
+  "$work/readytime" -n "$STARTS" -url "http://127.0.0.1:$p/v2/health/ready" -- \
+    "$python" runtime/loadtest/pyserver.py --model_dir "$model_dir" --model_name "$model" --port "$p" \
+    >"$work/python-ready.json"
+fi
 
 splits=()
 for server_cores in $SERVER_CORES; do
@@ -214,7 +238,7 @@ for server_cores in $SERVER_CORES; do
 
   # The servers stay up (idle ones cost nothing) and are measured one at a time, in turn, so a
   # change in the machine's background load falls on all of them alike.
-  for name in gangboost gangboost-batching floor floor-timeouts grpc-floor python; do port[$name]=$(free_port); done
+  for name in "${servers[@]}"; do port[$name]=$(free_port); done
   gport[gangboost]=$(free_port)
   gport[grpc-floor]=${port[grpc-floor]}
   # shellcheck disable=SC2086 # RUNTIME_FLAGS is a list of flags
@@ -229,11 +253,17 @@ for server_cores in $SERVER_CORES; do
     "$work/floor" --port "${port[floor-timeouts]}" --server_timeouts
   start grpc-floor "$server_cpus" "$work/grpcload -ready -d 100ms -addr 127.0.0.1:${gport[grpc-floor]}" \
     "$work/grpcfloor" --port "${gport[grpc-floor]}"
-  start python "$server_cpus" "curl -sf http://127.0.0.1:${port[python]}/v2/health/ready" \
-    "$python" runtime/loadtest/pyserver.py --model_dir "$model_dir" --model_name "$model" --port "${port[python]}"
+  if [ "$PYTHON_PEER" = on ]; then
+    start python "$server_cpus" "curl -sf http://127.0.0.1:${port[python]}/v2/health/ready" \
+      "$python" runtime/loadtest/pyserver.py --model_dir "$model_dir" --model_name "$model" --port "${port[python]}"
+  fi
   check_answers
-  [ "$server_cores" = "${SERVER_CORES%% *}" ] && rss_idle=$(rss_kib "${pid[gangboost]}" VmRSS) &&
-    py_rss=$(rss_kib "${pid[python]}" VmRSS) && py_impl=$(sed -n 's/^pyserver: //p' "$work/python.log")
+  if [ "$server_cores" = "${SERVER_CORES%% *}" ]; then
+    rss_idle=$(rss_kib "${pid[gangboost]}" VmRSS)
+    if [ "$PYTHON_PEER" = on ]; then
+      py_rss=$(rss_kib "${pid[python]}" VmRSS) py_impl=$(sed -n 's/^pyserver: //p' "$work/python.log")
+    fi
+  fi
   for round in $(seq "$ROUNDS"); do
     bench gangboost-json rest-json gangboost "$round"
     bench floor rest-json floor "$round"
@@ -241,7 +271,7 @@ for server_cores in $SERVER_CORES; do
     bench gangboost-binary rest-binary gangboost "$round"
     bench gangboost-grpc grpc gangboost "$round"
     bench grpc-floor grpc grpc-floor "$round"
-    bench python rest-json python "$round"
+    [ "$PYTHON_PEER" = off ] || bench python rest-json python "$round"
   done
   rss_after=$(rss_kib "${pid[gangboost]}" VmRSS)
   hwm_after=$(rss_kib "${pid[gangboost]}" VmHWM)
@@ -265,11 +295,13 @@ for server_cores in $SERVER_CORES; do
           cpu_ratio: ($r | sort | .[(length - 1) / 2 | floor])}' "${files[@]}" >"$work/paired.$server_cores.$name.json"
     fi
   done
-  for name in gangboost gangboost-batching floor floor-timeouts grpc-floor python; do stop "$name"; done
+  for name in "${servers[@]}"; do stop "$name"; done
   # Each server's figures are those of its median round by req/s; its rounds' req/s and CPU per
   # request, in round order, give the ratios to the peer measured beside it in the same round.
-  for name in gangboost-json floor floor-timeouts gangboost-binary gangboost-grpc grpc-floor python \
-    "gangboost-json-c$BATCH_CONNECTIONS" "gangboost-batching-c$BATCH_CONNECTIONS"; do
+  names=(gangboost-json floor floor-timeouts gangboost-binary gangboost-grpc grpc-floor
+    "gangboost-json-c$BATCH_CONNECTIONS" "gangboost-batching-c$BATCH_CONNECTIONS")
+  [ "$PYTHON_PEER" = off ] || names+=(python)
+  for name in "${names[@]}"; do
     files=()
     for round in $(seq "$ROUNDS"); do files+=("$work/$server_cores.$name.$round.json"); done
     jq -s --argjson p "$server_cores" \
@@ -296,6 +328,7 @@ report=$(jq -n \
   # round: a busy machine moves both alike within a round, and rounds apart by 2x.
   def rounds(p; a; b; k): run(p; a)[k] as $x | run(p; b)[k] as $y | [range(0; $x | length) | $x[.] / $y[.]];
   def ratio(p; a; b; k): rounds(p; a; b; k) | sort | .[(length - 1) / 2 | floor];
+  def python_ratio(p): if $pr[0] == null then null else ratio(p; "gangboost-json"; "python"; "rounds_rps") end;
   {
     model: "iris", rows_per_request: 1, runtime_flags: $flags,
     load: {connections: $connections, duration: $duration, warmup: $warmup, rounds: $rounds, paired_rounds: $paired_rounds},
@@ -314,7 +347,7 @@ report=$(jq -n \
       grpc_to_floor_rps: ratio($p; "gangboost-grpc"; "grpc-floor"; "rounds_rps"),
       grpc_to_floor_rps_rounds: rounds($p; "gangboost-grpc"; "grpc-floor"; "rounds_rps"),
       grpc_to_floor_cpu: ratio($p; "gangboost-grpc"; "grpc-floor"; "rounds_cpu"),
-      json_to_python_rps: ratio($p; "gangboost-json"; "python"; "rounds_rps"),
+      json_to_python_rps: python_ratio($p),
       batching_rps: ratio($p; $batched; $unbatched; "rounds_rps"),
       batching_cpu: ratio($p; $batched; $unbatched; "rounds_cpu")
     }],
@@ -324,10 +357,10 @@ report=$(jq -n \
       ready_ms_best: $gr[0].best_ms, ready_ms_median: $gr[0].median_ms, ready_ms_all: $gr[0].ready_ms,
       rss_at_ready_mib: ($gr[0].rss_kib | min / 1024)
     },
-    python: {
+    python: (if $pr[0] == null then null else {
       server: $py_impl, rss_loaded_idle_mib: ($py_rss / 1024),
       ready_ms_best: $pr[0].best_ms, ready_ms_median: $pr[0].median_ms
-    },
+    } end),
     goals: {
       json_floor_rps_min: 0.9, json_floor_cpu_max: 1.15, grpc_floor_rps_min: 0.9,
       python_ratio_min: 10, rss_mib_max: 30, ready_ms_max: 100
@@ -365,7 +398,8 @@ jq -r --arg bc "$BATCH_CONNECTIONS" '
     "           REST JSON / floor with the runtime'"'"'s timeouts \(f(.json_to_floor_timeouts_cpu; 2))x CPU/req",
     "           REST binary / floor \(f(.binary_to_floor_rps; 2))x req/s, \(f(.binary_to_floor_cpu; 2))x CPU/req",
     "           gRPC / gRPC floor \(f(.grpc_to_floor_rps; 2))x req/s (\(goal(.grpc_to_floor_rps; .grpc_to_floor_rps_rounds; ">="; $g.grpc_floor_rps_min))), \(f(.grpc_to_floor_cpu; 2))x CPU/req",
-    "           REST JSON / python \(f(.json_to_python_rps; 1))x req/s (goal >= \($g.python_ratio_min): \(met(.json_to_python_rps >= $g.python_ratio_min)))",
+    (if .json_to_python_rps == null then "           REST JSON / python: not measured (PYTHON_PEER=off)"
+     else "           REST JSON / python \(f(.json_to_python_rps; 1))x req/s (goal >= \($g.python_ratio_min): \(met(.json_to_python_rps >= $g.python_ratio_min)))" end),
     "           --enable_batching under \($bc) connections: \(f(.batching_rps; 2))x req/s, \(f(.batching_cpu; 2))x CPU/req of the same server without it"),
   (.goals as $g | .paired as $pr | .core_splits[] | .server_cores as $p |
     ($pr | map(select(.server_cores == $p)) | INDEX(.name)) as $x |
@@ -374,7 +408,8 @@ jq -r --arg bc "$BATCH_CONNECTIONS" '
   (.gangboost.after_load[] | "gangboost RSS       \(.server_cores) core(s): \(f(.rss_after_load_mib; 1)) MiB after the load, peak \(f(.rss_peak_mib; 1)) MiB"),
   "gangboost RSS       \(f(.gangboost.rss_loaded_idle_mib; 1)) MiB loaded and idle (goal for the peak <= \(.goals.rss_mib_max))",
   "gangboost ready     \(f(.gangboost.ready_ms_best; 1)) ms best, \(f(.gangboost.ready_ms_median; 1)) ms median of \(.gangboost.ready_ms_all | length) starts (goal <= \(.goals.ready_ms_max): \(met(.gangboost.ready_ms_best <= .goals.ready_ms_max)))",
-  "python              \(f(.python.rss_loaded_idle_mib; 1)) MiB loaded, ready \(f(.python.ready_ms_best; 0)) ms best; \(.python.server)",
+  (if .python == null then "python              not measured (PYTHON_PEER=off)"
+   else "python              \(f(.python.rss_loaded_idle_mib; 1)) MiB loaded, ready \(f(.python.ready_ms_best; 0)) ms best; \(.python.server)" end),
   "load average        \(.machine.loadavg_start) at start, \(.machine.loadavg_end) at end, \(.machine.cpus) CPUs"
 ' <<<"$report"
 

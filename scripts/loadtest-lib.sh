@@ -48,19 +48,51 @@ free_port() {
 # cpu_ticks PID: the process's user + system CPU time so far, in clock ticks (fields 14 and 15 of
 # /proc/PID/stat, counted after the command name, which may hold spaces).
 cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
-# cpu_list FIRST LAST: "0" or "0-1".
-cpu_list() { if [ "$1" = "$2" ]; then echo "$1"; else echo "$1-$2"; fi; }
 
-# split_cores P: the core split for P server cores, in server_cpus (cores 0..P-1), load_cpus and
-# load_threads (the cores after them; with none left, the last, shared) and split (in words).
+# siblings CPU: the logical CPUs sharing CPU's physical core (itself included), one per line, from
+# the kernel's topology ("0,8" or "0-1") under cpu_sysfs; CPU alone where the kernel does not say.
+cpu_sysfs=${LOADTEST_CPU_SYSFS:-/sys/devices/system/cpu}
+siblings() {
+  local list part
+  list=$(cat "$cpu_sysfs/cpu$1/topology/thread_siblings_list" 2>/dev/null) || { echo "$1"; return; }
+  for part in ${list//,/ }; do
+    if [[ $part == *-* ]]; then seq "${part%-*}" "${part#*-}"; else echo "$part"; fi
+  done
+}
+
+# split_cores P: the core split for P server cores, in server_cpus, load_cpus and load_threads
+# (the cores left; with none left, the last, shared) and split (in words). The server takes the
+# first P cores, one per physical core where the machine has enough of them; a hyperthread
+# sibling of a server core shares its execution units, so the load generator there would slow
+# the server as a busy neighbour does: such siblings stay idle, unless nothing else is left.
 split_cores() {
-  local ncpu
+  local ncpu c s server=() free=() idle=()
+  local -A taken=() server_core=()
   ncpu=$(nproc)
-  server_cpus=$(cpu_list 0 $(($1 - 1)))
-  if [ "$1" -lt "$ncpu" ]; then
-    load_cpus=$(cpu_list "$1" $((ncpu - 1)))
-    load_threads=$((ncpu - $1))
+  # First one logical CPU per physical core, then, when P is more than the physical cores, siblings.
+  for ((c = 0; c < ncpu && ${#server[@]} < $1; c++)); do
+    [ -n "${server_core[$c]:-}" ] && continue
+    server+=("$c")
+    taken[$c]=1
+    for s in $(siblings "$c"); do server_core[$s]=1; done
+  done
+  for ((c = 0; c < ncpu && ${#server[@]} < $1; c++)); do
+    [ -n "${taken[$c]:-}" ] || { server+=("$c"); taken[$c]=1; }
+  done
+  server_cpus=$(printf '%s\n' "${server[@]}" | sort -n | paste -sd,)
+  for ((c = 0; c < ncpu; c++)); do
+    [ -n "${taken[$c]:-}" ] && continue
+    if [ -n "${server_core[$c]:-}" ]; then idle+=("$c"); else free+=("$c"); fi
+  done
+  if [ "${#free[@]}" -gt 0 ]; then
+    load_cpus=$(IFS=,; echo "${free[*]}")
+    load_threads=${#free[@]}
     split="server on cores $server_cpus, load generator on cores $load_cpus"
+    [ "${#idle[@]}" -eq 0 ] || split+=" (idle: $(IFS=,; echo "${idle[*]}"), the server cores' hyperthread siblings)"
+  elif [ "${#idle[@]}" -gt 0 ]; then
+    load_cpus=$(IFS=,; echo "${idle[*]}")
+    load_threads=${#idle[@]}
+    split="server on cores $server_cpus, load generator on cores $load_cpus (the server cores' hyperthread siblings: no other core is left)"
   else
     load_cpus=$((ncpu - 1))
     load_threads=1
