@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tests of `make test`, after its build and vet: first every package that does not start a
-# test control plane (`go test`, two packages at a time on 2 cores), then the ones that do, the
+# test control plane (as `go test` would, from test binaries kept between runs, one package per
+# core at a time: unittest below), then the ones that do, the
 # KServe v0.15 serving tier, test/images, the KServe types module and the fuzz targets, as three
 # streams at once.
 #
@@ -30,7 +31,8 @@
 #
 # Environment: GO (default go), MAKE (default make), TEST_LDFLAGS (go test's -ldflags, default
 # scripts/xgboost-flags.sh testldflags), FUZZTIME (default 10000x, see the Makefile's fuzz target),
-# CI (default true: a control plane that cannot start fails).
+# CI (default true: a control plane that cannot start fails), GANGBOOST_TEST_BINARIES (where the
+# test binaries are kept, default below).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -77,6 +79,69 @@ gotest() {
   done
 }
 
+# The test binaries of the packages without a control plane are kept between runs, in a folder of
+# the user's cache for each checkout: go test -count=1 links every package's test binary again on
+# each run (66 binaries, about 120 CPU-s and a minute of a 2-core machine, 2026-11-30), where
+# go test -c -o relinks one only when its build ID changed, that is when the package or anything
+# it is built from did (-trimpath: a clone elsewhere builds the same IDs, but each checkout keeps
+# its own binaries, so two checkouts testing at once never replace each other's).
+test_binaries=${GANGBOOST_TEST_BINARIES:-${XDG_CACHE_HOME:-$HOME/.cache}/gangboost/test-binaries/$(printf '%s' "$root" | sha256sum | cut -c1-16)}
+
+# unittest TIMEOUT PACKAGE...: go test -count=1 -timeout TIMEOUT PACKAGE... from the kept test
+# binaries (test_binaries): each binary built or found up to date, then run as go test runs it (in
+# its package's folder, -test.paniconexit0), as many at once as the machine has cores; prints go
+# test's lines ("ok", "FAIL" after a failing package's output, "?" for one without tests) and
+# fails when any package failed, after all have run.
+unittest() {
+  local timeout=$1 pkg dir tests name i
+  shift
+  local -A uses=()
+  local rounds=() jobs=()
+  # go test -c writes nothing for a package without tests, so a binary left from an earlier run
+  # must not stand in for it: only packages with tests get a job. go test -c -o DIR/ names each
+  # binary after its package's last element, or the one before a major version's (runtime/v2:
+  # runtime.test): a package whose name an earlier one has goes to the next folder.
+  while IFS=$'\t' read -r pkg dir tests; do
+    if [ -z "$tests" ]; then
+      printf '?   \t%s\t[no test files]\n' "$pkg"
+      continue
+    fi
+    name=${pkg##*/}
+    if [[ $name =~ ^v[1-9][0-9]*$ && $pkg == */* ]]; then
+      name=${pkg%/*}
+      name=${name##*/}
+    fi
+    i=${uses[$name]:-0}
+    uses[$name]=$((i + 1))
+    rounds[i]+=" $pkg"
+    jobs+=("$pkg"$'\t'"$test_binaries/$i/$name.test"$'\t'"$dir")
+  done < <("$GO" list -f $'{{.ImportPath}}\t{{.Dir}}\t{{if or .TestGoFiles .XTestGoFiles}}tests{{end}}' "$@")
+  for i in "${!rounds[@]}"; do
+    mkdir -p "$test_binaries/$i"
+    # shellcheck disable=SC2086 # a list of packages
+    "$GO" test -c -o "$test_binaries/$i/" -ldflags="$TEST_LDFLAGS" ${rounds[i]} || return 1
+  done
+  printf '%s\n' "${jobs[@]}" | TIMEOUT=$timeout xargs -d '\n' -n 1 -P "$(nproc)" bash -c 'run_test_binary "$1"' _
+}
+
+# run_test_binary "PACKAGE<tab>BINARY<tab>DIR": runs one package's test binary as go test does,
+# printing its output only when it fails.
+run_test_binary() {
+  local pkg bin dir out rc start took
+  IFS=$'\t' read -r pkg bin dir <<<"$1"
+  start=$(date +%s%N)
+  out=$(cd "$dir" && "$bin" -test.paniconexit0 -test.timeout="$TIMEOUT" 2>&1)
+  rc=$?
+  took=$(awk -v n="$(($(date +%s%N) - start))" 'BEGIN { printf "%.3fs", n / 1e9 }')
+  if [ "$rc" -eq 0 ]; then
+    printf 'ok  \t%s\t%s\n' "$pkg" "$took"
+  else
+    printf '%s\nFAIL\t%s\t%s\n' "$out" "$pkg" "$took"
+    return 1
+  fi
+}
+export -f run_test_binary
+
 # planetest TIMEOUT PACKAGE...: gotest for packages that start a control plane, whose test binary
 # and every process it starts (etcd, the API server, the controllers, Volcano, the pods' processes)
 # run with GOMAXPROCS=1; go test itself builds with every core. The streams run three planes
@@ -97,7 +162,7 @@ serving_pkgs=(test/cluster/serving)
 serving_after_pkgs=(test/images)
 streamed=("${launche2e_pkgs[@]}" "${realnode_pkgs[@]}" "${serving_pkgs[@]}" "${serving_after_pkgs[@]}")
 module=$("$GO" list -m)
-"$GO" test -ldflags="$TEST_LDFLAGS" -count=1 -timeout 45m $("$GO" list ./... | grep -v -x -F "${streamed[@]/#/-e$module/}") || exit 1
+unittest 45m $("$GO" list ./... | grep -v -x -F "${streamed[@]/#/-e$module/}") || exit 1
 
 declare -A pids
 trap 'kill "${pids[@]}" 2>/dev/null; exit 130' INT TERM
