@@ -79,13 +79,14 @@ gotest() {
   done
 }
 
-# The test binaries of the packages without a control plane are kept between runs, in a folder of
-# the user's cache for each checkout: go test -count=1 links every package's test binary again on
-# each run (66 binaries, about 120 CPU-s and a minute of a 2-core machine, 2026-11-30), where
-# go test -c -o relinks one only when its build ID changed, that is when the package or anything
-# it is built from did (-trimpath: a clone elsewhere builds the same IDs, but each checkout keeps
-# its own binaries, so two checkouts testing at once never replace each other's).
-test_binaries=${GANGBOOST_TEST_BINARIES:-${XDG_CACHE_HOME:-$HOME/.cache}/gangboost/test-binaries/$(printf '%s' "$root" | sha256sum | cut -c1-16)}
+# The test binaries of the packages without a control plane are kept between runs in the user's
+# cache: go test -count=1 links every package's test binary again on each run (66 binaries, about
+# 120 CPU-s and a minute of a 2-core machine, 2026-11-30), where go test -c -o relinks one only
+# when its build ID changed, that is when the package or anything it is built from did. Every
+# go command of make builds with -trimpath, so a binary holds no checkout's path and any clone of
+# the same code reuses it. One set of binaries for all checkouts (about 1.3 GB), those of
+# packages gone removed, and one run at a time uses it (a lock).
+test_binaries=${GANGBOOST_TEST_BINARIES:-${XDG_CACHE_HOME:-$HOME/.cache}/gangboost/test-binaries}
 
 # unittest TIMEOUT PACKAGE...: go test -count=1 -timeout TIMEOUT PACKAGE... from the kept test
 # binaries (test_binaries): each binary built or found up to date, then run as go test runs it (in
@@ -93,9 +94,9 @@ test_binaries=${GANGBOOST_TEST_BINARIES:-${XDG_CACHE_HOME:-$HOME/.cache}/gangboo
 # test's lines ("ok", "FAIL" after a failing package's output, "?" for one without tests) and
 # fails when any package failed, after all have run.
 unittest() {
-  local timeout=$1 pkg dir tests name i
+  local timeout=$1 pkg dir tests name i bin lock
   shift
-  local -A uses=()
+  local -A uses=() current=()
   local rounds=() jobs=()
   # go test -c writes nothing for a package without tests, so a binary left from an earlier run
   # must not stand in for it: only packages with tests get a job. go test -c -o DIR/ names each
@@ -114,14 +115,33 @@ unittest() {
     i=${uses[$name]:-0}
     uses[$name]=$((i + 1))
     rounds[i]+=" $pkg"
+    current[$test_binaries/$i/$name.test]=1
     jobs+=("$pkg"$'\t'"$test_binaries/$i/$name.test"$'\t'"$dir")
   done < <("$GO" list -f $'{{.ImportPath}}\t{{.Dir}}\t{{if or .TestGoFiles .XTestGoFiles}}tests{{end}}' "$@")
+  mkdir -p "$test_binaries"
+  # The lock is the open file: no process the tests start inherits it (a server left running
+  # would hold it), and it goes when this shell closes it or ends.
+  exec {lock}>"$test_binaries/.lock"
+  if ! flock -n "$lock"; then
+    exec {lock}>&-
+    echo "run-tests: another make test is using $test_binaries (its .lock): wait for it, or set GANGBOOST_TEST_BINARIES" >&2
+    return 1
+  fi
+  local rc=0
   for i in "${!rounds[@]}"; do
     mkdir -p "$test_binaries/$i"
     # shellcheck disable=SC2086 # a list of packages
-    "$GO" test -c -o "$test_binaries/$i/" -ldflags="$TEST_LDFLAGS" ${rounds[i]} || return 1
+    "$GO" test -c -o "$test_binaries/$i/" -ldflags="$TEST_LDFLAGS" ${rounds[i]} {lock}>&- || rc=1
   done
-  printf '%s\n' "${jobs[@]}" | TIMEOUT=$timeout xargs -d '\n' -n 1 -P "$(nproc)" bash -c 'run_test_binary "$1"' _
+  if [ "$rc" -eq 0 ]; then
+    for bin in "$test_binaries"/*/*.test; do
+      [ -n "${current[$bin]:-}" ] || rm -f "$bin"
+    done
+    printf '%s\n' "${jobs[@]}" | TIMEOUT=$timeout xargs -d '\n' -n 1 -P "$(nproc)" bash -c 'run_test_binary "$1"' _ {lock}>&-
+    rc=$?
+  fi
+  exec {lock}>&-
+  return "$rc"
 }
 
 # run_test_binary "PACKAGE<tab>BINARY<tab>DIR": runs one package's test binary as go test does,
