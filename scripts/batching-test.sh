@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # When --enable_batching pays (`make load-test-batching`): gangboost-runtime with and without it
 # on models of growing size, under growing numbers of concurrent one-row requests, with the
-# server and the load generator on disjoint cores as in scripts/load-test.sh (server on cores
-# 0..P-1 with GOMAXPROCS=P, wrk on the cores after them; with none left, on the last, shared).
+# server and the load generator on disjoint cores as in scripts/load-test.sh (split_cores: the
+# server on P cores with GOMAXPROCS=P, wrk on the others but not on the server cores' hyperthread
+# siblings; with none left, on the last, shared).
 #
 # A merged batch runs the batch kernel, which keeps a tree in cache across a block of rows, so
 # batching pays when a row's evaluation is large against handing a request to the batcher and

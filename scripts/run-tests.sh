@@ -84,7 +84,7 @@ gotest() {
 # 120 CPU-s and a minute of a 2-core machine, 2026-11-30), where go test -c -o relinks one only
 # when its build ID changed, that is when the package or anything it is built from did. Every
 # go command of make builds with -trimpath, so a binary holds no checkout's path and any clone of
-# the same code reuses it. One set of binaries for all checkouts (about 1.3 GB), those of
+# the same code reuses it. One set of binaries for all checkouts (about 1.4 GB), those of
 # packages gone removed, and one run at a time uses it (a lock).
 test_binaries=${GANGBOOST_TEST_BINARIES:-${XDG_CACHE_HOME:-$HOME/.cache}/gangboost/test-binaries}
 
