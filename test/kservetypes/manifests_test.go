@@ -336,6 +336,11 @@ func TestClusterServingRuntimes(t *testing.T) {
 					t.Errorf("%s: httpGet %s port %s, want %s port 8080 (--http_port)", p.kind, p.probe.HTTPGet.Path, p.probe.HTTPGet.Port.String(), p.path)
 				}
 			}
+			// The readiness period is how long a loaded replica waits for traffic; the failures
+			// that take it out of the endpoints span 15 s, so one slow probe under load does not.
+			if r := c.ReadinessProbe; r != nil && (r.PeriodSeconds != 1 || r.PeriodSeconds*r.FailureThreshold < 15) {
+				t.Errorf("readinessProbe: period %d s, failureThreshold %d; want a 1 s period and at least 15 s of failures", r.PeriodSeconds, r.FailureThreshold)
+			}
 			sc := c.SecurityContext
 			if sc == nil {
 				t.Fatal("no securityContext")

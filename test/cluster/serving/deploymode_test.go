@@ -82,12 +82,17 @@ func TestDeployWhenClusterDefaultIsServerless(t *testing.T) {
 	t.Run("ClusterDefault", func(t *testing.T) {
 		e := *e
 		e.t = t
-		r := e.runDeploy(params("", 20), 2*time.Minute)
+		// KServe gives the service up for good (a terminal error, no retry), so the step must
+		// fail on its event, long before its own 10 minutes, saying what to change.
+		r := e.runDeploy(params("", 600), 2*time.Minute)
 		if r.exitCode == 0 {
 			t.Fatalf("with the cluster's Serverless default the service became ready:\n%s", r.log)
 		}
 		if !strings.Contains(r.log, "ServerlessModeRejected") {
 			t.Error("the failure does not carry KServe's ServerlessModeRejected event")
+		}
+		if !strings.Contains(r.log, "set deployment_mode to RawDeployment") || strings.Contains(r.log, "(timeout_seconds) passed") {
+			t.Error("the step did not fail on KServe's rejection saying what to change")
 		}
 		if err := deployment(); !apierrors.IsNotFound(err) {
 			t.Errorf("Deployment %s under the Serverless default: %v, want none", predictorObject(e.c, "iris", "v1"), err)

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gangboost/gangboost/internal/kube/kserveapi"
@@ -311,6 +312,33 @@ func TestApplyChanged(t *testing.T) {
 	} {
 		if got := applyChanged(c.before, c.after); got != c.want {
 			t.Errorf("%s: applyChanged %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestServerlessRejection(t *testing.T) {
+	isvc := &kserveapi.InferenceService{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "iris", UID: "uid-now"}}
+	ev := func(kind, uid, reason string) *corev1.Event {
+		return &corev1.Event{InvolvedObject: corev1.ObjectReference{Kind: kind, Name: "iris", UID: types.UID(uid)}, Type: corev1.EventTypeWarning,
+			Reason: reason, Message: "It is not possible to use Knative deployment mode when Knative Services are not available"}
+	}
+	err := serverlessRejection(ev("InferenceService", "uid-now", "ServerlessModeRejected"), isvc)
+	if err == nil {
+		t.Fatal("no error for KServe's ServerlessModeRejected")
+	}
+	for _, want := range []string{"team-a/iris", "no Knative Serving", "set deployment_mode to RawDeployment", "Knative Services are not available"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	for name, other := range map[string]*corev1.Event{
+		// A service of the same name deleted before this one was created.
+		"earlier object": ev("InferenceService", "uid-before", "ServerlessModeRejected"),
+		"other reason":   ev("InferenceService", "uid-now", "InternalError"),
+		"other kind":     ev("InferenceGraph", "uid-now", "ServerlessModeRejected"),
+	} {
+		if err := serverlessRejection(other, isvc); err != nil {
+			t.Errorf("%s: %v, want no error", name, err)
 		}
 	}
 }

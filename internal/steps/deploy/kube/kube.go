@@ -187,8 +187,8 @@ func stablePredictorName(s *deploy.Service, existing *kserveapi.InferenceService
 // informers until the service is Ready and serves the applied model: at least minReplicas
 // predictor pods with its storageUri and resources are ready, and no pod of an earlier version
 // is left. Then it waits until the model answers ready through the predictor Service, the
-// address it returns (waitAnswers). It gives up at once when KServe reports the new spec invalid or its model failing to
-// load, or a pod of it crash-looping.
+// address it returns (waitAnswers). It gives up at once when KServe reports the new spec invalid,
+// its model failing to load or its Serverless mode impossible here, or a pod of it crash-looping.
 func (b *Backend) Wait(ctx context.Context, s *deploy.Service, progress func(string)) (*deploy.Endpoint, error) {
 	var w *watcher
 	var ep *deploy.Endpoint
@@ -335,9 +335,13 @@ func (w *watcher) observe(ctx context.Context) (bool, error) {
 	// Warnings about the service, its Deployment and pods, once each.
 	var events corev1.EventList
 	_ = w.r.List(ctx, &events, client.InNamespace(s.Namespace))
+	var rejected error
 	for _, ev := range relevantEvents(events.Items, s.Name) {
 		if ev.Type != corev1.EventTypeWarning || eventTime(&ev).Before(w.since) {
 			continue
+		}
+		if err := serverlessRejection(&ev, &isvc); err != nil && rejected == nil {
+			rejected = err
 		}
 		k := string(ev.UID) + "/" + strconv.Itoa(int(ev.Count))
 		if w.seenEvents[k] {
@@ -345,6 +349,9 @@ func (w *watcher) observe(ctx context.Context) (bool, error) {
 		}
 		w.seenEvents[k] = true
 		w.progress(fmt.Sprintf("event %s %s/%s: %s", ev.Reason, ev.InvolvedObject.Kind, ev.InvolvedObject.Name, strings.TrimSpace(ev.Message)))
+	}
+	if rejected != nil {
+		return false, rejected
 	}
 
 	if w.reconciled {
@@ -365,6 +372,22 @@ func (w *watcher) observe(ctx context.Context) (bool, error) {
 	done := isvc.Status.IsReady() && isvc.Status.Address != nil && isvc.Status.Address.URL != "" &&
 		ready >= int(s.MinReplicas) && older == 0
 	return done, nil
+}
+
+// serverlessModeRejected is the reason of KServe's warning that an InferenceService's deployment
+// mode resolved to Serverless (Knative) on a cluster without Knative Serving.
+const serverlessModeRejected = "ServerlessModeRejected"
+
+// serverlessRejection is the step's error for KServe's ServerlessModeRejected warning about isvc
+// (this object, not an earlier one of its name), or nil for any other event. KServe ends that
+// reconcile as a terminal error and does not retry it, so nothing would change however long the
+// step waited: it says what to change instead.
+func serverlessRejection(ev *corev1.Event, isvc *kserveapi.InferenceService) error {
+	if ev.Reason != serverlessModeRejected || ev.InvolvedObject.Kind != "InferenceService" || ev.InvolvedObject.UID != isvc.UID {
+		return nil
+	}
+	return fmt.Errorf("KServe will not deploy InferenceService %s/%s: its deployment mode is Serverless (Knative) and this cluster has no Knative Serving (event %s: %s); set deployment_mode to RawDeployment (Standard on KServe 0.19 and later), or install Knative Serving",
+		isvc.Namespace, isvc.Name, ev.Reason, strings.TrimSpace(ev.Message))
 }
 
 // servesApplied reports whether a predictor pod is of the applied version: KServe copied the
