@@ -140,7 +140,7 @@ cluster-up: build cluster-tools
 
 # CI=true: a control plane that cannot start fails the e2e tests instead of skipping them.
 ## test: run every test tier (installs what it needs)
-# scripts/run-tests.sh: the packages without a control plane, then those with one as three
+# scripts/run-tests.sh: the packages without a control plane, then those with one as four
 # streams at once, the serving tier a second time on Kubeflow 1.11's KServe (v0.15.2), the KServe
 # type tests and the fuzzing.
 test: deps build cluster-tools s3-server

@@ -2,7 +2,7 @@
 # The tests of `make test`, after its build and vet: first every package that does not start a
 # test control plane (as `go test` would, from test binaries kept between runs, one package per
 # core at a time: unittest below), then the ones that do, the
-# KServe v0.15 serving tier, test/images, the KServe types module and the fuzz targets, as three
+# KServe v0.15 serving tier, test/images, the KServe types module and the fuzz targets, as four
 # streams at once.
 #
 # The other packages run first, not beside the streams: at nice 10 beside them (2026-11-29) the
@@ -12,13 +12,15 @@
 # A control-plane package spends most of its time waiting on controllers, Volcano and its pods
 # (about two thirds of one core when it runs alone), so two at a time, as `go test ./...` ran
 # them, left part of a 2-core machine idle for nine minutes, and the v0.15 tier ran after them.
-# Three streams keep both cores busy. Each stream is one `go test` per package, in order,
-# balanced by the packages' measured times (2026-11-29, three streams: launche2e 450 s, realnode
+# Several streams keep both cores busy. Each stream is one `go test` per package, in order,
+# balanced by the packages' measured times. Three streams (2026-11-29: launche2e 450 s, realnode
 # 435 s, serving 256 s and its v0.15 tier 300 s, e2e 202 s, kservetypes and fuzz 134 s,
-# test/images 70 s; notebooks 64 s beside the other packages; launche2e's resume tests have been
-# 50 s shorter since; with the claim binder's 1 s sync, in a later run: launche2e 304 s, realnode
-# 425 s, serving 277 s and 284 s, e2e 144 s, notebooks 103 s, test/images 68 s). The two serving
-# tiers share a stream: their runtime pods run as local processes that listen on the same host
+# test/images 70 s, notebooks 64 s) ended within a minute of each other until the serving tier
+# got quicker (2026-12-06: the runtimes' readiness probed every second, the deploy step failing
+# at once on a Serverless rejection; the tier 155 -> 93 s run alone): then realnode and e2e, one
+# stream, ended last, and make test took 10 min 16 s. Four, with e2e a stream of its own, notebooks
+# and test/images after it: FOUR_STREAMS (realnode 385 s, launche2e 251 s, serving 192 s and
+# 168 s, e2e 155 s). The two serving tiers share a stream: their runtime pods run as local processes that listen on the same host
 # ports (8080, 8081), and their pipeline's gang on the launch step's default Master port (9999).
 # Pods of the other streams' planes run on the same host: their ports must be free ones
 # (cluster.FreePort), never those.
@@ -47,13 +49,16 @@ outputs=$(mktemp -d)
 trap 'rm -rf "$outputs"' EXIT
 
 # stream NAME COMMAND...: runs COMMAND (a shell string) with its lines prefixed "[NAME] ", and
-# keeps them in $outputs/NAME.
+# keeps them in $outputs/NAME. Its last line says how long it took, the figure the streams are
+# balanced by.
 stream() {
   local name=$1
   shift
   (
     set -eo pipefail
+    start=$SECONDS
     eval "$*"
+    echo "stream done in $((SECONDS - start)) s"
   ) 2>&1 | sed -u "s/^/[$name] /" | tee "$outputs/$name"
 }
 
@@ -167,7 +172,7 @@ export -f run_test_binary
 
 # planetest TIMEOUT PACKAGE...: gotest for packages that start a control plane, whose test binary
 # and every process it starts (etcd, the API server, the controllers, Volcano, the pods' processes)
-# run with GOMAXPROCS=1; go test itself builds with every core. The streams run three planes
+# run with GOMAXPROCS=1; go test itself builds with every core. The streams run four planes
 # and their pods on two cores, a dozen Go processes each; with two Ps a process's idle Ms spin
 # looking for work the other streams' processes would have done. Three plane packages at once
 # (e2e, launche2e, notebooks; 2026-11-29, two runs each way): 300 and 360 CPU-s with the
@@ -177,13 +182,14 @@ planetest() { test_exec="env GOMAXPROCS=1" gotest "$@"; }
 # Each stream's packages, beside what else it runs. Together they are the packages go test ./...
 # leaves out below: those that start a control plane, and test/images, which builds images with
 # buildah for a minute and ended the first half alone.
-launche2e_pkgs=(test/cluster/launche2e notebooks)
-realnode_pkgs=(test/cluster/realnode test/cluster/e2e)
-serving_pkgs=(test/cluster/serving)
-# After the serving tier's second run (v0.15): beside realnode's own image builds at its start
+launche2e_pkgs=(test/cluster/launche2e)
+realnode_pkgs=(test/cluster/realnode)
+e2e_pkgs=(test/cluster/e2e notebooks)
+# Last in e2e's stream, minutes after realnode's own image builds at its start, beside which
 # test/images took 180 s, not 62-102.
-serving_after_pkgs=(test/images)
-streamed=("${launche2e_pkgs[@]}" "${realnode_pkgs[@]}" "${serving_pkgs[@]}" "${serving_after_pkgs[@]}")
+e2e_after_pkgs=(test/images)
+serving_pkgs=(test/cluster/serving)
+streamed=("${launche2e_pkgs[@]}" "${realnode_pkgs[@]}" "${e2e_pkgs[@]}" "${e2e_after_pkgs[@]}" "${serving_pkgs[@]}")
 module=$("$GO" list -m)
 unittest 45m $("$GO" list ./... | grep -v -x -F "${streamed[@]/#/-e$module/}") || exit 1
 
@@ -195,13 +201,15 @@ stream launche2e 'planetest 45m "${launche2e_pkgs[@]}"
 pids[launche2e]=$!
 stream realnode 'planetest 45m "${realnode_pkgs[@]}"' &
 pids[realnode]=$!
+stream e2e 'planetest 45m "${e2e_pkgs[@]}"
+  gotest 45m "${e2e_after_pkgs[@]}"' &
+pids[e2e]=$!
 stream serving 'planetest 45m "${serving_pkgs[@]}"
-  GANGBOOST_KSERVE_VERSION=v0.15.2 planetest 20m test/cluster/serving
-  gotest 45m "${serving_after_pkgs[@]}"' &
+  GANGBOOST_KSERVE_VERSION=v0.15.2 planetest 20m test/cluster/serving' &
 pids[serving]=$!
 
 failed=()
-for name in launche2e realnode serving; do
+for name in launche2e realnode e2e serving; do
   wait "${pids[$name]}" || failed+=("$name")
 done
 if [ ${#failed[@]} -gt 0 ]; then
