@@ -18,12 +18,14 @@
 # test/images 70 s, notebooks 64 s) ended within a minute of each other until the serving tier
 # got quicker (2026-12-06: the runtimes' readiness probed every second, the deploy step failing
 # at once on a Serverless rejection; the tier 155 -> 93 s run alone): then realnode and e2e, one
-# stream, ended last, and make test took 10 min 16 s. Four, with e2e a stream of its own, notebooks
-# and test/images after it: FOUR_STREAMS (realnode 385 s, launche2e 251 s, serving 192 s and
-# 168 s, e2e 155 s). The two serving tiers share a stream: their runtime pods run as local processes that listen on the same host
-# ports (8080, 8081), and their pipeline's gang on the launch step's default Master port (9999).
-# Pods of the other streams' planes run on the same host: their ports must be free ones
-# (cluster.FreePort), never those.
+# stream, ended last, and make test took 10 min 16 s. Four, with e2e a stream of its own and
+# notebooks and test/images after it, end within 35 s of each other, 420-455 s after they start
+# (make test 9 min 57 s, 17.6 CPU-minutes: realnode 429 s, launche2e 274 s, serving 192 s and
+# 194 s, e2e 161 s, notebooks 96 s, test/images 155 s); the two cores are then busy throughout,
+# so more streams would only share them. The two serving tiers share a stream: their runtime
+# pods run as local processes that listen on the same host ports (8080, 8081), and their
+# pipeline's gang on the launch step's default Master port (9999). Pods of the other streams'
+# planes run on the same host: their ports must be free ones (cluster.FreePort), never those.
 #
 # Every line a stream prints is prefixed with its name; the script fails when any stream fails,
 # after all of them have ended (a failing stream does not stop the others' tests half-way), and
