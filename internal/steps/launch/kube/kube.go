@@ -192,7 +192,8 @@ func (b *Backend) Delete(ctx context.Context, j *launch.Job) error {
 func (b *Backend) Watch(ctx context.Context, j *launch.Job, progress func(launch.Progress)) error {
 	byName := fields.OneTermEqualSelector("metadata.name", j.Name)
 	var w *watcher
-	return kubewatch.Follow(ctx, b.config, b.scheme, kubewatch.Informers{
+	stepCtx := ctx
+	err := kubewatch.Follow(ctx, b.config, b.scheme, kubewatch.Informers{
 		Namespace: j.Namespace,
 		ByObject: map[client.Object]cache.ByObject{
 			b.api.object("", ""):          {Field: byName},
@@ -204,10 +205,18 @@ func (b *Backend) Watch(ctx context.Context, j *launch.Job, progress func(launch
 		Needs: b.api.resources(),
 	}, func(ctx context.Context, r client.Reader) (bool, error) {
 		if w == nil {
-			w = &watcher{b: b, j: j, r: r, progress: progress, failures: map[string]string{}, restarts: map[string]int32{}}
+			w = &watcher{b: b, j: j, r: r, progress: progress, failures: map[string]string{}, restarts: map[string]int32{},
+				stepCtx: stepCtx, ended: make(chan struct{})}
 		}
 		return w.observe(ctx)
 	})
+	if w != nil {
+		// A restarted gang that finished before its Master's log was next read still says
+		// where it resumed: each follower reads the log once more before the step goes on.
+		close(w.ended)
+		w.follows.Wait()
+	}
+	return err
 }
 
 // watcher turns what the informers hold into progress lines, once per change.
@@ -231,6 +240,12 @@ type watcher struct {
 	// them from its own goroutine. mu guards them and serialises progress reports.
 	mu       sync.Mutex
 	restarts map[string]int32
+	// follows counts the followStart goroutines running; ended is closed once the watch is over.
+	// They run under stepCtx, Watch's own context: the informers' context ends with the watch,
+	// before their last read.
+	follows sync.WaitGroup
+	stepCtx context.Context
+	ended   chan struct{}
 }
 
 // queueRoom says how much of what the gang needs its queue can still get, read when a wait
@@ -427,7 +442,12 @@ func (w *watcher) noteRestarts(ctx context.Context, pods []corev1.Pod) {
 			}
 			w.emit(launch.Progress{Line: line})
 			if p.Labels[kubeflowv1.ReplicaTypeLabel] == strings.ToLower(string(kubeflowv1.XGBoostJobReplicaTypeMaster)) {
-				go w.followStart(ctx, p.Namespace, p.Name, cs.RestartCount)
+				fctx := w.stepCtx
+				if fctx == nil { // a watcher made outside Watch
+					fctx = ctx
+				}
+				w.follows.Add(1)
+				go w.followStart(fctx, p.Namespace, p.Name, cs.RestartCount)
 			}
 		}
 	}
@@ -437,30 +457,52 @@ func (w *watcher) noteRestarts(ctx context.Context, pods []corev1.Pod) {
 var resumeLine = regexp.MustCompile(`msg="(resumed from checkpoint at round \d+|starting from round 0)"`)
 
 // followStart reads the Master's log (its current run) every few seconds until the trainer says
-// where the gang starts, and reports it; it gives up when the container restarts again, after
-// the gang's start timeout, or when the watch ends. The log is read only while a restart is
-// being followed: pods/log has no cheap way to wait for one line.
+// where the gang starts, and reports it; it gives up when the container restarts again or after
+// the gang's start timeout, and reads once more when the watch ends (the job may have finished
+// before the next read). The log is read only while a restart is being followed: pods/log has
+// no cheap way to wait for one line.
 func (w *watcher) followStart(ctx context.Context, ns, pod string, restart int32) {
+	defer w.follows.Done()
 	deadline := time.Now().Add(10 * time.Minute)
-	tail := int64(200)
 	for time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
+			return
+		case <-w.ended:
+			if ctx.Err() == nil { // not when the step is stopping
+				last, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				w.reportStart(last, ns, pod, restart)
+			}
 			return
 		case <-time.After(followStartEvery):
 		}
 		if w.restartCount(pod) != restart {
 			return
 		}
-		b, err := w.b.core.Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: kubeflowv1.XGBoostJobDefaultContainerName, TailLines: &tail}).DoRaw(ctx)
-		if err != nil {
-			continue
-		}
-		if m := resumeLine.FindSubmatch(b); m != nil {
-			w.emit(launch.Progress{Line: fmt.Sprintf("pod %s (restart %d): %s", pod, restart, m[1])})
+		if w.reportStart(ctx, ns, pod, restart) {
 			return
 		}
 	}
+}
+
+// startLogBytes bounds what reportStart reads of a run's log: its start, where the trainer says
+// where the gang starts, whatever the run logged after.
+const startLogBytes = 64 << 10
+
+// reportStart reports where the Master's current run started the gang, if its log says so yet.
+func (w *watcher) reportStart(ctx context.Context, ns, pod string, restart int32) bool {
+	limit := int64(startLogBytes)
+	b, err := w.b.core.Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: kubeflowv1.XGBoostJobDefaultContainerName, LimitBytes: &limit}).DoRaw(ctx)
+	if err != nil {
+		return false
+	}
+	m := resumeLine.FindSubmatch(b)
+	if m == nil {
+		return false
+	}
+	w.emit(launch.Progress{Line: fmt.Sprintf("pod %s (restart %d): %s", pod, restart, m[1])})
+	return true
 }
 
 // followStartEvery is how often followStart reads the Master's log.
