@@ -353,8 +353,10 @@ func TestXGBoostJobObjectStoreSecret(t *testing.T) {
 // progress line with the exit code that caused it, once.
 func TestRestartsAreReported(t *testing.T) {
 	var lines []string
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	w := &watcher{b: &Backend{core: k8sfake.NewSimpleClientset().CoreV1()}, j: &launch.Job{}, restarts: map[string]int32{},
-		progress: func(p launch.Progress) { lines = append(lines, p.Line) }}
+		progress: func(p launch.Progress) { lines = append(lines, p.Line) }, stepCtx: ctx}
 	pod := func(name, role string, restarts int32) corev1.Pod {
 		return corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ml", Labels: map[string]string{kubeflowv1.ReplicaTypeLabel: role}},
@@ -362,11 +364,9 @@ func TestRestartsAreReported(t *testing.T) {
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}}}},
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w.noteRestarts(ctx, []corev1.Pod{pod("j-master-0", "master", 0), pod("j-worker-1", "worker", 0)})
-	w.noteRestarts(ctx, []corev1.Pod{pod("j-master-0", "master", 0), pod("j-worker-1", "worker", 1)})
-	w.noteRestarts(ctx, []corev1.Pod{pod("j-master-0", "master", 0), pod("j-worker-1", "worker", 1)})
+	w.noteRestarts([]corev1.Pod{pod("j-master-0", "master", 0), pod("j-worker-1", "worker", 0)})
+	w.noteRestarts([]corev1.Pod{pod("j-master-0", "master", 0), pod("j-worker-1", "worker", 1)})
+	w.noteRestarts([]corev1.Pod{pod("j-master-0", "master", 0), pod("j-worker-1", "worker", 1)})
 	w.mu.Lock()
 	got := strings.Join(lines, "\n")
 	w.mu.Unlock()

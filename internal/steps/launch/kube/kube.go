@@ -369,7 +369,7 @@ func (w *watcher) observe(ctx context.Context) (done bool, err error) {
 			}
 		}
 	}
-	w.noteRestarts(ctx, pods.Items)
+	w.noteRestarts(pods.Items)
 	total := int(w.j.Replicas())
 	if b := fmt.Sprintf("pods bound %d/%d", bound, total); b != w.lastBound {
 		w.lastBound = b
@@ -426,7 +426,7 @@ func (w *watcher) observe(ctx context.Context) (done bool, err error) {
 // noteRestarts reports each restart of a trainer container (restartPolicy OnFailure: the kubelet
 // restarts it in place), and for a restart of the Master follows its new run's log until the
 // trainer says where the gang starts: "resumed from checkpoint at round K" or from round 0.
-func (w *watcher) noteRestarts(ctx context.Context, pods []corev1.Pod) {
+func (w *watcher) noteRestarts(pods []corev1.Pod) {
 	for i := range pods {
 		p := &pods[i]
 		for _, cs := range p.Status.ContainerStatuses {
@@ -442,12 +442,8 @@ func (w *watcher) noteRestarts(ctx context.Context, pods []corev1.Pod) {
 			}
 			w.emit(launch.Progress{Line: line})
 			if p.Labels[kubeflowv1.ReplicaTypeLabel] == strings.ToLower(string(kubeflowv1.XGBoostJobReplicaTypeMaster)) {
-				fctx := w.stepCtx
-				if fctx == nil { // a watcher made outside Watch
-					fctx = ctx
-				}
 				w.follows.Add(1)
-				go w.followStart(fctx, p.Namespace, p.Name, cs.RestartCount)
+				go w.followStart(w.stepCtx, p.Namespace, p.Name, cs.RestartCount)
 			}
 		}
 	}
