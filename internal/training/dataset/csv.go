@@ -562,20 +562,33 @@ func didYouMean(name string, header []string) string {
 	return ""
 }
 
-// chunked collects values in fixed-size chunks and copies them once at the end: growing one
-// slice by append copies a 100 MB matrix several times over and dominated load time.
+// chunked collects values in chunks and copies them once at the end: growing one slice by
+// append copies a 100 MB matrix several times over and dominated load time. The chunks double
+// from minChunk values to maxChunk, so that a small file's load does not clear a full chunk.
 type chunked[T any] struct {
 	full [][]T
 	cur  []T
 	n    int
 }
 
+const (
+	minChunk = 1 << 10
+	maxChunk = 1 << 16
+)
+
+// next starts a new chunk with room for at least n values.
+func (c *chunked[T]) next(n int) {
+	size := minChunk
+	if c.cur != nil {
+		c.full = append(c.full, c.cur)
+		size = min(2*cap(c.cur), maxChunk)
+	}
+	c.cur = make([]T, 0, max(size, n))
+}
+
 func (c *chunked[T]) append(v T) {
 	if len(c.cur) == cap(c.cur) {
-		if c.cur != nil {
-			c.full = append(c.full, c.cur)
-		}
-		c.cur = make([]T, 0, 1<<16)
+		c.next(1)
 	}
 	c.cur = append(c.cur, v)
 	c.n++
@@ -584,10 +597,7 @@ func (c *chunked[T]) append(v T) {
 // extend appends n values and returns them to be written; they stay in one chunk.
 func (c *chunked[T]) extend(n int) []T {
 	if cap(c.cur)-len(c.cur) < n {
-		if c.cur != nil {
-			c.full = append(c.full, c.cur)
-		}
-		c.cur = make([]T, 0, max(1<<16, n))
+		c.next(n)
 	}
 	k := len(c.cur)
 	c.cur = c.cur[:k+n]
@@ -595,15 +605,18 @@ func (c *chunked[T]) extend(n int) []T {
 	return c.cur[k : k+n]
 }
 
-// reserve makes room for n values in one piece (before any chunk is full): flatten then returns
-// it without a copy when the estimate held. Memory reserved but never written costs no RSS.
+// reserve makes room for n values in one piece, the values so far moved into it: flatten then
+// returns it without a copy when the estimate held. It is meant for early on (a sample of the
+// rows read), when the values to move are few. Memory reserved but never written costs no RSS.
 func (c *chunked[T]) reserve(n int) {
-	if len(c.full) > 0 || n <= cap(c.cur) {
+	if n <= c.n || (len(c.full) == 0 && n <= cap(c.cur)) {
 		return
 	}
-	cur := make([]T, len(c.cur), n)
-	copy(cur, c.cur)
-	c.cur = cur
+	cur := make([]T, 0, n)
+	for _, ch := range c.full {
+		cur = append(cur, ch...)
+	}
+	c.cur, c.full = append(cur, c.cur...), nil
 }
 
 func (c *chunked[T]) flatten() []T {

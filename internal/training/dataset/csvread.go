@@ -47,7 +47,7 @@ func (e *csvSyntaxError) Error() string {
 }
 
 func newRecordReader(r io.Reader) *recordReader {
-	return &recordReader{br: bufio.NewReaderSize(r, 1<<20)}
+	return &recordReader{br: bufio.NewReaderSize(r, readBufferBytes(r))}
 }
 
 func (r *recordReader) limit() int {

@@ -343,6 +343,32 @@ func isDir(path string) bool {
 }
 
 // openData opens path, decompressing it when its name ends in .gz.
+// maxReadBufferBytes is the read buffer of a text file's loader: a megabyte, for few reads of a
+// large file.
+const maxReadBufferBytes = 1 << 20
+
+// readBufferBytes is the read buffer for r: maxReadBufferBytes, or less when r says how much it
+// holds (a regular file's size, an in-memory reader's length), so that loading a small file
+// does not allocate and clear a megabyte. The size only bounds how much one read takes: a
+// line longer than the buffer is still read (up to the line limit), so a file that grows while
+// it is read loses nothing.
+func readBufferBytes(r io.Reader) int {
+	size := int64(-1)
+	switch v := r.(type) {
+	case interface{ Len() int }: // bytes.Reader, strings.Reader, bytes.Buffer
+		size = int64(v.Len())
+	case *os.File:
+		if fi, err := v.Stat(); err == nil && fi.Mode().IsRegular() {
+			size = fi.Size()
+		}
+	}
+	if size < 0 || size >= maxReadBufferBytes {
+		return maxReadBufferBytes
+	}
+	// One byte more than the data: the last read then finds its end, not a full buffer.
+	return max(int(size)+1, 4<<10)
+}
+
 func openData(path string) (io.ReadCloser, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -209,3 +209,18 @@ func BenchmarkCSVRows(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLoadSmallFile loads the 250-byte flowers.csv and the small LibSVM file, as the
+// fuzz targets do thousands of times: the cost of a load that is not its rows (buffers).
+func BenchmarkLoadSmallFile(b *testing.B) {
+	for _, spec := range []Spec{{Path: td("flowers.csv"), Label: "species"}, {Path: td("small.libsvm")}} {
+		b.Run(filepath.Ext(spec.Path)[1:], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Load(spec, Shard{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -41,7 +41,7 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, limits Limits, 
 	if numFeatures > maxLibSVMIndex+1 {
 		return nil, fmt.Errorf("libsvm: %d features: at most %d supported", numFeatures, maxLibSVMIndex+1)
 	}
-	br := bufio.NewReaderSize(r, 1<<20)
+	br := bufio.NewReaderSize(r, readBufferBytes(r))
 	// Own rows are kept sparse until the whole file has been seen and Cols is known.
 	var (
 		rowEnds  chunked[int]
