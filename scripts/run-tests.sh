@@ -100,9 +100,10 @@ test_binaries=${GANGBOOST_TEST_BINARIES:-${XDG_CACHE_HOME:-$HOME/.cache}/gangboo
 
 # unittest TIMEOUT PACKAGE...: go test -count=1 -timeout TIMEOUT PACKAGE... from the kept test
 # binaries (test_binaries): each binary built or found up to date, then run as go test runs it (in
-# its package's folder, -test.paniconexit0), as many at once as the machine has cores; prints go
-# test's lines ("ok", "FAIL" after a failing package's output, "?" for one without tests) and
-# fails when any package failed, after all have run.
+# its package's folder, -test.paniconexit0), as many at once as the machine has cores, the longest
+# first by the last run's times (kept beside the binaries); prints go test's lines ("ok", "FAIL"
+# after a failing package's output, "?" for one without tests) and fails when any package failed,
+# after all have run.
 unittest() {
   local timeout=$1 pkg dir tests name i bin lock
   shift
@@ -147,15 +148,34 @@ unittest() {
     for bin in "$test_binaries"/*/*.test; do
       [ -n "${current[$bin]:-}" ] || rm -f "$bin"
     done
-    printf '%s\n' "${jobs[@]}" | TIMEOUT=$timeout xargs -d '\n' -n 1 -P "$(nproc)" bash -c 'run_test_binary "$1"' _ {lock}>&-
+    # Longest first, by each package's time in the last run (a package without one first of
+    # all): the phase then ends on short packages, not on one long one beside an idle core.
+    local durations=$test_binaries/durations
+    : >"$durations.new"
+    longest_first "$durations" "${jobs[@]}" |
+      DURATIONS=$durations.new TIMEOUT=$timeout xargs -d '\n' -n 1 -P "$(nproc)" bash -c 'run_test_binary "$1"' _ {lock}>&-
     rc=$?
+    # Only a whole run's times replace the last ones.
+    if [ "$rc" -eq 0 ]; then mv "$durations.new" "$durations"; else rm -f "$durations.new"; fi
   fi
   exec {lock}>&-
   return "$rc"
 }
 
+# longest_first DURATIONS JOB...: the jobs ("PACKAGE<tab>...") one a line, those whose package
+# DURATIONS ("PACKAGE<tab>SECONDS" lines) does not name first, then the others by their seconds,
+# most first.
+longest_first() {
+  local durations=$1
+  shift
+  printf '%s\n' "$@" | awk -F '\t' -v durations="$durations" '
+    BEGIN { while ((getline line < durations) > 0) { split(line, f, "\t"); took[f[1]] = f[2] } }
+    { printf "%s\t%s\n", ($1 in took) ? took[$1] : "inf", $0 }
+  ' | sort -t $'\t' -k1,1 -g -r -s | cut -f 2-
+}
+
 # run_test_binary "PACKAGE<tab>BINARY<tab>DIR": runs one package's test binary as go test does,
-# printing its output only when it fails.
+# printing its output only when it fails, and adds its time to DURATIONS.
 run_test_binary() {
   local pkg bin dir out rc start took
   IFS=$'\t' read -r pkg bin dir <<<"$1"
@@ -163,6 +183,8 @@ run_test_binary() {
   out=$(cd "$dir" && "$bin" -test.paniconexit0 -test.timeout="$TIMEOUT" 2>&1)
   rc=$?
   took=$(awk -v n="$(($(date +%s%N) - start))" 'BEGIN { printf "%.3fs", n / 1e9 }')
+  # One short line, appended: the other jobs' lines do not interleave with it.
+  printf '%s\t%s\n' "$pkg" "${took%s}" >>"$DURATIONS"
   if [ "$rc" -eq 0 ]; then
     printf 'ok  \t%s\t%s\n' "$pkg" "$took"
   else
