@@ -1,12 +1,10 @@
 package protocoltest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -498,17 +496,7 @@ func TestInflightBodyBudget(t *testing.T) {
 	padded := []byte(row + strings.Repeat(" ", 700000-len(row)))
 
 	// The first request sends its headers and half its body, and holds.
-	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v2/models/iris/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(padded))
-	if _, err := conn.Write(padded[:len(padded)/2]); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
-
+	held := holdRequest(t, s, padded)
 	status, _, body := call(t, "POST", s.URL+"/v2/models/iris/infer", padded)
 	if status != 503 || !strings.Contains(string(body), "--max_inflight_body_bytes") {
 		t.Fatalf("second large body while the first is in flight: %d %s; want 503 naming the budget", status, body)
@@ -518,13 +506,7 @@ func TestInflightBodyBudget(t *testing.T) {
 		t.Fatalf("small request beside a held large one: %d %s", status, body)
 	}
 	// The first request completes, and its budget is given back.
-	if _, err := conn.Write(padded[len(padded)/2:]); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := held.finish(t)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("held request: %d", resp.StatusCode)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,9 +13,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -172,30 +173,93 @@ func TestModelRepositoryServesEveryFolder(t *testing.T) {
 	}
 }
 
-// SIGTERM lets requests already in flight finish before the process exits.
+// SIGTERM lets a request already in flight finish before the process exits: one whose body is
+// still arriving when the signal comes is read, evaluated and answered during the drain, and the
+// process then exits 0.
 func TestGracefulShutdownDrainsInFlightRequests(t *testing.T) {
-	// The drain time outlasts the request however loaded the machine is (about 2 s idle, 30 s and
-	// more with every core busy), so the test asserts draining, not the machine's speed.
-	s := startIris(t, "--max_batch_rows", "1000000", "--max_body_bytes", "100000000", "--max_contribs_rows", "1000000", "--shutdown_timeout", "100s")
-	// A request large enough to still be running when SIGTERM arrives.
-	rows := 1000000 // about 2 s of SHAP on two cores: still running when SIGTERM comes at 300 ms
-	body := []byte(`{"inputs":[{"name":"x","shape":[` + itoa(rows) + `,4],"datatype":"FP32","data":[` +
-		strings.TrimSuffix(strings.Repeat("5.1,3.5,1.4,0.2,", rows), ",") + `]}],"outputs":[{"name":"contribs"}]}`)
-	var wg sync.WaitGroup
-	var status int
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		status, _, _ = call(t, "POST", s.URL+"/v2/models/iris/infer", body)
-	}()
-	time.Sleep(300 * time.Millisecond)
-	code := s.stopGracefully(t)
-	wg.Wait()
-	if status != 200 || code != 0 {
-		t.Fatalf("in-flight request got %d, process exited %d; want 200 and 0", status, code)
+	const rows = 1000
+	body := irisBody(rows)
+	s := startIris(t, "--shutdown_timeout", "100s")
+	held := holdRequest(t, s, body)
+
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	s.waitLog(t, "draining in-flight requests")
+	resp := held.finish(t)
+	defer resp.Body.Close()
+	var answer struct {
+		Outputs []struct{ Shape []int } `json:"outputs"`
 	}
-	if !strings.Contains(s.log.String(), "draining in-flight requests") {
-		t.Fatalf("no drain message in log:\n%s", s.log.String())
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || resp.StatusCode != 200 ||
+		len(answer.Outputs) != 1 || !slices.Equal(answer.Outputs[0].Shape, []int{rows, 3}) {
+		t.Fatalf("request in flight at SIGTERM: %d %+v (%v); want 200 with %d rows of 3", resp.StatusCode, answer, err, rows)
+	}
+	if code := s.stopGracefully(t); code != 0 {
+		t.Fatalf("exit code %d after the drain, want 0", code)
+	}
+	if strings.Contains(s.log.String(), "drain timed out") {
+		t.Fatalf("the drain timed out:\n%s", s.log.String())
+	}
+}
+
+// heldRequest is a V2 infer request whose handler is running and waiting for the second half of
+// its body.
+type heldRequest struct {
+	conn net.Conn
+	r    *bufio.Reader
+	rest []byte
+}
+
+// holdRequest sends a V2 infer request of body to s with "Expect: 100-continue", and once the
+// server's handler asks for the body (net/http's 100 Continue, sent on the handler's first read,
+// after it reserved the body's bytes of --max_inflight_body_bytes) the first half of the body:
+// the request is then in flight, known rather than assumed after a sleep.
+func holdRequest(t *testing.T, s *server, body []byte) *heldRequest {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.SetDeadline(time.Now().Add(hangGuard))
+	fmt.Fprintf(conn, "POST /v2/models/iris/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"+
+		"Content-Length: %d\r\nExpect: 100-continue\r\n\r\n", len(body))
+	h := &heldRequest{conn: conn, r: bufio.NewReader(conn), rest: body[len(body)/2:]}
+	resp, err := http.ReadResponse(h.r, nil)
+	if err != nil {
+		t.Fatalf("no 100 Continue: %v", err)
+	}
+	if resp.StatusCode != http.StatusContinue {
+		answer, _ := io.ReadAll(resp.Body)
+		t.Fatalf("request to hold: %d %s; want 100 Continue", resp.StatusCode, answer)
+	}
+	if _, err := conn.Write(body[:len(body)/2]); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// finish sends the rest of the body and returns the answer.
+func (h *heldRequest) finish(t *testing.T) *http.Response {
+	t.Helper()
+	if _, err := h.conn.Write(h.rest); err != nil {
+		t.Fatalf("the rest of the held request's body: %v", err)
+	}
+	resp, err := http.ReadResponse(h.r, nil)
+	if err != nil {
+		t.Fatalf("no answer to the held request: %v", err)
+	}
+	return resp
+}
+
+// waitLog waits until the server's log holds text.
+func (s *server) waitLog(t *testing.T, text string) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for !strings.Contains(s.log.String(), text) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in the log after %s:\n%s", text, hangGuard, s.log.String())
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
