@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gangboost/gangboost/internal/plumbing/durable"
 )
 
 // MetadataFile is the name of the metadata file in a model folder.
@@ -285,7 +287,7 @@ func publishFolder(dir string, kind Kind, files []File, replace bool) (err error
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := durable.SyncDir(tmp); err != nil {
 		return err
 	}
 	if !replace {
@@ -298,7 +300,7 @@ func publishFolder(dir string, kind Kind, files []File, replace bool) (err error
 		return err
 	}
 	// The rename is durable only once the parent folder's entry is.
-	return syncDir(parent)
+	return durable.SyncDir(parent)
 }
 
 // swapIn moves the complete folder tmp to dir. When dir exists, the two are exchanged atomically
@@ -357,18 +359,6 @@ func writeSynced(path string, data []byte) error {
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }

@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gangboost/gangboost/internal/plumbing/durable"
 )
 
 // magic starts every checkpoint file; the version after it changes with the header's meaning.
@@ -233,7 +235,7 @@ func (d Dir) Write(s *State) (*Written, error) {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("write checkpoint %s: %w", final, err)
 	}
-	if err := syncDir(d.Path); err != nil {
+	if err := durable.SyncDir(d.Path); err != nil {
 		return nil, fmt.Errorf("write checkpoint %s: %w", final, err)
 	}
 	w := &Written{Path: final, Bytes: len(b)}
@@ -371,18 +373,6 @@ func (d Dir) Remove() error {
 	}
 	if err := os.Remove(d.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }
