@@ -342,7 +342,6 @@ func isDir(path string) bool {
 	return err == nil && st.IsDir()
 }
 
-// openData opens path, decompressing it when its name ends in .gz.
 // maxReadBufferBytes is the read buffer of a text file's loader: a megabyte, for few reads of a
 // large file.
 const maxReadBufferBytes = 1 << 20
@@ -369,6 +368,7 @@ func readBufferBytes(r io.Reader) int {
 	return max(int(size)+1, 4<<10)
 }
 
+// openData opens path, decompressing it when its name ends in .gz.
 func openData(path string) (io.ReadCloser, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -395,7 +395,7 @@ func openCSVRange(st store, p part, start, end int64, maxLine int) (rc io.ReadCl
 			return nil, 0, err
 		}
 	}
-	br := bufio.NewReaderSize(body, 1<<20)
+	br := bufio.NewReaderSize(body, maxReadBufferBytes)
 	pos = start
 	if start > 0 {
 		skip, err := readLineBounded(br, maxLine)
