@@ -110,13 +110,31 @@ func startLive(t testing.TB, args ...string) *server {
 // waitLoaded waits until the server has logged whether its models loaded ("ready" or
 // "not ready"): the server answers probes while it loads.
 func (s *server) waitLoaded(deadline time.Time) bool {
-	for !strings.Contains(s.log.String(), `"msg":"ready"`) && !strings.Contains(s.log.String(), `"msg":"not ready"`) {
+	return s.logHolds(deadline, `"msg":"ready"`, `"msg":"not ready"`)
+}
+
+// waitLog waits until the server's log holds text.
+func (s *server) waitLog(t *testing.T, text string) {
+	t.Helper()
+	if !s.logHolds(time.Now().Add(hangGuard), text) {
+		t.Fatalf("no %q in the log after %s:\n%s", text, hangGuard, s.log.String())
+	}
+}
+
+// logHolds waits until the server's log holds one of texts, or deadline passes (false).
+func (s *server) logHolds(deadline time.Time, texts ...string) bool {
+	for {
+		log := s.log.String()
+		for _, text := range texts {
+			if strings.Contains(log, text) {
+				return true
+			}
+		}
 		if time.Now().After(deadline) {
 			return false
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	return true
 }
 
 // startIris serves the iris model (multi:softprob, 4 features) as "iris" version "1".

@@ -251,18 +251,6 @@ func (h *heldRequest) finish(t *testing.T) *http.Response {
 	return resp
 }
 
-// waitLog waits until the server's log holds text.
-func (s *server) waitLog(t *testing.T, text string) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !strings.Contains(s.log.String(), text) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q in the log after %s:\n%s", text, hangGuard, s.log.String())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // A client whose body stops arriving gets 408 naming the timeout once --request_timeout passes,
