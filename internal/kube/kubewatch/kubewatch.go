@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -99,5 +100,18 @@ func Follow(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, in In
 				return err
 			}
 		}
+	}
+}
+
+// EventTime is when ev last happened: its last timestamp (events recorded through core/v1),
+// else its event time (events.k8s.io), else its creation.
+func EventTime(ev *corev1.Event) time.Time {
+	switch {
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp.Time
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	default:
+		return ev.CreationTimestamp.Time
 	}
 }

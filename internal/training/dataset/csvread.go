@@ -75,21 +75,9 @@ func (r *recordReader) readLine() ([]byte, error) {
 		}
 		r.pos += len(line)
 	} else {
-		line, err = r.br.ReadSlice('\n')
+		line, err = readLongLine(r.br, &r.long, r.limit())
 	}
-	if errors.Is(err, bufio.ErrBufferFull) {
-		r.long = append(r.long[:0], line...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			if len(r.long) > r.limit() {
-				r.tooLongAt = r.line + 1
-				return nil, errLineTooLong
-			}
-			line, err = r.br.ReadSlice('\n')
-			r.long = append(r.long, line...)
-		}
-		line = r.long
-	}
-	if len(bytes.TrimRight(line, "\r\n")) > r.limit() {
+	if errors.Is(err, errLineTooLong) || len(bytes.TrimRight(line, "\r\n")) > r.limit() {
 		r.tooLongAt = r.line + 1
 		return nil, errLineTooLong
 	}

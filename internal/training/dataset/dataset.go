@@ -4,6 +4,8 @@
 package dataset
 
 import (
+	"bufio"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -345,6 +347,28 @@ func isDir(path string) bool {
 // maxReadBufferBytes is the read buffer of a text file's loader: a megabyte, for few reads of a
 // large file.
 const maxReadBufferBytes = 1 << 20
+
+// readLongLine returns br's next line with its line ending: in br's buffer, or, for a line
+// longer than the buffer, assembled in *long. A line longer than maxLine without its ending is
+// errLineTooLong, found before more than maxLine bytes and one buffer are held.
+func readLongLine(br *bufio.Reader, long *[]byte, maxLine int) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		*long = append((*long)[:0], line...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			if len(*long) > maxLine {
+				return nil, errLineTooLong
+			}
+			line, err = br.ReadSlice('\n')
+			*long = append(*long, line...)
+		}
+		line = *long
+	}
+	if len(bytes.TrimRight(line, "\r\n")) > maxLine {
+		return nil, errLineTooLong
+	}
+	return line, err
+}
 
 // readBufferBytes is the read buffer for r: maxReadBufferBytes, or less when r says how much it
 // holds (a regular file's size, an in-memory reader's length), so that loading a small file

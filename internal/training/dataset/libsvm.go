@@ -57,7 +57,8 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, limits Limits, 
 		labelMax = math.Inf(-1)
 	)
 	for {
-		line, err := readLine(br, &long, limits.maxLine())
+		line, err := readLongLine(br, &long, limits.maxLine())
+		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte{'\n'}), []byte{'\r'})
 		if errors.Is(err, errLineTooLong) {
 			return nil, lineTooLongError(file, lineNo+1, limits.maxLine())
 		}
@@ -170,30 +171,6 @@ func loadLibSVMReader(r io.Reader, file string, numFeatures int, limits Limits, 
 		m.FeatureNames[j] = "f" + strconv.Itoa(j)
 	}
 	return m, nil
-}
-
-// readLine returns the next line without its line ending. Lines longer than the reader's buffer
-// are assembled in *long; a line longer than maxLine is errLineTooLong, found before more than
-// maxLine bytes (plus one buffer) are held.
-func readLine(br *bufio.Reader, long *[]byte, maxLine int) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		*long = append((*long)[:0], line...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			if len(*long) > maxLine {
-				return nil, errLineTooLong
-			}
-			line, err = br.ReadSlice('\n')
-			*long = append(*long, line...)
-		}
-		line = *long
-	}
-	line = bytes.TrimSuffix(line, []byte{'\n'})
-	line = bytes.TrimSuffix(line, []byte{'\r'})
-	if len(line) > maxLine {
-		return nil, errLineTooLong
-	}
-	return line, err
 }
 
 func nextToken(b []byte) (tok, rest []byte) {

@@ -337,7 +337,7 @@ func (w *watcher) observe(ctx context.Context) (bool, error) {
 	_ = w.r.List(ctx, &events, client.InNamespace(s.Namespace))
 	var rejected error
 	for _, ev := range relevantEvents(events.Items, s.Name) {
-		if ev.Type != corev1.EventTypeWarning || eventTime(&ev).Before(w.since) {
+		if ev.Type != corev1.EventTypeWarning || kubewatch.EventTime(&ev).Before(w.since) {
 			continue
 		}
 		if err := serverlessRejection(&ev, &isvc); err != nil && rejected == nil {
@@ -539,7 +539,7 @@ func (b *Backend) Describe(ctx context.Context, s *deploy.Service) string {
 		out.WriteString("recent events:\n")
 	}
 	for _, ev := range rel {
-		fmt.Fprintf(&out, "  %s %s %s %s/%s: %s", eventTime(&ev).UTC().Format("15:04:05"), ev.Type, ev.Reason,
+		fmt.Fprintf(&out, "  %s %s %s %s/%s: %s", kubewatch.EventTime(&ev).UTC().Format("15:04:05"), ev.Type, ev.Reason,
 			ev.InvolvedObject.Kind, ev.InvolvedObject.Name, strings.TrimSpace(ev.Message))
 		if ev.Count > 1 {
 			fmt.Fprintf(&out, " (x%d)", ev.Count)
@@ -612,7 +612,7 @@ func relevantEvents(events []corev1.Event, name string) []corev1.Event {
 		}
 		rel = append(rel, ev)
 	}
-	sort.SliceStable(rel, func(i, j int) bool { return eventTime(&rel[i]).Before(eventTime(&rel[j])) })
+	sort.SliceStable(rel, func(i, j int) bool { return kubewatch.EventTime(&rel[i]).Before(kubewatch.EventTime(&rel[j])) })
 	return rel
 }
 
@@ -627,17 +627,6 @@ func conditionLine[T ~string, S ~string](t T, status S, reason, message string) 
 		line += " " + reason + message
 	}
 	return line
-}
-
-func eventTime(ev *corev1.Event) time.Time {
-	switch {
-	case !ev.LastTimestamp.IsZero():
-		return ev.LastTimestamp.Time
-	case !ev.EventTime.IsZero():
-		return ev.EventTime.Time
-	default:
-		return ev.CreationTimestamp.Time
-	}
 }
 
 func orNone(s string) string {

@@ -547,7 +547,7 @@ func waitReason(pg *schedulingv1beta1.PodGroup, havePG bool, events []corev1.Eve
 		if ev.InvolvedObject.Kind != "PodGroup" || ev.Reason != string(schedulingv1beta1.PodGroupUnschedulableType) || noTasks.MatchString(ev.Message) {
 			continue
 		}
-		if newest == nil || eventTime(ev).After(eventTime(newest)) {
+		if newest == nil || kubewatch.EventTime(ev).After(kubewatch.EventTime(newest)) {
 			newest = ev
 		}
 	}
@@ -590,17 +590,6 @@ func formatResources(rl corev1.ResourceList) string {
 
 // noTasks matches Volcano's gang message about a PodGroup without pods.
 var noTasks = regexp.MustCompile(`^\d+/0 tasks in gang unschedulable`)
-
-func eventTime(ev *corev1.Event) time.Time {
-	switch {
-	case !ev.LastTimestamp.IsZero():
-		return ev.LastTimestamp.Time
-	case !ev.EventTime.IsZero():
-		return ev.EventTime.Time
-	default:
-		return ev.CreationTimestamp.Time
-	}
-}
 
 // unschedulable is the scheduler's message on a pending pod (condition PodScheduled False).
 func unschedulable(p *corev1.Pod) string {
