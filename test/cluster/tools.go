@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gangboost/gangboost/internal/plumbing/repodir"
+	"github.com/gangboost/gangboost/test/toolbuild"
 )
 
 // Tool is one group of control-plane binaries built from its own module
@@ -322,13 +323,12 @@ func (t Tool) ensure(ctx context.Context, moduleDir, cache string, log io.Writer
 		return rep, err
 	}
 	defer os.RemoveAll(tmp)
-	args := []string{"build", "-trimpath", "-ldflags", t.LDFlags, "-o", tmp + string(filepath.Separator)}
+	var pkgs []string
 	for _, pkg := range t.Binaries {
-		args = append(args, pkg)
+		pkgs = append(pkgs, pkg)
 	}
-	// -mod=mod lets a fresh clone fill go.sum entries the proxy snapshot
-	// serves differently; GOWORK=off keeps a developer's go.work out of it.
-	env := append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
+	args := toolbuild.Args(tmp+string(filepath.Separator), t.LDFlags, pkgs...)
+	env := toolbuild.Env()
 	buildDir := moduleDir
 	if len(t.Patches) > 0 {
 		buildDir = filepath.Join(tmp, ".module")

@@ -31,6 +31,7 @@ import (
 	"github.com/gangboost/gangboost/internal/plumbing/netport"
 	"github.com/gangboost/gangboost/internal/plumbing/procgroup"
 	"github.com/gangboost/gangboost/internal/plumbing/repodir"
+	"github.com/gangboost/gangboost/test/toolbuild"
 )
 
 // The root credentials of every test server.
@@ -116,9 +117,9 @@ func Binary(ctx context.Context, log io.Writer) (string, error) {
 	start := time.Now()
 	for _, b := range []struct{ pkg, out string }{{"./iamuser", iamUserBinary(bin)}, {"github.com/minio/minio", bin}} {
 		tmp := b.out + ".tmp"
-		cmd := exec.CommandContext(ctx, "nice", "-n", "10", "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", tmp, b.pkg)
+		cmd := exec.CommandContext(ctx, "nice", append([]string{"-n", "10", "go"}, toolbuild.Args(tmp, "-s -w", b.pkg)...)...)
 		cmd.Dir = mod
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
+		cmd.Env = toolbuild.Env()
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
