@@ -121,9 +121,9 @@ images: deps build
 push: images
 	scripts/push-images.sh
 
-# The test control plane's binaries (kube-apiserver, controller-manager, KWOK, Volcano
-# scheduler, training operator), built from the module proxy into a cache keyed by version:
-# about 11 minutes cold on an idle 2-core machine (up to 45 on a loaded one), a no-op when current.
+# The test control plane's binaries (Kubernetes, KWOK, Volcano, the Training Operator, Trainer
+# v2 and JobSet, two KServe releases, the Model Registry), built from the module proxy into a
+# cache keyed by version: about 34 minutes cold on an idle 2-core machine, a no-op when current.
 ## cluster-tools: build the test control plane's binaries into the cache
 cluster-tools: deps
 	$(GO) run ./test/cluster/cmd/build-tools
