@@ -44,8 +44,10 @@ CGO_LDFLAGS := $(shell scripts/xgboost-flags.sh ldflags)
 # binaries tests build): the packages then compile once for all of them, where a package built
 # with and without it is two compilations, and they compile to the same objects in any checkout,
 # so a second clone's make test reuses the first's instead of compiling every package of the
-# module again (its folder is otherwise part of each one's build).
-GOFLAGS := $(strip $(GOFLAGS) -trimpath $(shell scripts/xgboost-flags.sh goflags))
+# module again (its folder is otherwise part of each one's build). The build tags netgo and
+# osusergo likewise let the cgo builds (gangboost-train, the tests) and the CGO_ENABLED=0 ones
+# compile the same packages (scripts/xgboost-flags.sh says what they change).
+GOFLAGS := $(strip $(GOFLAGS) -trimpath -tags=$(shell scripts/xgboost-flags.sh tags) $(shell scripts/xgboost-flags.sh goflags))
 export CGO_CFLAGS CGO_LDFLAGS GOFLAGS
 # go test's -ldflags in make test and fuzz: GOFLAGS' -r, and no DWARF (scripts/xgboost-flags.sh).
 TEST_LDFLAGS := $(shell scripts/xgboost-flags.sh testldflags)
