@@ -47,7 +47,8 @@ CGO_LDFLAGS := $(shell scripts/xgboost-flags.sh ldflags)
 # module again (its folder is otherwise part of each one's build). The build tags netgo and
 # osusergo likewise let the cgo builds (gangboost-train, the tests) and the CGO_ENABLED=0 ones
 # compile the same packages (scripts/xgboost-flags.sh says what they change).
-GOFLAGS := $(strip $(GOFLAGS) -trimpath -tags=$(shell scripts/xgboost-flags.sh tags) $(shell scripts/xgboost-flags.sh goflags))
+# scripts/xgboost-flags.sh goflags is all three: -trimpath, the tags and the linker's -r.
+GOFLAGS := $(strip $(GOFLAGS) $(shell scripts/xgboost-flags.sh goflags))
 export CGO_CFLAGS CGO_LDFLAGS GOFLAGS
 # go test's -ldflags in make test and fuzz: GOFLAGS' -r, and no DWARF (scripts/xgboost-flags.sh).
 TEST_LDFLAGS := $(shell scripts/xgboost-flags.sh testldflags)

@@ -3,9 +3,9 @@
 # against the libxgboost 3.0 sysroot of scripts/xgboost-sysroot.sh (which makes it; this script
 # only names it):
 #   scripts/xgboost-flags.sh [local] cflags|ldflags|goflags|testldflags|env
-#   scripts/xgboost-flags.sh tags                          the build tags of every go command
 #                                 for binaries that run on this machine (make build, test, demo)
 #   scripts/xgboost-flags.sh image ARCH cflags|ldflags   for the gangboost image of ARCH
+#   scripts/xgboost-flags.sh tags                          the build tags of every go command
 # Outside make: eval "$(scripts/xgboost-flags.sh env)" exports CGO_CFLAGS, CGO_LDFLAGS and GOFLAGS
 # for `go build` and `go test`.
 # local: this machine's libc may be older than trixie's (Debian 12's 2.36 < 2.41), so the binary
@@ -15,12 +15,13 @@
 # gcc's own library path.
 # image: the .debs are unpacked at their usual paths in the image, so the binary names the usual
 # loader and carries no RPATH.
-# goflags (local): a binary whose only C code is the standard library's (net, os/user: a go command
-# whose own -tags replaced the tags above) is linked by
-# Go's internal linker, which ignores CGO_LDFLAGS' RPATH but still takes the sysroot's loader from
-# cgo; without -r that loader would load the host's older libc and abort ("stack smashing
-# detected"). -r gives it the sysroot's library folder. An explicit -ldflags on a go command
-# replaces GOFLAGS' one: add -r=<the folder> there for a cgo binary.
+# goflags (local): make's GOFLAGS (and env's): -trimpath (the Makefile says why), the tags below,
+# and -r. A binary whose only C code is the standard library's (net, os/user: a go command whose
+# own -tags replaced the tags below) is linked by Go's internal linker, which ignores CGO_LDFLAGS'
+# RPATH but still takes the sysroot's loader from cgo; without -r that loader would load the
+# host's older libc and abort ("stack smashing detected"). -r gives it the sysroot's library
+# folder. An explicit -ldflags on a go command replaces GOFLAGS' one: add -r=<the folder> there
+# for a cgo binary.
 # tags: netgo and osusergo, on every go command (make's GOFLAGS, env, scripts/build-images.sh):
 # the standard library's net and os/user then use no C code in any binary, so a cgo build
 # (gangboost-train, the test binaries) and a CGO_ENABLED=0 one (the other binaries) compile the
@@ -50,16 +51,16 @@ case $arch in
 esac
 S=$("$(dirname "$0")/xgboost-sysroot.sh" --path "$arch")/root
 libs=$S/usr/lib/$triplet
+goflags="-trimpath -tags=$tags -ldflags=-r=$libs"
 cflags="--sysroot=$S"
 ldflags="--sysroot=$S -L$libs -Wl,-rpath-link,$libs"
 [[ $mode == local ]] && ldflags+=" -Wl,--dynamic-linker=$S/$loader -Wl,--disable-new-dtags,-rpath,$libs"
 case ${1:-} in
   cflags) echo "$cflags" ;;
   ldflags) echo "$ldflags" ;;
-  goflags) echo "-ldflags=-r=$libs" ;;
+  goflags) echo "$goflags" ;;
   testldflags) echo "-r=$libs -w" ;;
-  # env: make's go environment, -trimpath and the tags included (the Makefile says why), so go commands
-  # outside make reuse the packages make compiled.
-  env) printf 'export CGO_CFLAGS=%q CGO_LDFLAGS=%q GOFLAGS=%q\n' "$cflags" "$ldflags" "${GOFLAGS:+$GOFLAGS }-trimpath -tags=$tags -ldflags=-r=$libs" ;;
+  # env: make's go environment, so go commands outside make reuse the packages make compiled.
+  env) printf 'export CGO_CFLAGS=%q CGO_LDFLAGS=%q GOFLAGS=%q\n' "$cflags" "$ldflags" "${GOFLAGS:+$GOFLAGS }$goflags" ;;
   *) echo "usage: $0 [local | image ARCH] cflags|ldflags|goflags|testldflags|env, or $0 tags" >&2; exit 2 ;;
 esac
