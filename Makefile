@@ -46,8 +46,9 @@ CGO_LDFLAGS := $(shell scripts/xgboost-flags.sh ldflags)
 # so a second clone's make test reuses the first's instead of compiling every package of the
 # module again (its folder is otherwise part of each one's build). The build tags netgo and
 # osusergo likewise let the cgo builds (gangboost-train, the tests) and the CGO_ENABLED=0 ones
-# compile the same packages (scripts/xgboost-flags.sh says what they change).
-# scripts/xgboost-flags.sh goflags is all three: -trimpath, the tags and the linker's -r.
+# compile the same packages (scripts/xgboost-flags.sh says what they change), and the compiler
+# writes no DWARF, which nothing reads (scripts/xgboost-flags.sh gcflags says why).
+# scripts/xgboost-flags.sh goflags is all four: -trimpath, the tags, -gcflags and the linker's -r.
 GOFLAGS := $(strip $(GOFLAGS) $(shell scripts/xgboost-flags.sh goflags))
 export CGO_CFLAGS CGO_LDFLAGS GOFLAGS
 # go test's -ldflags in make test and fuzz: GOFLAGS' -r, and no DWARF (scripts/xgboost-flags.sh).

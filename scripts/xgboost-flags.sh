@@ -6,6 +6,7 @@
 #                                 for binaries that run on this machine (make build, test, demo)
 #   scripts/xgboost-flags.sh image ARCH cflags|ldflags   for the gangboost image of ARCH
 #   scripts/xgboost-flags.sh tags                          the build tags of every go command
+#   scripts/xgboost-flags.sh gcflags                       the compiler flags of every go command
 # Outside make: eval "$(scripts/xgboost-flags.sh env)" exports CGO_CFLAGS, CGO_LDFLAGS and GOFLAGS
 # for `go build` and `go test`.
 # local: this machine's libc may be older than trixie's (Debian 12's 2.36 < 2.41), so the binary
@@ -15,8 +16,8 @@
 # gcc's own library path.
 # image: the .debs are unpacked at their usual paths in the image, so the binary names the usual
 # loader and carries no RPATH.
-# goflags (local): make's GOFLAGS (and env's): -trimpath (the Makefile says why), the tags below,
-# and -r. A binary whose only C code is the standard library's (net, os/user: a go command whose
+# goflags (local): make's GOFLAGS (and env's): -trimpath (the Makefile says why), the tags and
+# the compiler flags below, and -r. A binary whose only C code is the standard library's (net, os/user: a go command whose
 # own -tags replaced the tags below) is linked by Go's internal linker, which ignores CGO_LDFLAGS'
 # RPATH but still takes the sysroot's loader from cgo; without -r that loader would load the
 # host's older libc and abort ("stack smashing detected"). -r gives it the sysroot's library
@@ -31,6 +32,16 @@
 # image's gangboost-train for arm64 30 s after the other arm64 binaries, 7 s. Only libxgboost's
 # binding is then C, and net resolves names as it does in every CGO_ENABLED=0 binary (Go's own
 # resolver, /etc/resolv.conf and /etc/hosts), the trainer's too.
+# gcflags: -dwarf=false for every package (make's GOFLAGS, env, scripts/build-images.sh, and
+# test/toolbuild for the control plane's tools and MinIO, whose test holds it to this value): the
+# compiler writes no debug information, which cost a tenth of a cold build's CPU (2026-12-06, the
+# KWOK tool: 157 s with it, 140 s without). Nothing reads it: the binaries that ship were linked
+# with -s -w or keep their symbol table, which is what stack traces and profiles use, and test
+# binaries link with -w. And the product's packages, the tests' and the tools' are then one
+# compilation wherever their modules' versions agree (test/cluster/tools: the trainer's and
+# JobSet's with the product's, KServe's with test/kservetypes'), where a package compiled with
+# and without the flag is two. A debugger's build sets its own: an explicit -gcflags, such as
+# go build -gcflags=all='-N -l', replaces this one.
 # testldflags: the -ldflags value of make test's go test commands: goflags' -r, and no DWARF (-w).
 # Nothing a test does reads DWARF (stack traces and profiles use the symbol table), and without it
 # each test binary links in about a quarter less CPU (test/cluster/e2e's: 9.5 -> 7.1 CPU-s); make
@@ -42,7 +53,9 @@ case ${1:-} in
   image) mode=image; arch=${2:?usage: $0 image ARCH cflags|ldflags}; shift 2 ;;
 esac
 tags=netgo,osusergo
+gcflags=all=-dwarf=false
 [[ ${1:-} == tags ]] && { echo "$tags"; exit 0; }
+[[ ${1:-} == gcflags ]] && { echo "$gcflags"; exit 0; }
 [[ $mode == local ]] && arch=$(dpkg --print-architecture 2>/dev/null || go env GOARCH)
 case $arch in
   amd64) triplet=x86_64-linux-gnu loader=usr/lib64/ld-linux-x86-64.so.2 ;;
@@ -51,7 +64,7 @@ case $arch in
 esac
 S=$("$(dirname "$0")/xgboost-sysroot.sh" --path "$arch")/root
 libs=$S/usr/lib/$triplet
-goflags="-trimpath -tags=$tags -ldflags=-r=$libs"
+goflags="-trimpath -tags=$tags -gcflags=$gcflags -ldflags=-r=$libs"
 cflags="--sysroot=$S"
 ldflags="--sysroot=$S -L$libs -Wl,-rpath-link,$libs"
 [[ $mode == local ]] && ldflags+=" -Wl,--dynamic-linker=$S/$loader -Wl,--disable-new-dtags,-rpath,$libs"
@@ -62,5 +75,5 @@ case ${1:-} in
   testldflags) echo "-r=$libs -w" ;;
   # env: make's go environment, so go commands outside make reuse the packages make compiled.
   env) printf 'export CGO_CFLAGS=%q CGO_LDFLAGS=%q GOFLAGS=%q\n' "$cflags" "$ldflags" "${GOFLAGS:+$GOFLAGS }$goflags" ;;
-  *) echo "usage: $0 [local | image ARCH] cflags|ldflags|goflags|testldflags|env, or $0 tags" >&2; exit 2 ;;
+  *) echo "usage: $0 [local | image ARCH] cflags|ldflags|goflags|testldflags|env, or $0 tags|gcflags" >&2; exit 2 ;;
 esac

@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A tool's packages are compiled once for it and the product's build or tests only where every
+// module below them is at the same version in both: one module a version apart (x/sys, say)
+// makes every package above it two compilations, some minutes of a cold make test. These tool
+// modules keep the versions of the module they share most packages with; each names the modules
+// it must keep at versions of its own (what its upstream code needs).
+func TestToolModulesShareTheProductsVersions(t *testing.T) {
+	toolsDir, err := ToolsModuleDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(toolsDir, "..", "..", "..")
+	for _, c := range []struct {
+		tool, peer string   // go.mod folders, relative to the checkout
+		own        []string // modules the tool keeps at versions of its own
+	}{
+		// Trainer v2.2.0 builds on the product's Kubernetes and controller-runtime.
+		{tool: "test/cluster/tools/trainer", peer: "."},
+		// JobSet v0.11.1's webhooks need controller-runtime v0.22 (the product has v0.23).
+		{tool: "test/cluster/tools/jobset", peer: ".", own: []string{"sigs.k8s.io/controller-runtime"}},
+		// KServe's manager and test/kservetypes build KServe v0.20.0 on Kubernetes v0.34.
+		{tool: "test/cluster/tools/kserve", peer: "test/kservetypes"},
+	} {
+		tool := readModuleVersions(t, filepath.Join(root, c.tool, "go.mod"))
+		peer := readModuleVersions(t, filepath.Join(root, c.peer, "go.mod"))
+		for mod, v := range tool {
+			if pv, ok := peer[mod]; ok && pv != v && !slices.Contains(c.own, mod) {
+				t.Errorf("%s/go.mod requires %s %s, %s/go.mod %s: give the tool the same version (GOWORK=off GOFLAGS=-mod=mod go get %s@%s in %s), or name the module as its own here",
+					c.tool, mod, v, c.peer, pv, mod, pv, c.tool)
+			}
+		}
+	}
+}
+
+// readModuleVersions is the version of each module a go.mod requires, as its replace
+// directives change it (a replacement by another module's version; one by a folder is "dir").
+func readModuleVersions(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	required, replaced := map[string]string{}, map[string]string{}
+	block := ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line, _, _ := strings.Cut(sc.Text(), "//")
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) == 0:
+			continue
+		case fields[0] == ")":
+			block = ""
+			continue
+		case len(fields) == 2 && fields[1] == "(":
+			block = fields[0]
+			continue
+		}
+		kind := block
+		if kind == "" {
+			kind, fields = fields[0], fields[1:]
+		}
+		switch kind {
+		case "require":
+			if len(fields) >= 2 {
+				required[fields[0]] = fields[1]
+			}
+		case "replace":
+			// old [version] => new [version]
+			arrow := slices.Index(fields, "=>")
+			if arrow < 1 || arrow == len(fields)-1 {
+				t.Fatalf("%s: replace %q", path, line)
+			}
+			v := "dir"
+			if rest := fields[arrow+1:]; len(rest) == 2 {
+				v = rest[1]
+			}
+			replaced[fields[0]] = v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for mod, v := range replaced {
+		if _, ok := required[mod]; ok {
+			required[mod] = v
+		}
+	}
+	return required
+}
