@@ -28,6 +28,10 @@ func TestToolModulesShareTheProductsVersions(t *testing.T) {
 		{tool: "test/cluster/tools/trainer", peer: "."},
 		// JobSet v0.11.1's webhooks need controller-runtime v0.22 (the product has v0.23).
 		{tool: "test/cluster/tools/jobset", peer: ".", own: []string{"sigs.k8s.io/controller-runtime"}},
+		// Volcano v1.15.1 builds on the product's Kubernetes (its copy of volcano.sh/apis is
+		// patched, so the packages above that are its own); its Prometheus client reads
+		// query results as client_golang v1.23 returns them (v1.25's Query has four results).
+		{tool: "test/cluster/tools/volcano", peer: ".", own: []string{"github.com/prometheus/client_golang"}},
 		// KServe's manager and test/kservetypes build KServe v0.20.0 on Kubernetes v0.34.
 		{tool: "test/cluster/tools/kserve", peer: "test/kservetypes"},
 	} {
