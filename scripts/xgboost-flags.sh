@@ -17,12 +17,12 @@
 # image: the .debs are unpacked at their usual paths in the image, so the binary names the usual
 # loader and carries no RPATH.
 # goflags (local): make's GOFLAGS (and env's): -trimpath (the Makefile says why), the tags and
-# the compiler flags below, and -r. A binary whose only C code is the standard library's (net, os/user: a go command whose
-# own -tags replaced the tags below) is linked by Go's internal linker, which ignores CGO_LDFLAGS'
-# RPATH but still takes the sysroot's loader from cgo; without -r that loader would load the
-# host's older libc and abort ("stack smashing detected"). -r gives it the sysroot's library
-# folder. An explicit -ldflags on a go command replaces GOFLAGS' one: add -r=<the folder> there
-# for a cgo binary.
+# the compiler flags below, and -r. A binary whose only C code is the standard library's (net,
+# os/user: a go command whose own -tags replaced the tags below) is linked by Go's internal
+# linker, which ignores CGO_LDFLAGS' RPATH but still takes the sysroot's loader from cgo; without
+# -r that loader would load the host's older libc and abort ("stack smashing detected"). -r gives
+# it the sysroot's library folder. An explicit -ldflags on a go command replaces GOFLAGS' one:
+# add -r=<the folder> there for a cgo binary.
 # tags: netgo and osusergo, on every go command (make's GOFLAGS, env, scripts/build-images.sh):
 # the standard library's net and os/user then use no C code in any binary, so a cgo build
 # (gangboost-train, the test binaries) and a CGO_ENABLED=0 one (the other binaries) compile the
@@ -38,9 +38,9 @@
 # KWOK tool: 157 s with it, 140 s without). Nothing reads it: the binaries that ship were linked
 # with -s -w or keep their symbol table, which is what stack traces and profiles use, and test
 # binaries link with -w. And the product's packages, the tests' and the tools' are then one
-# compilation wherever their modules' versions agree (test/cluster/tools: the trainer's and
-# JobSet's with the product's, KServe's with test/kservetypes'), where a package compiled with
-# and without the flag is two. A debugger's build sets its own: an explicit -gcflags, such as
+# compilation wherever their modules' versions agree (the tool modules that keep their peers'
+# versions: TestToolModulesShareTheProductsVersions in test/cluster), where a package compiled
+# with and without the flag is two. A debugger's build sets its own: an explicit -gcflags, such as
 # go build -gcflags=all='-N -l', replaces this one.
 # testldflags: the -ldflags value of make test's go test commands: goflags' -r, and no DWARF (-w).
 # Nothing a test does reads DWARF (stack traces and profiles use the symbol table), and without it

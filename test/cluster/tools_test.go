@@ -1,11 +1,10 @@
 package cluster
 
 import (
-	"bufio"
-	"os"
+	"encoding/json"
+	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -47,59 +46,34 @@ func TestToolModulesShareTheProductsVersions(t *testing.T) {
 }
 
 // readModuleVersions is the version of each module a go.mod requires, as its replace
-// directives change it (a replacement by another module's version; one by a folder is "dir").
+// directives change it (a replacement by another module's version; one by a folder is "dir"),
+// read by go mod edit -json, Go's own reader of the file.
 func readModuleVersions(t *testing.T, path string) map[string]string {
 	t.Helper()
-	f, err := os.Open(path)
+	out, err := exec.Command("go", "mod", "edit", "-json", path).Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("go mod edit -json %s: %v", path, err)
 	}
-	defer f.Close()
-	required, replaced := map[string]string{}, map[string]string{}
-	block := ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line, _, _ := strings.Cut(sc.Text(), "//")
-		fields := strings.Fields(line)
-		switch {
-		case len(fields) == 0:
-			continue
-		case fields[0] == ")":
-			block = ""
-			continue
-		case len(fields) == 2 && fields[1] == "(":
-			block = fields[0]
-			continue
-		}
-		kind := block
-		if kind == "" {
-			kind, fields = fields[0], fields[1:]
-		}
-		switch kind {
-		case "require":
-			if len(fields) >= 2 {
-				required[fields[0]] = fields[1]
-			}
-		case "replace":
-			// old [version] => new [version]
-			arrow := slices.Index(fields, "=>")
-			if arrow < 1 || arrow == len(fields)-1 {
-				t.Fatalf("%s: replace %q", path, line)
-			}
-			v := "dir"
-			if rest := fields[arrow+1:]; len(rest) == 2 {
-				v = rest[1]
-			}
-			replaced[fields[0]] = v
-		}
+	type module struct{ Path, Version string }
+	var f struct {
+		Require []module
+		Replace []struct{ Old, New module }
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(out, &f); err != nil {
+		t.Fatalf("go mod edit -json %s: %v", path, err)
 	}
-	for mod, v := range replaced {
-		if _, ok := required[mod]; ok {
-			required[mod] = v
+	required := map[string]string{}
+	for _, r := range f.Require {
+		required[r.Path] = r.Version
+	}
+	for _, r := range f.Replace {
+		if _, ok := required[r.Old.Path]; !ok {
+			continue
 		}
+		if r.New.Version == "" {
+			r.New.Version = "dir"
+		}
+		required[r.Old.Path] = r.New.Version
 	}
 	return required
 }
