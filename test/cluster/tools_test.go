@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -19,9 +20,12 @@ func TestToolModulesShareTheProductsVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Join(toolsDir, "..", "..", "..")
+	// The modules of a Kubernetes release other than the product's, which a tool built on one
+	// keeps.
+	kubernetes := []string{"k8s.io/", "sigs.k8s.io/"}
 	for _, c := range []struct {
 		tool, peer string   // go.mod folders, relative to the checkout
-		own        []string // modules the tool keeps at versions of its own
+		own        []string // modules the tool keeps at versions of its own; "path/" names all below it
 	}{
 		// Trainer v2.2.0 builds on the product's Kubernetes and controller-runtime.
 		{tool: "test/cluster/tools/trainer", peer: "."},
@@ -33,16 +37,47 @@ func TestToolModulesShareTheProductsVersions(t *testing.T) {
 		{tool: "test/cluster/tools/volcano", peer: ".", own: []string{"github.com/prometheus/client_golang"}},
 		// KServe's manager and test/kservetypes build KServe v0.20.0 on Kubernetes v0.34.
 		{tool: "test/cluster/tools/kserve", peer: "test/kservetypes"},
+		// The object storage tests' MinIO server (test/s3server) builds on the product's gRPC,
+		// protobuf, cloud SDKs and minio-go.
+		{tool: "test/s3server/tools/minio", peer: "."},
+		// The tools below build on Kubernetes releases of their own, and share the rest: gRPC,
+		// protobuf, OpenTelemetry, Prometheus, x/... The control plane (v1.32.2) and its real
+		// node: its CEL environment, kube-openapi and tracing filters need the CEL, gnostic and
+		// OpenTelemetry instrumentation releases of Kubernetes v1.32.
+		{tool: "test/cluster/tools/kube", peer: ".", own: append([]string{"github.com/google/cel-go", "github.com/google/gnostic-models",
+			"go.opentelemetry.io/contrib/instrumentation/"}, kubernetes...)},
+		{tool: "test/cluster/tools/node", peer: ".", own: append([]string{"github.com/google/cel-go", "github.com/google/gnostic-models",
+			"go.opentelemetry.io/contrib/instrumentation/"}, kubernetes...)},
+		// KWOK v0.6.1 (Kubernetes v0.30): its easycel needs cel-go v0.17's type provider.
+		{tool: "test/cluster/tools/kwok", peer: ".", own: append([]string{"github.com/google/cel-go", "github.com/google/gnostic-models"}, kubernetes...)},
+		// KServe v0.15.2 (Kubernetes v0.32) and the Model Registry, whose storage initializer
+		// is built on KServe v0.15's storage package; KEDA v2.18 would raise KServe v0.15's
+		// Kubernetes.
+		{tool: "test/cluster/tools/kserve015", peer: ".", own: append([]string{"github.com/kserve/kserve", "knative.dev/",
+			"github.com/google/gnostic-models", "github.com/kedacore/keda/v2"}, kubernetes...)},
+		{tool: "test/cluster/tools/modelregistry", peer: ".", own: append([]string{"github.com/kserve/kserve", "knative.dev/"}, kubernetes...)},
+		// The Training Operator v1.9.4 requires Kubernetes v0.36 and controller-runtime v0.24,
+		// ahead of the product, and the releases below them that those require.
+		{tool: "test/cluster/tools/trainingop", peer: ".", own: append([]string{"github.com/kubeflow/training-operator", "volcano.sh/apis",
+			"github.com/go-openapi/", "github.com/google/gnostic-models", "github.com/fsnotify/fsnotify", "github.com/fxamacker/cbor/v2",
+			"github.com/go-logr/logr"}, kubernetes...)},
 	} {
 		tool := readModuleVersions(t, filepath.Join(root, c.tool, "go.mod"))
 		peer := readModuleVersions(t, filepath.Join(root, c.peer, "go.mod"))
 		for mod, v := range tool {
-			if pv, ok := peer[mod]; ok && pv != v && !slices.Contains(c.own, mod) {
+			if pv, ok := peer[mod]; ok && pv != v && !ownModule(c.own, mod) {
 				t.Errorf("%s/go.mod requires %s %s, %s/go.mod %s: give the tool the same version (GOWORK=off GOFLAGS=-mod=mod go get %s@%s in %s), or name the module as its own here",
 					c.tool, mod, v, c.peer, pv, mod, pv, c.tool)
 			}
 		}
 	}
+}
+
+// ownModule says whether own names module mod: as itself, or as a path ending in / above it.
+func ownModule(own []string, mod string) bool {
+	return slices.ContainsFunc(own, func(o string) bool {
+		return o == mod || strings.HasSuffix(o, "/") && strings.HasPrefix(mod, o)
+	})
 }
 
 // readModuleVersions is the version of each module a go.mod requires, as its replace
