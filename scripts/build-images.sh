@@ -42,12 +42,11 @@ LDFLAGS="-X github.com/gangboost/gangboost/internal/contract/version.Registry=$R
 # The Debian 13 packages the trainer's root is made of: libxgboost and what it and the binary
 # link (the sysroot's debs/ holds them with the link-only ones).
 DEBS=(libxgboost0 libdmlc0t64 libgomp1 libstdc++6 libgcc-s1 libc6 gcc-14-base)
+# Every go build below, with make's build tags and compiler flags (scripts/xgboost-flags.sh tags,
+# gcflags): the binaries of one architecture, cgo or not, compile the same packages, and those of
+# this machine's are make build's.
+GO_BUILD=(go build -trimpath -tags="$(scripts/xgboost-flags.sh tags)" -gcflags="$(scripts/xgboost-flags.sh gcflags)")
 # The components' commands: links to gangboost-components, which runs the one its name says.
-# make's build tags and compiler flags (scripts/xgboost-flags.sh tags, gcflags): the binaries of
-# one architecture, cgo or not, compile the same packages, and those of this machine's are make
-# build's.
-TAGS=$(scripts/xgboost-flags.sh tags)
-GCFLAGS=$(scripts/xgboost-flags.sh gcflags)
 COMPONENTS=(launch-xgboostjob deploy-inferenceservice evaluate prepare-data promote-model)
 
 command -v buildah >/dev/null || { echo "buildah is missing: apt-get install -y buildah" >&2; exit 1; }
@@ -130,16 +129,16 @@ binaries() {
     cp -a "$BIN/gangboost-runtime" "$BIN/gangboost-storage-initializer" "$BIN/gangboost-components" "$out/"
   else
     cc=$t-gcc
-    CGO_ENABLED=0 GOARCH=$arch go build -trimpath -tags="$TAGS" -gcflags="$GCFLAGS" -ldflags="$LDFLAGS" -o "$out/gangboost-runtime" ./runtime/cmd/gangboost-runtime
-    CGO_ENABLED=0 GOARCH=$arch go build -trimpath -tags="$TAGS" -gcflags="$GCFLAGS" -ldflags="-s -w $LDFLAGS" -o "$out/gangboost-components" ./cmd/gangboost-components
-    CGO_ENABLED=0 GOARCH=$arch go build -trimpath -tags="$TAGS" -gcflags="$GCFLAGS" -ldflags="-s -w" -o "$out/gangboost-storage-initializer" ./runtime/cmd/gangboost-storage-initializer
+    CGO_ENABLED=0 GOARCH=$arch "${GO_BUILD[@]}" -ldflags="$LDFLAGS" -o "$out/gangboost-runtime" ./runtime/cmd/gangboost-runtime
+    CGO_ENABLED=0 GOARCH=$arch "${GO_BUILD[@]}" -ldflags="-s -w $LDFLAGS" -o "$out/gangboost-components" ./cmd/gangboost-components
+    CGO_ENABLED=0 GOARCH=$arch "${GO_BUILD[@]}" -ldflags="-s -w" -o "$out/gangboost-storage-initializer" ./runtime/cmd/gangboost-storage-initializer
   fi
   # GOFLAGS= drops make's -r (the tool cache's library folder) that scripts/xgboost-flags.sh adds
   # for binaries run on this machine.
   scripts/xgboost-sysroot.sh "$arch" >/dev/null
   CGO_ENABLED=1 GOARCH=$arch CC="$cc" GOFLAGS= CGO_CFLAGS="$(scripts/xgboost-flags.sh image "$arch" cflags)" \
     CGO_LDFLAGS="$(scripts/xgboost-flags.sh image "$arch" ldflags)" \
-    go build -trimpath -tags="$TAGS" -gcflags="$GCFLAGS" -ldflags="$LDFLAGS" -o "$out/gangboost-train" ./components/xgboost-trainer
+    "${GO_BUILD[@]}" -ldflags="$LDFLAGS" -o "$out/gangboost-train" ./components/xgboost-trainer
   echo "binaries for linux/$arch built in $((SECONDS - start))s"
 }
 
