@@ -24,6 +24,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -41,15 +42,15 @@ const (
 func Free() (int, error) { return Pick(false, nil) }
 
 // Pick returns a port free on all interfaces, outside the ephemeral range where the machine
-// allows, and not in taken; with withNext, its successor is free and not taken too (the trainer's
-// gang watch listens on MASTER_PORT+1). The port (and its successor) stays reserved on the machine
+// allows, not in taken and not one a gang listens on by number (gangPorts); with withNext, its
+// successor is all that too (the trainer's gang watch listens on MASTER_PORT+1). The port (and its successor) stays reserved on the machine
 // until Release or this process's exit: until then no Pick returns it again, in this process or
 // another.
 func Pick(withNext bool, taken func(port int) bool) (int, error) {
 	lo, hi := pickRange()
 	for range tries {
 		p := lo + rand.IntN(hi-lo)
-		if taken != nil && (taken(p) || withNext && taken(p+1)) {
+		if !pickable(p, withNext, taken) {
 			continue
 		}
 		if !bindable(p) || withNext && !bindable(p+1) {
@@ -65,6 +66,28 @@ func Pick(withNext bool, taken func(port int) bool) (int, error) {
 		return p, nil
 	}
 	return 0, fmt.Errorf("no free port found in %d tries in [%d, %d)", tries, lo, hi)
+}
+
+// gangPorts are the ports in the picked range that gangboost's training gangs listen on by
+// number, not by Pick. Where their pods share the machine's network (a test cluster's process
+// nodes run every pod as a local process) a server on one of them, picked by another test, would
+// take the gang's port: rank 0's gang watch of an XGBoostJob on the default MASTER_PORT 9999
+// listens on 10000, and Kubeflow Trainer v2 fixes rank 0's tracker at 29500 (DMLC_TRACKER_PORT),
+// its gang watch on 29501. TestGangPortsAreNeverPicked holds them to the constants they follow.
+var gangPorts = []int{10000, 29500, 29501}
+
+// pickable says whether Pick may try port p: neither it nor, withNext, its successor in taken or
+// gangPorts.
+func pickable(p int, withNext bool, taken func(port int) bool) bool {
+	for _, q := range []int{p, p + 1} {
+		if taken != nil && taken(q) || slices.Contains(gangPorts, q) {
+			return false
+		}
+		if !withNext {
+			break
+		}
+	}
+	return true
 }
 
 // Release ends this process's reservation of ports Pick returned, once their servers have ended

@@ -6,9 +6,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gangboost/gangboost/internal/steps/launch/kube"
+	"github.com/gangboost/gangboost/internal/training/gangenv"
 )
 
 // Ports come from outside the kernel's ephemeral range, so no outgoing connection or
@@ -44,6 +48,33 @@ func TestPickAvoidsTheEphemeralRange(t *testing.T) {
 			t.Fatalf("Pick = %d, a port already taken", p)
 		}
 		taken[p], taken[p+1] = true, true
+	}
+}
+
+// A port a gang listens on by number (gangPorts) is never picked, nor the port before it where
+// its successor is wanted: another test's server there would take a gang's port on a test
+// cluster's process node, where every pod shares this machine's network.
+func TestGangPortsAreNeverPicked(t *testing.T) {
+	for _, g := range []struct {
+		port int
+		what string
+	}{
+		{gangenv.DefaultPort + 1, "the gang watch of a Master on the default MASTER_PORT"},
+		{int(kube.TrainerTrackerPort), "Trainer v2's tracker (DMLC_TRACKER_PORT)"},
+		{int(kube.TrainerTrackerPort) + 1, "the gang watch of Trainer v2's rank 0"},
+	} {
+		if g.port < lowestPickedPort {
+			continue
+		}
+		if !slices.Contains(gangPorts, g.port) {
+			t.Errorf("port %d, %s, is not in gangPorts %v", g.port, g.what, gangPorts)
+		}
+		if pickable(g.port, false, nil) || pickable(g.port-1, true, nil) {
+			t.Errorf("Pick may pick %s (port %d), or the port before it with its successor", g.what, g.port)
+		}
+	}
+	if !pickable(29502, true, nil) {
+		t.Error("Pick may not pick 29502 and 29503, which no gang holds")
 	}
 }
 
