@@ -127,7 +127,7 @@ push: images
 
 # The test control plane's binaries (Kubernetes, KWOK, Volcano, the Training Operator, Trainer
 # v2 and JobSet, two KServe releases, the Model Registry), built from the module proxy into a
-# cache keyed by version: about 27 minutes cold on an idle 2-core machine after make build, a
+# cache keyed by version: about 23 minutes cold on an idle 2-core machine after make build, a
 # no-op when current.
 ## cluster-tools: build the test control plane's binaries into the cache
 cluster-tools: deps
