@@ -23,6 +23,11 @@ func TestToolModulesShareTheProductsVersions(t *testing.T) {
 	// The modules of a Kubernetes release other than the product's, which a tool built on one
 	// keeps.
 	kubernetes := []string{"k8s.io/", "sigs.k8s.io/"}
+	// The control plane (v1.32.2) and its real node: its CEL environment, kube-openapi and
+	// tracing filters need the CEL, gnostic and OpenTelemetry instrumentation releases of
+	// Kubernetes v1.32.
+	kubernetes132 := append([]string{"github.com/google/cel-go", "github.com/google/gnostic-models",
+		"go.opentelemetry.io/contrib/instrumentation/"}, kubernetes...)
 	for _, c := range []struct {
 		tool, peer string   // go.mod folders, relative to the checkout
 		own        []string // modules the tool keeps at versions of its own; "path/" names all below it
@@ -41,13 +46,9 @@ func TestToolModulesShareTheProductsVersions(t *testing.T) {
 		// protobuf, cloud SDKs and minio-go.
 		{tool: "test/s3server/tools/minio", peer: "."},
 		// The tools below build on Kubernetes releases of their own, and share the rest: gRPC,
-		// protobuf, OpenTelemetry, Prometheus, x/... The control plane (v1.32.2) and its real
-		// node: its CEL environment, kube-openapi and tracing filters need the CEL, gnostic and
-		// OpenTelemetry instrumentation releases of Kubernetes v1.32.
-		{tool: "test/cluster/tools/kube", peer: ".", own: append([]string{"github.com/google/cel-go", "github.com/google/gnostic-models",
-			"go.opentelemetry.io/contrib/instrumentation/"}, kubernetes...)},
-		{tool: "test/cluster/tools/node", peer: ".", own: append([]string{"github.com/google/cel-go", "github.com/google/gnostic-models",
-			"go.opentelemetry.io/contrib/instrumentation/"}, kubernetes...)},
+		// protobuf, OpenTelemetry, Prometheus, x/...
+		{tool: "test/cluster/tools/kube", peer: ".", own: kubernetes132},
+		{tool: "test/cluster/tools/node", peer: ".", own: kubernetes132},
 		// KWOK v0.6.1 (Kubernetes v0.30): its easycel needs cel-go v0.17's type provider.
 		{tool: "test/cluster/tools/kwok", peer: ".", own: append([]string{"github.com/google/cel-go", "github.com/google/gnostic-models"}, kubernetes...)},
 		// KServe v0.15.2 (Kubernetes v0.32) and the Model Registry, whose storage initializer

@@ -43,9 +43,9 @@ func Free() (int, error) { return Pick(false, nil) }
 
 // Pick returns a port free on all interfaces, outside the ephemeral range where the machine
 // allows, not in taken and not one a gang listens on by number (gangPorts); with withNext, its
-// successor is all that too (the trainer's gang watch listens on MASTER_PORT+1). The port (and its successor) stays reserved on the machine
-// until Release or this process's exit: until then no Pick returns it again, in this process or
-// another.
+// successor is all that too (the trainer's gang watch listens on MASTER_PORT+1). The port (and
+// its successor) stays reserved on the machine until Release or this process's exit: until then
+// no Pick returns it again, in this process or another.
 func Pick(withNext bool, taken func(port int) bool) (int, error) {
 	lo, hi := pickRange()
 	for range tries {
@@ -79,15 +79,8 @@ var gangPorts = []int{10000, 29500, 29501}
 // pickable says whether Pick may try port p: neither it nor, withNext, its successor in taken or
 // gangPorts.
 func pickable(p int, withNext bool, taken func(port int) bool) bool {
-	for _, q := range []int{p, p + 1} {
-		if taken != nil && taken(q) || slices.Contains(gangPorts, q) {
-			return false
-		}
-		if !withNext {
-			break
-		}
-	}
-	return true
+	open := func(q int) bool { return (taken == nil || !taken(q)) && !slices.Contains(gangPorts, q) }
+	return open(p) && (!withNext || open(p+1))
 }
 
 // Release ends this process's reservation of ports Pick returned, once their servers have ended
