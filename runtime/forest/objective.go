@@ -104,7 +104,11 @@ func softmaxInPlace(v []float32) {
 	}
 	var sum float64
 	for i, x := range v {
-		e := expf(x - wmax)
+		// The largest class's is exp(0), 1 exactly: one exponential fewer a row.
+		e := float32(1)
+		if d := x - wmax; d != 0 {
+			e = expf(d)
+		}
 		v[i] = e
 		sum += float64(e)
 	}

@@ -30,10 +30,21 @@ type Metrics struct {
 	// The label sets are bounded (models this server has, protocols, statuses), and so is the
 	// map. It is copied on write: a request reads it without a lock's shared writes.
 	mu     sync.Mutex // serializes additions
-	series atomic.Pointer[map[seriesKey]*histogram]
+	series atomic.Pointer[map[seriesKey]*series]
+	// last is the series the latest request that missed it went to: under load nearly every
+	// request has the same labels, and comparing them costs less than hashing them
+	// (BenchmarkObserveRequest on one core of the 2-core VM: 22 ns, 29 with every request
+	// looked up in the map).
+	last atomic.Pointer[series]
 }
 
 type seriesKey struct{ model, protocol, status string }
+
+// series is one label set's latency histogram.
+type series struct {
+	key seriesKey
+	h   *histogram
+}
 
 // latencyBounds are the request latency buckets' upper bounds, in seconds.
 var latencyBounds = []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 1}
@@ -56,7 +67,7 @@ func New() *Metrics {
 	m.loads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gangboost_model_loads_total", Help: "Model loads by model and result (ok, failed); a failed reload keeps the older version serving.",
 	}, []string{"model", "result"})
-	m.series.Store(&map[seriesKey]*histogram{})
+	m.series.Store(&map[seriesKey]*series{})
 	m.reg.MustRegister(requestCollector{m}, m.loads,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -65,29 +76,33 @@ func New() *Metrics {
 // ObserveRequest records one finished request.
 func (m *Metrics) ObserveRequest(model, protocol, status string, d time.Duration) {
 	key := seriesKey{model, protocol, status}
-	h, ok := (*m.series.Load())[key]
-	if !ok {
-		h = m.addSeries(key)
+	s := m.last.Load()
+	if s == nil || s.key != key {
+		var ok bool
+		if s, ok = (*m.series.Load())[key]; !ok {
+			s = m.addSeries(key)
+		}
+		m.last.Store(s)
 	}
-	h.observe(uint64(max(d, 0)))
+	s.h.observe(uint64(max(d, 0)))
 }
 
 // addSeries puts the series of a label set not seen before into the map.
-func (m *Metrics) addSeries(key seriesKey) *histogram {
+func (m *Metrics) addSeries(key seriesKey) *series {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old := *m.series.Load()
-	if h, ok := old[key]; ok {
-		return h
+	if s, ok := old[key]; ok {
+		return s
 	}
-	h := newHistogram(latencyBounds, 1e9) // observed in nanoseconds
-	next := make(map[seriesKey]*histogram, len(old)+1)
+	s := &series{key: key, h: newHistogram(latencyBounds, 1e9)} // observed in nanoseconds
+	next := make(map[seriesKey]*series, len(old)+1)
 	for k, v := range old {
 		next[k] = v
 	}
-	next[key] = h
+	next[key] = s
 	m.series.Store(&next)
-	return h
+	return s
 }
 
 // requestCollector hands a scrape the request counters, latency histograms and batch sizes.
@@ -100,8 +115,8 @@ func (c requestCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c requestCollector) Collect(ch chan<- prometheus.Metric) {
-	for key, h := range *c.m.series.Load() {
-		count, sum, buckets := h.snapshot()
+	for key, s := range *c.m.series.Load() {
+		count, sum, buckets := s.h.snapshot()
 		ch <- prometheus.MustNewConstMetric(requestsDesc, prometheus.CounterValue, float64(count), key.model, key.protocol, key.status)
 		ch <- prometheus.MustNewConstHistogram(latencyDesc, count, sum, buckets, key.model, key.protocol, key.status)
 	}

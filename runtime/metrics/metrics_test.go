@@ -38,6 +38,38 @@ func labels(s *dto.Metric) string {
 	return strings.Join(l, ",")
 }
 
+// Requests whose labels change from one to the next each land in their own series (the
+// last series a request went to is remembered, and must never take another's).
+func TestObserveRequestAlternatingLabels(t *testing.T) {
+	m := New()
+	keys := [][3]string{{"iris", "v2", "200"}, {"iris", "v2", "400"}, {"wine", "v2", "200"}, {"iris", "grpc", "200"}}
+	for i := range 10 {
+		for j, k := range keys {
+			if j <= i%len(keys) {
+				m.ObserveRequest(k[0], k[1], k[2], time.Millisecond)
+			}
+		}
+	}
+	counts := map[string]float64{}
+	for _, s := range gather(t, m)["gangboost_requests_total"].GetMetric() {
+		counts[labels(s)] = s.GetCounter().GetValue()
+	}
+	want := map[string]float64{
+		"model=iris,protocol=v2,status=200":   10,
+		"model=iris,protocol=v2,status=400":   7,
+		"model=wine,protocol=v2,status=200":   4,
+		"model=iris,protocol=grpc,status=200": 2,
+	}
+	if len(counts) != len(want) {
+		t.Fatalf("request counters %v, want %v", counts, want)
+	}
+	for k, v := range want {
+		if counts[k] != v {
+			t.Errorf("requests{%s} = %v, want %v", k, counts[k], v)
+		}
+	}
+}
+
 func TestObserveRequest(t *testing.T) {
 	m := New()
 	m.ObserveRequest("iris", "rest-v2", "200", 300*time.Microsecond)

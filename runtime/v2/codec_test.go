@@ -2,6 +2,7 @@ package v2
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -96,9 +97,43 @@ func TestSanitizeNonFinite(t *testing.T) {
 	if got := string(SanitizeNonFinite([]byte(in))); got != want {
 		t.Fatalf("got %s\nwant %s", got, want)
 	}
-	plain := []byte(`{"a":1}`)
-	if got := SanitizeNonFinite(plain); &got[0] != &plain[0] {
-		t.Fatal("a body without NaN was copied")
+	for _, body := range []string{`{"a":1}`, `{"datatype":"INT64","name":"NIR"}`} {
+		plain := []byte(body)
+		if got := SanitizeNonFinite(plain); &got[0] != &plain[0] {
+			t.Fatalf("%s, without NaN or Infinity, was copied", body)
+		}
+	}
+}
+
+func TestElementCount(t *testing.T) {
+	const noError Kind = -1
+	for _, c := range []struct {
+		shape []int64
+		want  int
+		kind  Kind // noError: none
+	}{
+		{[]int64{1, 4}, 4, noError},
+		{[]int64{}, 1, noError},
+		{[]int64{1, math.MaxInt32}, math.MaxInt32, noError},
+		{[]int64{2, math.MaxInt32/2 + 1}, 0, KindTooLarge},
+		{[]int64{math.MaxInt32 + 1}, 0, KindTooLarge},
+		{[]int64{65536, 65536}, 0, KindTooLarge},
+		{[]int64{1 << 40, 1 << 40}, 0, KindTooLarge},
+		// No elements: a dimension past the limit after a zero one still holds none.
+		{[]int64{0, 1 << 40}, 0, noError},
+		{[]int64{0, -1}, 0, KindInvalidInput},
+	} {
+		n, err := ElementCount("x", c.shape)
+		if c.kind == noError {
+			if err != nil || n != c.want {
+				t.Errorf("ElementCount(%v) = %d, %v; want %d", c.shape, n, err, c.want)
+			}
+			continue
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != c.kind {
+			t.Errorf("ElementCount(%v) = %d, %v; want an error of kind %v", c.shape, n, err, c.kind)
+		}
 	}
 }
 
