@@ -15,7 +15,7 @@ VERSION := $(shell cat VERSION)
 REGISTRY ?= ghcr.io/gangboost
 export VERSION REGISTRY
 
-.PHONY: all help deps deps-build build images push cluster-tools s3-server cluster-up test test-e2e bench bench-load fuzz load-test load-test-batching load-profile pgo-profile proto clean \
+.PHONY: all help deps deps-build build images push cluster-tools s3-server cluster-up test test-e2e bench bench-load fuzz load-test load-test-kit load-test-batching load-profile pgo-profile proto clean \
 	install-volcano verify-volcano configure-training-operator deploy-runtime deploy-example \
 	status logs describe-job port-forward clean-app clean-all
 
@@ -190,6 +190,10 @@ fuzz: deps
 ## load-test: the runtime (REST JSON, REST binary, gRPC) against an HTTP floor, a gRPC floor and a Python V2 server, server and load generator on disjoint cores
 load-test: deps build
 	scripts/load-test.sh
+
+## load-test-kit: pack make load-test for a machine without Go, wrk, curl, jq or a network (a lent 16-core host) into bin/load-test-kit.tgz; there, in the checkout: tar -xzf bin/load-test-kit.tgz -C /tmp && /tmp/kit/run.sh
+load-test-kit: deps build
+	scripts/load-test-kit.sh
 
 ## load-test-batching: when --enable_batching pays: the runtime with and without it on models of 100 to 2000 trees (trained here by gangboost-train), under 1, 32 and 256 concurrent one-row requests
 load-test-batching: deps build
