@@ -5,12 +5,15 @@
 # The tarball (KIT, default bin/load-test-kit.tgz) holds:
 #   bin/gangboost-runtime          make build's (its default.pgo profile included)
 #   tools/                         the peers and load tools of runtime/loadtest (LOADTEST_TOOLS)
+#   bench/rest.test                runtime/rest's benchmarks: the handler against the floor's
 #   debian/                        wrk, curl, jq and taskset from this machine's Debian release,
 #                                  with every library they load, glibc and its loader included
 #   path/                          a command for each, which runs it on those libraries through
 #                                  that loader, so the host's own C library does not matter
 #   run.sh                         runs scripts/load-test.sh of the checkout it is started in
-#                                  with the kit, and writes the report into $OUT (or OUT_DIR)
+#                                  with the kit, then the handler benchmarks on one core, and
+#                                  writes load-test.log, load-test.json and bench.log into $OUT
+#                                  (or OUT_DIR)
 # On the lent machine, in the checkout (the device tool copies it there and carries the kit):
 #   tar -xzf bin/load-test-kit.tgz -C /tmp && /tmp/kit/run.sh
 # run.sh passes on the load test's settings (SERVER_CORES, ROUNDS, PAIRED_ROUNDS, DURATION, ...)
@@ -38,11 +41,15 @@ mkdir -p "$kit/bin" "$kit/tools" "$kit/debian" "$kit/path" "$work/debs"
 gbr=${GANGBOOST_RUNTIME:-bin/gangboost-runtime}
 [ -x "$gbr" ] || die "no $gbr: make build makes it"
 cp "$gbr" "$kit/bin/gangboost-runtime"
-echo "load-test-kit: building runtime/loadtest's tools"
+echo "load-test-kit: building runtime/loadtest's tools and runtime/rest's benchmarks"
 for tool in floor grpcfloor grpcload readytime; do
   # Without symbol tables (-s -w), which the kit would carry for nothing.
   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$kit/tools/$tool" "./runtime/loadtest/$tool"
 done
+# The handler's own CPU beside the floor's handler's, in process (BenchmarkServeHTTP and
+# BenchmarkServeHTTPFloor), which tells the host's cost of the runtime's own work without HTTP.
+mkdir -p "$kit/bench"
+CGO_ENABLED=0 go test -trimpath -ldflags='-s -w' -c -o "$kit/bench/rest.test" ./runtime/rest
 
 # The load test's commands and everything they load, as this machine's Debian would install
 # them (libc6 among them), unpacked without installing: apt-get download into a folder of
@@ -109,6 +116,9 @@ export LOAD_TEST_OUT=\$out/load-test.json PYTHON=\${PYTHON:-\$(command -v python
   echo "host: \$(nproc) CPUs, \$(uname -srm)"
   scripts/load-test.sh
 } 2>&1 | tee "\$out/load-test.log"
+# On one core, as the load test's one-core server: three runs of each.
+(cd runtime/rest && taskset -c 0 "\$kit/bench/rest.test" -test.run '^\$' -test.cpu 1 -test.count 3 \
+  -test.bench 'ServeHTTP|ExchangeServe/json-1row') 2>&1 | tee "\$out/bench.log"
 EOF
 chmod +x "$kit/run.sh"
 

@@ -50,15 +50,20 @@ func TestObserveRequestAlternatingLabels(t *testing.T) {
 			}
 		}
 	}
-	counts := map[string]float64{}
-	for _, s := range gather(t, m)["gangboost_requests_total"].GetMetric() {
-		counts[labels(s)] = s.GetCounter().GetValue()
-	}
-	want := map[string]float64{
+	checkRequestCounts(t, gather(t, m), map[string]float64{
 		"model=iris,protocol=v2,status=200":   10,
 		"model=iris,protocol=v2,status=400":   7,
 		"model=wine,protocol=v2,status=200":   4,
 		"model=iris,protocol=grpc,status=200": 2,
+	})
+}
+
+// checkRequestCounts compares the request counters gathered in fams, by their labels, with want.
+func checkRequestCounts(t *testing.T, fams map[string]*dto.MetricFamily, want map[string]float64) {
+	t.Helper()
+	counts := map[string]float64{}
+	for _, s := range fams["gangboost_requests_total"].GetMetric() {
+		counts[labels(s)] = s.GetCounter().GetValue()
 	}
 	if len(counts) != len(want) {
 		t.Fatalf("request counters %v, want %v", counts, want)
@@ -76,23 +81,10 @@ func TestObserveRequest(t *testing.T) {
 	m.ObserveRequest("iris", "rest-v2", "200", 2*time.Millisecond)
 	m.ObserveRequest("", "grpc-v2", "NotFound", time.Millisecond)
 	fams := gather(t, m)
-
-	counts := map[string]float64{}
-	for _, s := range fams["gangboost_requests_total"].GetMetric() {
-		counts[labels(s)] = s.GetCounter().GetValue()
-	}
-	want := map[string]float64{
+	checkRequestCounts(t, fams, map[string]float64{
 		"model=iris,protocol=rest-v2,status=200":  2,
 		"model=,protocol=grpc-v2,status=NotFound": 1,
-	}
-	if len(counts) != len(want) {
-		t.Fatalf("request counters %v, want %v", counts, want)
-	}
-	for k, v := range want {
-		if counts[k] != v {
-			t.Errorf("requests{%s} = %v, want %v", k, counts[k], v)
-		}
-	}
+	})
 
 	for _, s := range fams["gangboost_request_duration_seconds"].GetMetric() {
 		if labels(s) != "model=iris,protocol=rest-v2,status=200" {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 )
 
@@ -34,9 +35,14 @@ type discardWriter struct {
 	code int
 }
 
-func (w *discardWriter) Header() http.Header         { return w.h }
-func (w *discardWriter) WriteHeader(code int)        { w.code = code }
-func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *discardWriter) Header() http.Header  { return w.h }
+func (w *discardWriter) WriteHeader(code int) { w.code = code }
+func (w *discardWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK // as net/http: a write before WriteHeader answers 200
+	}
+	return len(b), nil
+}
 
 // BenchmarkServeHTTP times what the server does for a one-row request between net/http's read
 // of it and net/http's write of the answer: routing, the request id, the body read, decode ->
@@ -46,7 +52,26 @@ func (w *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 // answer's header map, as net/http makes one per request, is counted).
 // BenchmarkExchangeServe/json-1row beside it is decode -> evaluate -> encode alone.
 func BenchmarkServeHTTP(b *testing.B) {
-	h := newHandler(b, false)
+	benchServeHTTP(b, newHandler(b, false))
+}
+
+// BenchmarkServeHTTPFloor is BenchmarkServeHTTP of the load test's HTTP floor's handler
+// (runtime/loadtest/floor: it reads the body and answers a fixed body of the runtime's answer's
+// length with its two headers): the part of a request's handler CPU any server pays, so the
+// difference between the two is the runtime's own, on the machine at hand.
+func BenchmarkServeHTTPFloor(b *testing.B) {
+	answer := []byte(`{"model_name":"iris","id":"ef2be2ca0f5876d1","outputs":[{"name":"output-0","shape":[1,3],"datatype":"FP32","data":[0.98885334,0.0071750334,0.0039716284]}]}`)
+	contentLength := strconv.Itoa(len(answer))
+	benchServeHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", contentLength)
+		_, _ = w.Write(answer)
+	}))
+}
+
+func benchServeHTTP(b *testing.B, h http.Handler) {
 	body := rowsJSON(1)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -56,7 +81,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 		w := new(discardWriter)
 		for pb.Next() {
 			rd.Reset(body)
-			w.h = make(http.Header)
+			w.h, w.code = make(http.Header), 0
 			if h.ServeHTTP(w, r); w.code != http.StatusOK {
 				b.Errorf("status %d", w.code)
 				return
