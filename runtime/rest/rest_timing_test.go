@@ -5,8 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"testing"
+
+	"github.com/gangboost/gangboost/runtime/loadtest"
 )
 
 func benchInfer(b *testing.B, h http.Handler, body []byte) {
@@ -56,19 +57,11 @@ func BenchmarkServeHTTP(b *testing.B) {
 }
 
 // BenchmarkServeHTTPFloor is BenchmarkServeHTTP of the load test's HTTP floor's handler
-// (runtime/loadtest/floor: it reads the body and answers a fixed body of the runtime's answer's
+// (loadtest.FloorInfer: it reads the body and answers a fixed body of the runtime's answer's
 // length with its two headers): the part of a request's handler CPU any server pays, so the
 // difference between the two is the runtime's own, on the machine at hand.
 func BenchmarkServeHTTPFloor(b *testing.B) {
-	answer := []byte(`{"model_name":"iris","id":"ef2be2ca0f5876d1","outputs":[{"name":"output-0","shape":[1,3],"datatype":"FP32","data":[0.98885334,0.0071750334,0.0039716284]}]}`)
-	contentLength := strconv.Itoa(len(answer))
-	benchServeHTTP(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		h := w.Header()
-		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", contentLength)
-		_, _ = w.Write(answer)
-	}))
+	benchServeHTTP(b, loadtest.FloorInfer())
 }
 
 func benchServeHTTP(b *testing.B, h http.Handler) {
