@@ -38,6 +38,7 @@ type Values struct {
 	PprofPort                         int
 	ExitOnLoadFailure                 bool
 	Batching                          BatchingMode
+	GCMinHeapMiB                      int
 }
 
 // NewFlagSet is the runtime's flag set, writing into v (which it sets to the defaults). Its
@@ -62,6 +63,7 @@ func NewFlagSet(v *Values) *flag.FlagSet {
 	fs.BoolVar(&v.Check, "check", false, "load the models in --model_dir as serving would, print each one's file and exit, 1 with the reason when one does not load; opens no port (a pre-flight for a model folder, e.g. make deploy-example's)")
 	fs.IntVar(&v.PprofPort, "pprof_port", 0, "serve Go's pprof profiles (net/http/pprof) on 127.0.0.1 at this port, for profiling a load run (make load-profile); 0: off")
 	fs.BoolVar(&v.ExitOnLoadFailure, "exit_on_load_failure", false, "exit 1 when a model fails to load at start, instead of staying up live but not ready; under KServe the failure then reaches the InferenceService's status.modelStatus.lastFailureInfo (with terminationMessagePolicy FallbackToLogsOnError) and the pod restarts with back-off")
+	fs.IntVar(&v.GCMinHeapMiB, "gc_min_heap_mib", 8, "smallest heap goal of Go's collector, in MiB: a small live heap is collected once the heap has grown to it, not at Go's 4 MiB, for fewer collections under load (0: Go's own goal; above the live heap, GOGC's percentage rules as usual)")
 	v.Batching = BatchingOff
 	fs.Var(&v.Batching, "enable_batching", "merge concurrent requests into shared evaluations: true, false, or auto (only a model whose one-row evaluation takes "+AutoMinRowCost.String()+" or more: one of about 1000 trees of depth 8)")
 	return fs
@@ -118,6 +120,9 @@ func (v *Values) check() error {
 	if v.MaxInflightBodyBytes < 0 {
 		return fmt.Errorf("--max_inflight_body_bytes %d: want 0 (no limit) or more", v.MaxInflightBodyBytes)
 	}
+	if v.GCMinHeapMiB < 0 || v.GCMinHeapMiB > MaxGCMinHeapMiB {
+		return fmt.Errorf("--gc_min_heap_mib %d: want 0 (Go's own heap goal) to %d", v.GCMinHeapMiB, MaxGCMinHeapMiB)
+	}
 	// Without a request timeout a connection could hold its goroutine forever sending nothing:
 	// the header's and body's deadlines are the request timeout's.
 	if v.RequestTimeout <= 0 {
@@ -133,6 +138,10 @@ func (v *Values) check() error {
 	}
 	return nil
 }
+
+// MaxGCMinHeapMiB bounds --gc_min_heap_mib: a minimum heap of gigabytes is memory a pod's limit
+// would meet before the collector ran.
+const MaxGCMinHeapMiB = 1024
 
 // ServingRuntimeFlags are the flags the ServingRuntime gives every model's server (its name,
 // where KServe puts the model, the ports its container declares), and --check, which serves

@@ -65,6 +65,8 @@ func TestParse(t *testing.T) {
 		{[]string{"--request_timeout=0"}, "--request_timeout 0s: want more than 0"},
 		{[]string{"--max_inflight_body_bytes=-1"}, "--max_inflight_body_bytes -1: want 0 (no limit) or more"},
 		{[]string{"--shutdown_timeout=-1s"}, "--shutdown_timeout -1s: want 0 or more"},
+		{[]string{"--gc_min_heap_mib=-1"}, "--gc_min_heap_mib -1: want 0 (Go's own heap goal) to 1024"},
+		{[]string{"--gc_min_heap_mib=4096"}, "--gc_min_heap_mib 4096: want 0 (Go's own heap goal) to 1024"},
 		{[]string{"--log_level=loud"}, "log_level"},
 		{[]string{"--model_name", "a", "extra"}, `unexpected argument "extra"`},
 	} {
@@ -83,8 +85,8 @@ func TestCheckDeploymentArgs(t *testing.T) {
 		{"--enable_batching=false", "--max_batch_size=128", "--max_batch_delay=2ms"},
 		{"--request_timeout=2m", "--log_level=debug", "--max_contribs_rows=50"},
 		{"--max_batch_size", "128"},
-		// These are 0 by choice: no in-flight body budget, no drain, no gathering wait.
-		{"--max_inflight_body_bytes=0", "--shutdown_timeout=0s", "--max_batch_delay=0s"},
+		// These are 0 by choice: no in-flight body budget, no drain, no gathering wait, Go's own heap goal.
+		{"--max_inflight_body_bytes=0", "--shutdown_timeout=0s", "--max_batch_delay=0s", "--gc_min_heap_mib=0"},
 	} {
 		if err := CheckDeploymentArgs(ok); err != nil {
 			t.Errorf("%q: %v", ok, err)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gangboost/gangboost/runtime/batcher"
 	"github.com/gangboost/gangboost/runtime/cmdline"
+	"github.com/gangboost/gangboost/runtime/heapgoal"
 	"github.com/gangboost/gangboost/runtime/infer"
 	"github.com/gangboost/gangboost/runtime/registry"
 	"github.com/gangboost/gangboost/runtime/server"
@@ -46,6 +47,7 @@ func run(args []string) error {
 	if v.Check {
 		return checkModels(os.Stdout, v.ModelDir, v.ModelName, v.ModelVersion)
 	}
+	defer heapgoal.Keep(uint64(v.GCMinHeapMiB) << 20).Stop()
 	cfg := server.Config{
 		ModelName: v.ModelName, ModelDir: v.ModelDir, ModelVersion: v.ModelVersion,
 		HTTPAddr:     ":" + strconv.Itoa(v.HTTPPort),
