@@ -56,8 +56,7 @@ type Keeper struct {
 
 	mu      sync.Mutex
 	stopped bool
-	set     int // the percentage in force
-	samples []metrics.Sample
+	samples []metrics.Sample // the live heap and the percentage in force, read after each collection
 }
 
 // Keep starts holding the heap goal at minimum bytes or more (0: Go's own goal, and Keep does
@@ -66,10 +65,7 @@ type Keeper struct {
 func Keep(minimum uint64) *Keeper {
 	k := &Keeper{minimum: minimum, samples: []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/gogc:percent"}}}
 	metrics.Read(k.samples)
-	// The percentage is an int32 read as a uint64: GOGC=off's -1 reads as MaxUint64, whose low
-	// 32 bits are -1 again.
-	k.base = int(int32(k.samples[1].Value.Uint64()))
-	k.set = k.base
+	k.base = percent(k.samples[1].Value)
 	if minimum == 0 || k.base < 0 {
 		k.stopped = true
 		return k
@@ -99,12 +95,16 @@ func (k *Keeper) adjust() bool {
 		return false
 	}
 	metrics.Read(k.samples)
-	p := Percent(k.samples[0].Value.Uint64(), k.minimum, k.base)
-	if p != k.set {
+	if p := Percent(k.samples[0].Value.Uint64(), k.minimum, k.base); p != percent(k.samples[1].Value) {
 		debug.SetGCPercent(p)
-		k.set = p
 	}
 	return true
+}
+
+// percent is the GOGC percentage as /gc/gogc:percent reads it: an int32 read as a uint64, so
+// GOGC=off's -1 reads as MaxUint64, whose low 32 bits are -1 again.
+func percent(v metrics.Value) int {
+	return int(int32(v.Uint64()))
 }
 
 // Stop gives the collector back GOGC's percentage.

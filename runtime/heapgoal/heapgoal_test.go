@@ -37,10 +37,10 @@ func TestPercent(t *testing.T) {
 }
 
 // read is the collector's percentage and heap goal now.
-func read() (percent int, goal uint64) {
+func read() (gogc int, goal uint64) {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/goal:bytes"}}
 	metrics.Read(s)
-	return int(int32(s[0].Value.Uint64())), s[1].Value.Uint64()
+	return percent(s[0].Value), s[1].Value.Uint64()
 }
 
 // collectUntil collects until the percentage is want: a keeper adjusts it after a collection,
