@@ -77,6 +77,31 @@ func Kustomize(ctx context.Context, dir string) ([]*unstructured.Unstructured, e
 	return DecodeYAML(out)
 }
 
+// inNamespace places namespaced objects (and the ServiceAccount subjects of
+// bindings) in ns, as a kustomization's namespace field does.
+func inNamespace(objs []*unstructured.Unstructured, ns string) error {
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ClusterRole", "ClusterRoleBinding", "Namespace", "CustomResourceDefinition":
+		default:
+			o.SetNamespace(ns)
+		}
+		subjects, found, _ := unstructured.NestedSlice(o.Object, "subjects")
+		if !found {
+			continue
+		}
+		for _, s := range subjects {
+			if sm, ok := s.(map[string]any); ok && sm["kind"] == "ServiceAccount" {
+				sm["namespace"] = ns
+			}
+		}
+		if err := unstructured.SetNestedSlice(o.Object, subjects, "subjects"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Apply server-side applies objects in order, CustomResourceDefinitions
 // first, and waits for those to be established so that objects of their
 // kinds can follow in the same call.

@@ -79,26 +79,8 @@ func kserveRBAC(moduleDir string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "ClusterRole", "ClusterRoleBinding":
-		default:
-			o.SetNamespace(KServeNamespace)
-		}
-		subjects, found, _ := unstructured.NestedSlice(o.Object, "subjects")
-		if !found {
-			continue
-		}
-		for i, s := range subjects {
-			sm := s.(map[string]any)
-			if sm["kind"] == "ServiceAccount" {
-				sm["namespace"] = KServeNamespace
-			}
-			subjects[i] = sm
-		}
-		if err := unstructured.SetNestedSlice(o.Object, subjects, "subjects"); err != nil {
-			return nil, err
-		}
+	if err := inNamespace(objs, KServeNamespace); err != nil {
+		return nil, err
 	}
 	return objs, nil
 }

@@ -226,33 +226,6 @@ func (c *Cluster) startTrainer(ctx context.Context) error {
 	})
 }
 
-// inNamespace places namespaced objects (and the ServiceAccount subjects of
-// bindings) in ns, as a kustomization's namespace field does.
-func inNamespace(objs []*unstructured.Unstructured, ns string) error {
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "ClusterRole", "ClusterRoleBinding", "Namespace", "CustomResourceDefinition":
-		default:
-			o.SetNamespace(ns)
-		}
-		subjects, found, _ := unstructured.NestedSlice(o.Object, "subjects")
-		if !found {
-			continue
-		}
-		for i, s := range subjects {
-			sm := s.(map[string]any)
-			if sm["kind"] == "ServiceAccount" {
-				sm["namespace"] = ns
-			}
-			subjects[i] = sm
-		}
-		if err := unstructured.SetNestedSlice(o.Object, subjects, "subjects"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // writeCerts writes a webhook server's tls.crt and tls.key into dir.
 func writeCerts(dir string, certs map[string][]byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
