@@ -36,8 +36,10 @@
 #   BATCH_CONNECTIONS=256 the connections of the batching comparison: gangboost REST JSON with and
 #                        without --enable_batching under that many concurrent one-row requests
 #   SERVER_CORES="1 2"   server core counts measured (each at most the machine's)
-#   ROUNDS=1             measure every server in turn ROUNDS times; each reports its median round,
-#                        and each ratio is the median of the rounds' ratios (peers measured in turn)
+#   ROUNDS=3             measure every server in turn ROUNDS times; each reports its median round,
+#                        and each ratio is the median of the rounds' ratios (peers measured in turn);
+#                        one round of either server moves by more than the goals' margin, and from
+#                        three rounds on the report says when a goal lies inside the rounds' spread
 #   PAIRED_ROUNDS=3      rounds of the paired measurement (0: none), below
 #   RUNTIME_FLAGS=       extra gangboost-runtime flags (e.g. --enable_batching)
 #   GANGBOOST_RUNTIME=bin/gangboost-runtime (built into a temporary folder when missing)
@@ -58,7 +60,7 @@ WARMUP=${WARMUP:-1s}
 CONNECTIONS=${CONNECTIONS:-32}
 BATCH_CONNECTIONS=${BATCH_CONNECTIONS:-256}
 STARTS=${STARTS:-5}
-ROUNDS=${ROUNDS:-1}
+ROUNDS=${ROUNDS:-3}
 PAIRED_ROUNDS=${PAIRED_ROUNDS:-3}
 SERVER_CORES=${SERVER_CORES:-1 2}
 RUNTIME_FLAGS=${RUNTIME_FLAGS:-}
