@@ -202,8 +202,9 @@ const (
 
 // AutoMinRowCost is where --enable_batching=auto turns batching on: measured on the 2-core VM
 // (2026-11-29, make load-test-batching), batching paid from models of about 1000 trees of depth
-// 8, whose one-row evaluation service.RowCost times at 7.0-8.9 µs (500 trees, the break-even:
-// 2.9-3.6 µs; 100 trees, which batching slows by a fifth: 0.5 µs).
+// 8, whose one-row evaluation service.RowCost times at 6.5-7.3 µs (2026-12-07, 300 timings of
+// the same models; 500 trees, the break-even: 2.4-2.8 µs; 100 trees, which batching slows by
+// a fifth: 0.6 µs).
 const AutoMinRowCost = 5 * time.Microsecond
 
 func (b *BatchingMode) String() string { return string(*b) }
