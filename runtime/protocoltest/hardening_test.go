@@ -340,9 +340,14 @@ func TestEvaluationStopsWhenTheClientGoesAway(t *testing.T) {
 // end cancels in-flight evaluation and the process exits 0.
 func TestShutdownCancelsEvaluationPastTheDrainTime(t *testing.T) {
 	s, body := startForCancellation(t, "--shutdown_timeout", "500ms")
+	// In flight, known: the handler asked for the body, and all of it is sent before the SIGTERM.
+	h := holdRequest(t, s, body)
+	if _, err := h.conn.Write(h.rest); err != nil {
+		t.Fatalf("the rest of the body: %v", err)
+	}
 	done := make(chan int, 1)
 	go func() {
-		resp, err := http.Post(s.URL+"/v2/models/iris/infer", "application/json", bytes.NewReader(body))
+		resp, err := http.ReadResponse(h.r, nil)
 		if err != nil {
 			done <- 0
 			return
@@ -350,7 +355,6 @@ func TestShutdownCancelsEvaluationPastTheDrainTime(t *testing.T) {
 		resp.Body.Close()
 		done <- resp.StatusCode
 	}()
-	time.Sleep(600 * time.Millisecond)
 	start := time.Now()
 	// stopGracefully's own hang guard catches a server that never exits; exit code 0 and the
 	// cancellation line below show that the drain's end cancelled the evaluation (a drain that
@@ -396,11 +400,16 @@ func TestReloadReleasesTheReplacedModel(t *testing.T) {
 			t.Fatalf("infer after load %d: %d %s", i, status, body)
 		}
 	}
+	// A released version's batcher goroutines may still be returning: wait for the count to
+	// settle, with a minute's hang guard.
 	after := s.metric(t, "go_goroutines")
-	t.Logf("goroutines %v before 40 reloads, %v after", before, after)
-	if after > before+3 {
-		t.Fatalf("goroutines grew from %v to %v over 40 reloads", before, after)
+	for deadline := time.Now().Add(time.Minute); after > before+3; after = s.metric(t, "go_goroutines") {
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines grew from %v to %v over 40 reloads, and stayed a minute", before, after)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
+	t.Logf("goroutines %v before 40 reloads, %v after", before, after)
 }
 
 // Item 7: loading a corrupt file over a serving model took it and the server's readiness down.

@@ -254,9 +254,11 @@ func TestIdleConnectionIsClosed(t *testing.T) {
 // The header of a kept-alive connection's next request has the header timeout from its
 // first bytes, not the (longer) idle timeout; so has the first request's.
 func TestNextRequestsHeaderIsTimed(t *testing.T) {
-	addr, c, _ := answeredOnce(t, timeouts{readHeader: 30 * time.Millisecond, read: time.Minute, write: time.Minute, idle: time.Minute})
+	// Half a second of header time: the first request's header must be read within it, by a
+	// server goroutine a busy machine may start late.
+	addr, c, _ := answeredOnce(t, timeouts{readHeader: 500 * time.Millisecond, read: time.Minute, write: time.Minute, idle: time.Minute})
 	// Past the first request's header deadline: the idle timeout holds the connection.
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(time.Second)
 	if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Le"); err != nil {
 		t.Fatal(err)
 	}
@@ -300,15 +302,17 @@ func TestUnreadAnswerIsCut(t *testing.T) {
 
 // A request that takes longer than the header timeout keeps its context: the header's
 // deadline ends with the header (net/http's background read, which cancels the context
-// when the client goes, has none).
+// when the client goes, has none). The header time is long enough for a busy machine to
+// read the header within it; the request runs twice as long.
 func TestLongRequestKeepsItsContext(t *testing.T) {
+	const readHeader = 500 * time.Millisecond
 	ctxErr := make(chan error, 1)
-	addr := phaseServer(t, timeouts{readHeader: 20 * time.Millisecond, read: time.Minute, write: time.Minute, idle: time.Minute},
+	addr := phaseServer(t, timeouts{readHeader: readHeader, read: time.Minute, write: time.Minute, idle: time.Minute},
 		func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.Copy(io.Discard, r.Body)
 			select {
 			case <-r.Context().Done():
-			case <-time.After(150 * time.Millisecond):
+			case <-time.After(2 * readHeader):
 			}
 			ctxErr <- r.Context().Err()
 		})

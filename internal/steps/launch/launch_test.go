@@ -183,11 +183,14 @@ func TestRunDeadlineDeletes(t *testing.T) {
 }
 
 func TestRunStartedGangOutlivesDeadline(t *testing.T) {
+	job := validJob()
+	// Seconds for the watch to report the gang placed (a busy machine may start it late).
+	job.Gang.ScheduleTimeout = 2 * time.Second
 	f := &fakeBackend{created: time.Now(), progress: []Progress{{GangStarted: true}}}
 	f.end = nil
 	// The watch ends after the deadline: a placed gang is not deleted.
-	slow := &slowEnd{fakeBackend: f, after: 600 * time.Millisecond}
-	res, err := (&Launcher{Backend: slow}).Run(context.Background(), validJob())
+	slow := &slowEnd{fakeBackend: f, after: job.Gang.ScheduleTimeout + 500*time.Millisecond}
+	res, err := (&Launcher{Backend: slow}).Run(context.Background(), job)
 	if err != nil || res == nil {
 		t.Fatalf("Run = %v, %v", res, err)
 	}

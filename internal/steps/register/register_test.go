@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gangboost/gangboost/internal/contract/modeldir"
 	"github.com/gangboost/gangboost/internal/contract/modelobjects"
+	"github.com/gangboost/gangboost/internal/plumbing/netport"
 	"github.com/gangboost/gangboost/internal/plumbing/objectstore"
 	"github.com/gangboost/gangboost/internal/steps/register"
 	"github.com/gangboost/gangboost/test/modelregistry"
@@ -115,12 +117,12 @@ func TestRegisterAndRecordServing(t *testing.T) {
 }
 
 func TestRegistryThatDoesNotAnswer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// A port outside the ephemeral range, which no outgoing connection takes meanwhile.
+	port, err := netport.Free()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	c, err := register.New("http://"+addr, "")
 	if err != nil {
 		t.Fatal(err)

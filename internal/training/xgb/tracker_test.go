@@ -2,21 +2,23 @@ package xgb
 
 import (
 	"fmt"
-	"net"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gangboost/gangboost/internal/plumbing/netport"
 )
 
+// freePort is a port for the tracker, outside the ephemeral range: libxgboost binds it later,
+// and one from ":0" may meanwhile become another connection's source port.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := netport.Free()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // Three workers, each a goroutine locked to its own OS thread (libxgboost's communicator is

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/gangboost/gangboost/internal/plumbing/netport"
 	"github.com/gangboost/gangboost/internal/steps/deploy"
 	"github.com/gangboost/gangboost/runtime/grpc/inference"
 )
@@ -54,16 +56,15 @@ func (p *progressLog) waitFor(t *testing.T, sub string) {
 	}
 }
 
-// freeAddr is a loopback address nobody listens on (yet).
+// freeAddr is a loopback address nobody listens on (yet), on a port outside the ephemeral range,
+// so that no outgoing connection takes it before the test listens there or finds it refusing.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := netport.Free()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 }
 
 // The Service refuses connections for a moment after the InferenceService is Ready: the check

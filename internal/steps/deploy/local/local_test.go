@@ -95,7 +95,9 @@ func TestLocalRollout(t *testing.T) {
 	claim, state := t.TempDir(), t.TempDir()
 	train(t, claim, "v1", 20)
 	train(t, claim, "v2", 3)
-	b := &Backend{Runtime: testbin.Installed(t, "gangboost-runtime"), StateDir: state, StopTimeout: 5 * time.Second}
+	// The old version serves 3 s past the switch: a calling goroutine that read the old record
+	// just before it may be held that long by a busy machine before its call.
+	b := &Backend{Runtime: testbin.Installed(t, "gangboost-runtime"), StateDir: state, StopTimeout: 5 * time.Second, SwitchGrace: 3 * time.Second}
 	t.Cleanup(func() { stopRecorded(t, state, "iris") })
 	var log strings.Builder
 	d := &deploy.Deployer{Backend: b, Log: &log}
