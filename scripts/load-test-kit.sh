@@ -42,7 +42,8 @@ gbr=${GANGBOOST_RUNTIME:-bin/gangboost-runtime}
 [ -x "$gbr" ] || die "no $gbr: make build makes it"
 cp "$gbr" "$kit/bin/gangboost-runtime"
 echo "load-test-kit: building runtime/loadtest's tools and runtime/rest's benchmarks"
-for tool in floor grpcfloor grpcload readytime; do
+for dir in runtime/loadtest/*/; do # each folder a tool, as scripts/load-test.sh takes them
+  tool=$(basename "$dir")
   # Without symbol tables (-s -w), which the kit would carry for nothing.
   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$kit/tools/$tool" "./runtime/loadtest/$tool"
 done

@@ -97,7 +97,10 @@ if [ ! -x "$gbr" ]; then
   gbr=$work/gangboost-runtime
   CGO_ENABLED=0 go build -trimpath -o "$gbr" ./runtime/cmd/gangboost-runtime
 fi
-for tool in floor grpcfloor grpcload readytime; do
+# The peers and load tools: each folder of runtime/loadtest is one (scripts/load-test-kit.sh
+# builds the same).
+for dir in runtime/loadtest/*/; do
+  tool=$(basename "$dir")
   if [ -n "${LOADTEST_TOOLS:-}" ]; then
     [ -x "$LOADTEST_TOOLS/$tool" ] || die "LOADTEST_TOOLS: no $LOADTEST_TOOLS/$tool"
     ln -s "$(cd "$LOADTEST_TOOLS" && pwd)/$tool" "$work/$tool"
