@@ -118,7 +118,10 @@ func TestLaunchRestartAdoptsRunningJob(t *testing.T) {
 	requireTrainer(t)
 	e := newEnv(t, "restart")
 	runID := uuid.NewString()
-	s := e.newStep(runID, "train-iris", map[string]any{"model_name": "iris", "workers": 1, "num_round": 60})
+	// About three seconds of training (750 rounds of depth 2 at about 4 ms a round): the step is
+	// stopped and its job listed within them even on a busy machine (60 rounds left well under a
+	// second).
+	s := e.newStep(runID, "train-iris", map[string]any{"model_name": "iris", "workers": 1, "num_round": 750, "max_depth": "2", "nthread": 1})
 	wantJob := launch.JobName(launch.Identity{RunID: runID, TaskName: "train-iris"})
 
 	r := e.runComponentUntil(s, 2*time.Minute, "job Running")

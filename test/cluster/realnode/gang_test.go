@@ -203,9 +203,11 @@ func runClaimInit(t *testing.T, c *cluster.Cluster, ns, claim string) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
+	var lastGet error
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(&job), &job); err != nil {
-			return false, err
+		// A Get a busy API server does not answer in time is asked again, not the end of the wait.
+		if lastGet = c.Client.Get(ctx, client.ObjectKeyFromObject(&job), &job); lastGet != nil {
+			return false, nil
 		}
 		if job.Status.Failed > 0 {
 			return false, fmt.Errorf("claim-init failed: %+v", job.Status)
@@ -213,7 +215,7 @@ func runClaimInit(t *testing.T, c *cluster.Cluster, ns, claim string) {
 		return job.Status.Succeeded > 0, nil
 	})
 	if err != nil {
-		t.Fatalf("claim-init Job on %s/%s: %v", ns, claim, err)
+		t.Fatalf("claim-init Job on %s/%s: %v (last Get: %v)", ns, claim, err, lastGet)
 	}
 	t.Logf("claim-init completed in %s", time.Since(t0).Round(time.Millisecond))
 }

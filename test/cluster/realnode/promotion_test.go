@@ -60,8 +60,9 @@ func TestChampionChallengerOnRealNode(t *testing.T) {
 	}
 	hc := endpointHTTPClient(c)
 	backend.HTTPClient = hc
-	// Long enough for the client below, which reads the address before every call, to move.
-	backend.PromotionDrain = 2 * time.Second
+	// Long enough for the client below, which reads the address before every call, to move, even
+	// when a busy machine holds it seconds between its read and its call.
+	backend.PromotionDrain = 8 * time.Second
 	service := func(v string) *deploy.Service {
 		return &deploy.Service{
 			Name: "iris", Namespace: ns, ModelURI: "pvc://" + claim + "/models/iris/" + v, Claim: claim, ModelPath: "models/iris/" + v,
