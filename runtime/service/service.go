@@ -70,7 +70,7 @@ func Batched(l *registry.Loaded) bool {
 }
 
 // RowCost is how long f takes to evaluate one row (of zeros, the same row each time, so with
-// f in cache).
+// f in cache), in the fastest of a few short samples (fastestSample).
 func RowCost(f *forest.Model) time.Duration {
 	row := make([]float32, f.NumFeatures())
 	var dst []float32
@@ -93,7 +93,8 @@ const (
 // mean: the server measures while it starts, perhaps on a busy node or against a CPU quota, and
 // a sample the scheduler interrupted measures the node rather than the model, so a mean of a
 // few microseconds' calls is moved by one preemption past any threshold. Each sample is short
-// (8 of Iris's calls take about 4 µs), so it is unlikely that every sample is interrupted.
+// (8 of Iris's calls take about 1.4 µs, of a 1000-tree model's about 55 µs), so it is unlikely
+// that every sample is interrupted.
 func fastestSample(call func()) time.Duration {
 	for range costWarmupCalls {
 		call()
